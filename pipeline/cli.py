@@ -1,0 +1,243 @@
+"""`scoreboard`: one command per stage. The only place real clients are constructed."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import click
+from sqlite_utils import Database
+
+from pipeline import db as store
+from pipeline.analyze import run_analyze
+from pipeline.analyze.fetch import InstalledPackageFetcher
+from pipeline.config import Settings
+from pipeline.discover import run_discover
+from pipeline.discover.local import DEFAULT_CATALOG, LocalCatalogSource
+from pipeline.judge import OfflineJudge, run_judge
+from pipeline.models import StageReport
+from pipeline.monitor import run_monitor
+from pipeline.probe import run_probe
+from pipeline.probe.install import Installer
+from pipeline.render import run_build
+from pipeline.score import run_score
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _open(settings: Settings) -> Database:
+    try:
+        return store.open_db(settings.db_path)
+    except store.ScoreboardDatabaseError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageReport]) -> StageReport:
+    """Run one stage with its `runs` row; always end with one summary line."""
+    run_id = store.start_run(db, name, args, utcnow())
+    try:
+        report = body(run_id)
+    except KeyboardInterrupt:
+        report = StageReport(stage=name, interrupted=True)
+    store.finish_run(db, run_id, report, utcnow())
+    click.echo(report.summary_line())
+    if report.interrupted:
+        raise Interrupted(name)
+    return report
+
+
+def _servers(db: Database, ids: tuple[str, ...]):
+    servers = store.active_servers(db, ids or None)
+    missing = set(ids) - {s.id for s in servers}
+    if missing:
+        raise click.ClickException(f"no active server with id: {', '.join(sorted(missing))}")
+    return servers
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", "db_path", type=click.Path(path_type=Path), envvar="SCOREBOARD_DB", help="Database file (default data/scoreboard.db).")
+@click.option("--cache", "cache_dir", type=click.Path(path_type=Path), envvar="SCOREBOARD_CACHE", help="Where local servers are installed.")
+@click.pass_context
+def cli(ctx: click.Context, db_path: Path | None, cache_dir: Path | None) -> None:
+    """MCP Scoreboard: discover, examine, score and publish MCP servers."""
+    ctx.obj = Settings.from_env(db_path=db_path, cache_dir=cache_dir)
+
+
+pass_settings = click.make_pass_decorator(Settings)
+server_option = click.option("--server", "server_ids", multiple=True, help="Only this server id (repeatable).")
+
+
+@cli.command()
+@click.option("--catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=DEFAULT_CATALOG, show_default="embedded local catalog")
+@pass_settings
+def discover(settings: Settings, catalog: Path) -> None:
+    """Read the sources and merge their servers into the catalog."""
+    db = _open(settings)
+    _stage(db, "discover", {"catalog": str(catalog)}, lambda _: run_discover(db, sources=[LocalCatalogSource(catalog)], now=utcnow()))
+
+
+@cli.command()
+@server_option
+@pass_settings
+def analyze(settings: Settings, server_ids: tuple[str, ...]) -> None:
+    """Analyse each server's source (for local servers: the installed package)."""
+    db = _open(settings)
+    _analyze(db, settings, server_ids)
+
+
+def _analyze(db: Database, settings: Settings, server_ids: tuple[str, ...]) -> None:
+    servers = _servers(db, server_ids)
+    fetcher = InstalledPackageFetcher(settings.cache_dir)
+    Installer(settings.cache_dir, settings.install_timeout).install([s.launch for s in servers if s.launch])
+    _stage(db, "analyze", {"servers": list(server_ids)}, lambda _: run_analyze(db, servers=servers, fetcher=fetcher, now=utcnow()))
+
+
+@cli.command()
+@server_option
+@click.option("--concurrency", type=int, help="Servers probed at once.")
+@click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")
+@pass_settings
+def probe(settings: Settings, server_ids: tuple[str, ...], concurrency: int | None, call_timeout: float | None) -> None:
+    """Deep-probe each server live: handshake, lists, basic checks."""
+    db = _open(settings)
+    _probe(db, settings.model_copy(update={k: v for k, v in {"concurrency": concurrency, "call_timeout": call_timeout}.items() if v}), server_ids, "deep")
+
+
+def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str) -> None:
+    servers = _servers(db, server_ids)
+    installer = Installer(settings.cache_dir, settings.install_timeout)
+    run = run_probe if kind == "deep" else run_monitor
+    stage = "probe" if kind == "deep" else "monitor"
+    _stage(db, stage, {"servers": list(server_ids)}, lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+
+
+@cli.command()
+@server_option
+@pass_settings
+def monitor(settings: Settings, server_ids: tuple[str, ...]) -> None:
+    """Fast-probe each server (connect, handshake, ping) for reliability."""
+    _probe(_open(settings), settings, server_ids, "fast")
+
+
+@cli.command()
+@server_option
+@pass_settings
+def judge(settings: Settings, server_ids: tuple[str, ...]) -> None:
+    """Rate tool schemas for interpretability (offline judge unless LLM keys are configured)."""
+    db = _open(settings)
+    servers = _servers(db, server_ids)
+    _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
+
+
+@cli.command()
+@pass_settings
+def score(settings: Settings) -> None:
+    """Rescore every active server from stored evidence (no network)."""
+    db = _open(settings)
+    servers = store.active_servers(db)
+    _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
+
+
+@cli.command()
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Output directory (default _site/).")
+@pass_settings
+def build(settings: Settings, site_dir: Path | None) -> None:
+    """Render the database into the static site."""
+    db = _open(settings)
+    target = site_dir or settings.site_dir
+    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, site_dir=target, now=utcnow()))
+    click.echo(f"site written to {target}/index.html")
+
+
+@cli.command()
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Site directory (default _site/).")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port of the static site.")
+@click.option("--datasette-port", type=int, default=8001, show_default=True)
+@pass_settings
+def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: int) -> None:
+    """Serve the static site and Datasette over the database on localhost."""
+    from pipeline import serve as serving
+
+    _open(settings).close()
+    target = site_dir or settings.site_dir
+    if not (target / "index.html").exists():
+        raise click.ClickException(f"{target}/index.html does not exist: run `scoreboard build` first")
+    try:
+        handle = serving.start(target, settings.db_path, port, datasette_port)
+    except (OSError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"site:      {handle.site_url}", err=False)
+    click.echo(f"datasette: {handle.datasette_url}")
+    click.echo("press Ctrl-C to stop")
+    sys.stdout.flush()
+    try:
+        import threading
+
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.stop()
+
+
+@cli.command()
+@pass_settings
+def install(settings: Settings) -> None:
+    """Install the local catalog's servers into the cache (the probe stage does this too)."""
+    batch = LocalCatalogSource().read()
+    results = Installer(settings.cache_dir, settings.install_timeout).install([e.launch for e in batch.entries if e.launch])
+    failed = {k: v for k, v in results.items() if not v.ok}
+    for key, result in sorted(results.items()):
+        click.echo(f"{key}: {'ok ' + (result.version or '') if result.ok else 'FAILED ' + (result.error or '')}")
+    click.echo(f"install done: {len(results) - len(failed)} installed, {len(failed)} failed")
+    if failed:
+        raise SystemExit(1)
+
+
+@cli.command()
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Output directory (default _site/).")
+@pass_settings
+def run(settings: Settings, site_dir: Path | None) -> None:
+    """Run every stage in order: discover → analyze → probe → monitor → judge → score → build."""
+    db = _open(settings)
+    target = site_dir or settings.site_dir
+    _stage(db, "discover", {}, lambda _: run_discover(db, sources=[LocalCatalogSource()], now=utcnow()))
+    servers = store.active_servers(db)
+    installer = Installer(settings.cache_dir, settings.install_timeout)
+    # Local servers are analysed from their installed package, so install before analysing.
+    installer.install([s.launch for s in servers if s.launch])
+    fetcher = InstalledPackageFetcher(settings.cache_dir)
+    _stage(db, "analyze", {}, lambda _: run_analyze(db, servers=servers, fetcher=fetcher, now=utcnow()))
+    _stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+    _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+    _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
+    _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
+    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, site_dir=target, now=utcnow()))
+    click.echo(f"site written to {target}/index.html")
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="scoreboard", standalone_mode=False)
+    except Interrupted as exc:
+        click.echo(f"interrupted during {exc}; everything committed before it is kept", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

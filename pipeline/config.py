@@ -1,0 +1,40 @@
+"""Settings: paths, timeouts, concurrency. Read from the environment once, at the CLI edge."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mcp-scoreboard"
+
+
+class Settings(BaseModel):
+    db_path: Path = REPO_ROOT / "data" / "scoreboard.db"
+    site_dir: Path = REPO_ROOT / "_site"
+    cache_dir: Path = _default_cache_dir()
+    # Probing untrusted servers: every wait is bounded.
+    start_timeout: float = 30.0  # spawn until an HTTP server accepts connections
+    call_timeout: float = 10.0  # one request/response
+    probe_timeout: float = 60.0  # a whole deep probe of one server
+    fast_probe_timeout: float = 15.0
+    install_timeout: float = 600.0
+    concurrency: int = 4
+    stderr_cap: int = 64_000  # bytes of a server's stderr kept as evidence
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> "Settings":
+        env = {
+            "db_path": os.environ.get("SCOREBOARD_DB"),
+            "site_dir": os.environ.get("SCOREBOARD_SITE"),
+            "cache_dir": os.environ.get("SCOREBOARD_CACHE"),
+        }
+        values = {k: v for k, v in env.items() if v}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)

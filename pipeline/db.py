@@ -1,0 +1,468 @@
+"""The evidence database: the only module that knows table shapes.
+
+Every write that belongs together happens in one transaction, so an interrupted run leaves
+what it had committed and nothing half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from sqlite_utils import Database
+
+from pipeline import ENGINE_VERSION
+from pipeline.migrations import MIGRATION_SET, migrations
+from pipeline.models import (
+    AnalysisResult,
+    CatalogEntry,
+    Judgement,
+    ProbeResult,
+    ScoreCard,
+    Server,
+    StageReport,
+)
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+MAX_STORED_STRING = 16_384  # longer strings in evidence are trimmed, with their length noted
+SCORE_DROP_ALERT = 10.0  # seed 000: a drop of 10+ points between runs raises an alert
+
+
+class ScoreboardDatabaseError(Exception):
+    """The database file is missing, not SQLite, corrupt, or not a scoreboard database."""
+
+
+def open_db(path: Path | str, *, create: bool = True) -> Database:
+    """Open (and migrate) the scoreboard database at `path`, or explain clearly why not."""
+    path = Path(path)
+    if not path.exists():
+        if not create:
+            raise ScoreboardDatabaseError(f"{path}: no such database (run `scoreboard run` to create it)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+    elif path.is_dir():
+        raise ScoreboardDatabaseError(f"{path}: is a directory, not a database file")
+    elif path.stat().st_size > 0:
+        with path.open("rb") as fh:
+            header = fh.read(len(SQLITE_HEADER))
+        if header != SQLITE_HEADER:
+            raise ScoreboardDatabaseError(f"{path}: not a SQLite database (the file does not start with the SQLite header)")
+    try:
+        conn = sqlite3.connect(str(path))
+        conn.execute("PRAGMA busy_timeout = 10000")
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
+        if problems != ["ok"]:
+            conn.close()
+            raise ScoreboardDatabaseError(f"{path}: the database is corrupt: {'; '.join(problems[:3])}")
+        db = Database(conn)
+        _check_is_ours(db, path)
+        if db.journal_mode != "wal":
+            db.enable_wal()
+        conn.execute("PRAGMA foreign_keys = ON")
+        migrations.apply(db)
+    except sqlite3.DatabaseError as exc:
+        raise ScoreboardDatabaseError(f"{path}: cannot be read as a SQLite database: {exc}") from exc
+    return db
+
+
+def _check_is_ours(db: Database, path: Path) -> None:
+    tables = set(db.table_names())
+    if not tables:
+        return
+    ours = "_sqlite_migrations" in tables and db.execute(
+        "select count(*) from _sqlite_migrations where migration_set = ?", [MIGRATION_SET]
+    ).fetchone()[0]
+    if not ours:
+        listed = ", ".join(sorted(tables)[:5])
+        raise ScoreboardDatabaseError(
+            f"{path}: a SQLite database, but not a scoreboard database (it holds tables: {listed}); "
+            "refusing to write to it"
+        )
+
+
+# ---------------------------------------------------------------- encoding helpers
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def dumps(value: Any) -> str:
+    """Stable JSON: sorted keys, so identical evidence gives identical bytes and hashes."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def content_hash(value: Any) -> str:
+    return hashlib.sha256(dumps(value).encode()).hexdigest()
+
+
+def trim(value: Any, limit: int = MAX_STORED_STRING) -> Any:
+    """Cap every string in a JSON value, noting how long it was, so hostile payloads stay small."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        return value[:limit] + f"…[trimmed, {len(value)} chars]"
+    if isinstance(value, list):
+        return [trim(item, limit) for item in value]
+    if isinstance(value, dict):
+        return {str(key)[:limit]: trim(item, limit) for key, item in value.items()}
+    return value
+
+
+# ---------------------------------------------------------------- catalog
+
+
+def _server_from_row(row: dict[str, Any]) -> Server:
+    return Server(
+        id=row["id"],
+        name=row["name"],
+        description=row["description"],
+        repository=row["repository"],
+        subpath=row["subpath"],
+        homepage=row["homepage"],
+        transport=row["transport"],
+        remote_url=row["remote_url"],
+        launch=json.loads(row["launch"]) if row["launch"] else None,
+        env_vars=json.loads(row["env_vars"] or "[]"),
+        external_links=json.loads(row["external_links"] or "{}"),
+        sources=json.loads(row["sources"] or "[]"),
+        is_active=bool(row["is_active"]),
+        first_seen_at=parse_iso(row["first_seen_at"]),
+        last_seen_at=parse_iso(row["last_seen_at"]),
+    )
+
+
+def upsert_catalog(db: Database, source: str, entries: Iterable[CatalogEntry], now: datetime) -> dict[str, int]:
+    """Merge one source's entries into the catalog; deactivate what the source no longer lists.
+
+    Fields a source leaves empty never blank out what is stored; external links only accumulate.
+    A server missing from every source is deactivated, never deleted.
+    """
+    counts = {"new": 0, "updated": 0, "unchanged": 0, "deactivated": 0}
+    seen: set[str] = set()
+    stamp = iso(now)
+    with db.atomic():
+        for entry in entries:
+            seen.add(entry.id)
+            existing = next(db.query("select * from servers where id = ?", [entry.id]), None)
+            fields = {
+                "name": entry.name,
+                "description": entry.description,
+                "repository": entry.repository,
+                "subpath": entry.subpath,
+                "homepage": entry.homepage,
+                "transport": entry.transport,
+                "remote_url": entry.remote_url,
+                "launch": entry.launch.model_dump_json() if entry.launch else None,
+                "env_vars": dumps([v.model_dump() for v in entry.env_vars]),
+            }
+            if existing is None:
+                db["servers"].insert(
+                    {
+                        "id": entry.id,
+                        **fields,
+                        "external_links": dumps(entry.external_links),
+                        "sources": dumps([source]),
+                        "is_active": 1,
+                        "first_seen_at": stamp,
+                        "last_seen_at": stamp,
+                        "deactivated_at": None,
+                    }
+                )
+                counts["new"] += 1
+            else:
+                merged = {k: v for k, v in fields.items() if v not in (None, "", "[]")}
+                links = {**json.loads(existing["external_links"] or "{}"), **entry.external_links}
+                sources = sorted(set(json.loads(existing["sources"] or "[]")) | {source})
+                merged.update(
+                    external_links=dumps(links),
+                    sources=dumps(sources),
+                    is_active=1,
+                    deactivated_at=None,
+                )
+                changed = any(existing.get(k) != v for k, v in merged.items())
+                db["servers"].update(entry.id, {**merged, "last_seen_at": stamp})
+                counts["updated" if changed else "unchanged"] += 1
+            payload = entry.model_dump(mode="json")
+            db["source_records"].insert(
+                {
+                    "source": source,
+                    "source_key": entry.source_key,
+                    "server_id": entry.id,
+                    "fetched_at": stamp,
+                    "content_hash": content_hash(payload),
+                    "payload": dumps(payload),
+                },
+                ignore=True,  # the same content from the same source is kept once, at first sight
+            )
+        for row in list(db.query("select id, sources from servers where is_active = 1")):
+            sources = json.loads(row["sources"] or "[]")
+            if source in sources and row["id"] not in seen:
+                remaining = [s for s in sources if s != source]
+                update: dict[str, Any] = {"sources": dumps(remaining)}
+                if not remaining:
+                    update.update(is_active=0, deactivated_at=stamp)
+                    counts["deactivated"] += 1
+                db["servers"].update(row["id"], update)
+    return counts
+
+
+def active_servers(db: Database, ids: Iterable[str] | None = None) -> list[Server]:
+    rows = db.query("select * from servers where is_active = 1 order by id")
+    servers = [_server_from_row(row) for row in rows]
+    if ids is not None:
+        wanted = set(ids)
+        servers = [s for s in servers if s.id in wanted]
+    return servers
+
+
+def all_servers(db: Database) -> list[Server]:
+    return [_server_from_row(row) for row in db.query("select * from servers order by id")]
+
+
+# ---------------------------------------------------------------- runs
+
+
+def start_run(db: Database, stage: str, args: dict[str, Any], now: datetime) -> int:
+    with db.atomic():
+        # A run of this stage still marked running was killed before it could say so.
+        db.execute("update runs set status = 'abandoned' where stage = ? and status = 'running'", [stage])
+        table = db["runs"]
+        table.insert(
+            {
+                "stage": stage,
+                "started_at": iso(now),
+                "status": "running",
+                "engine_version": ENGINE_VERSION,
+                "args": dumps(args),
+            }
+        )
+        return int(table.last_pk)
+
+
+def finish_run(db: Database, run_id: int, report: StageReport, now: datetime) -> None:
+    with db.atomic():
+        db["runs"].update(
+            run_id,
+            {
+                "finished_at": iso(now),
+                "status": "interrupted" if report.interrupted else "ok",
+                "counts": dumps(report.counts),
+                "failures": report.failures,
+                "seconds": round(report.seconds, 3),
+            },
+        )
+
+
+# ---------------------------------------------------------------- evidence
+
+
+def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
+    """Store one probe's evidence, and its tool list as a snapshot, in one transaction."""
+    evidence = trim(result.model_dump(mode="json"))
+    with db.atomic():
+        table = db["probe_runs"]
+        table.insert(
+            {
+                "server_id": result.server_id,
+                "run_id": run_id,
+                "kind": result.kind,
+                "started_at": iso(result.started_at),
+                "duration_ms": round(result.duration_ms, 2),
+                "transport": result.transport,
+                "outcome": result.outcome.value,
+                "detail": (result.detail or "")[:2000] or None,
+                "era": result.era,
+                "protocol_version": result.protocol_version,
+                "handshake": result.handshake,
+                "connect_ms": result.connect_ms,
+                "ping_ms": result.ping_ms,
+                "tool_count": None if result.tools is None else len(result.tools),
+                "evidence": dumps(evidence),
+                "engine_version": ENGINE_VERSION,
+            }
+        )
+        probe_id = int(table.last_pk)
+        if result.tools is not None:
+            tools = evidence["tools"]
+            db["tool_snapshots"].insert(
+                {
+                    "server_id": result.server_id,
+                    "probe_run_id": probe_id,
+                    "captured_at": iso(result.started_at),
+                    "content_hash": content_hash(tools),
+                    "tool_count": len(tools),
+                    "tools": dumps(tools),
+                }
+            )
+    return probe_id
+
+
+def latest_probe(db: Database, server_id: str, kinds: tuple[str, ...] = ("deep", "sandbox")) -> tuple[int, ProbeResult] | None:
+    marks = ",".join("?" for _ in kinds)
+    row = next(
+        db.query(
+            f"select id, evidence from probe_runs where server_id = ? and kind in ({marks}) "
+            "order by started_at desc, id desc limit 1",
+            [server_id, *kinds],
+        ),
+        None,
+    )
+    if row is None:
+        return None
+    return row["id"], ProbeResult.model_validate_json(row["evidence"])
+
+
+def fast_probe_stats(db: Database, server_id: str, since: datetime) -> dict[str, Any]:
+    """Counts and successful-connect latencies of fast probes since `since`."""
+    rows = list(
+        db.query(
+            "select outcome, connect_ms from probe_runs where server_id = ? and kind = 'fast' and started_at >= ?",
+            [server_id, iso(since)],
+        )
+    )
+    latencies = sorted(r["connect_ms"] for r in rows if r["outcome"] == "ok" and r["connect_ms"] is not None)
+    return {
+        "total": len(rows),
+        "ok": sum(1 for r in rows if r["outcome"] == "ok"),
+        "latencies_ms": latencies,
+    }
+
+
+def record_analysis(db: Database, result: AnalysisResult) -> int:
+    with db.atomic():
+        table = db["analyses"]
+        table.insert(
+            {
+                "server_id": result.server_id,
+                "analyzed_at": iso(result.analyzed_at),
+                "fetcher": result.fetcher,
+                "source_ref": result.source_ref,
+                "ok": int(result.ok),
+                "error": result.error,
+                "license": result.license,
+                "spec_version": result.spec_version,
+                "result": dumps(trim(result.model_dump(mode="json"))),
+                "engine_version": ENGINE_VERSION,
+            }
+        )
+        return int(table.last_pk)
+
+
+def latest_analysis(db: Database, server_id: str) -> tuple[int, AnalysisResult] | None:
+    row = next(
+        db.query(
+            "select id, result from analyses where server_id = ? order by analyzed_at desc, id desc limit 1",
+            [server_id],
+        ),
+        None,
+    )
+    if row is None:
+        return None
+    return row["id"], AnalysisResult.model_validate_json(row["result"])
+
+
+def save_judgements(db: Database, judgements: Iterable[Judgement]) -> int:
+    rows = [
+        {**j.model_dump(mode="json"), "offline": int(j.offline), "judged_at": iso(j.judged_at)}
+        for j in judgements
+    ]
+    with db.atomic():
+        # The unique index on (server, tool, model, tool hash) makes a re-judgement replace its row.
+        db["judgements"].insert_all(rows, replace=True)
+    return len(rows)
+
+
+def judged_hashes(db: Database, server_id: str, model: str) -> set[tuple[str, str]]:
+    return {
+        (r["tool_name"], r["tool_hash"])
+        for r in db.query("select tool_name, tool_hash from judgements where server_id = ? and model = ?", [server_id, model])
+    }
+
+
+def judgements_for(db: Database, server_id: str) -> list[Judgement]:
+    rows = db.query("select * from judgements where server_id = ? order by tool_name, model", [server_id])
+    return [Judgement.model_validate({k: v for k, v in r.items() if k != "id"}) for r in rows]
+
+
+# ---------------------------------------------------------------- scores
+
+
+def write_scores(db: Database, cards: Iterable[ScoreCard], now: datetime) -> dict[str, int]:
+    """Store score cards, the day's history snapshot, and drop alerts, in one transaction."""
+    counts = {"scored": 0, "alerts": 0}
+    day = now.astimezone(timezone.utc).date().isoformat()
+    with db.atomic():
+        for card in cards:
+            previous = next(
+                db.query(
+                    "select composite from scores where server_id = ? and rubric = ?",
+                    [card.server_id, card.rubric],
+                ),
+                None,
+            )
+            row = {
+                "server_id": card.server_id,
+                "rubric": card.rubric,
+                "composite": card.composite,
+                "grade": card.grade,
+                "visibility": card.visibility,
+                "dimension_indicator": card.dimension_indicator,
+                "dimensions": dumps([d.model_dump() for d in card.dimensions]),
+                "rules": dumps([r.model_dump() for r in card.rules]),
+                "flags": dumps(card.flags),
+                "badges": dumps(card.badges),
+                "rules_version": card.rules_version,
+                "engine_version": ENGINE_VERSION,
+                "scored_at": iso(card.scored_at),
+            }
+            db["scores"].upsert(row, pk=("server_id", "rubric"))
+            db["score_history"].upsert(
+                {
+                    "server_id": card.server_id,
+                    "rubric": card.rubric,
+                    "day": day,
+                    "composite": card.composite,
+                    "grade": card.grade,
+                    "visibility": card.visibility,
+                    "rules_version": card.rules_version,
+                    "scored_at": iso(card.scored_at),
+                },
+                pk=("server_id", "rubric", "day"),
+            )
+            counts["scored"] += 1
+            old = previous["composite"] if previous else None
+            if old is not None and card.composite is not None and old - card.composite >= SCORE_DROP_ALERT:
+                db["alerts"].insert(
+                    {
+                        "server_id": card.server_id,
+                        "rubric": card.rubric,
+                        "kind": "score_drop",
+                        "created_at": iso(now),
+                        "old_value": old,
+                        "new_value": card.composite,
+                        "message": f"{card.rubric} score fell from {old:.1f} to {card.composite:.1f}",
+                    }
+                )
+                counts["alerts"] += 1
+    return counts
+
+
+def load_scores(db: Database, rubric: str) -> dict[str, dict[str, Any]]:
+    return {r["server_id"]: r for r in db.query("select * from scores where rubric = ?", [rubric])}
+
+
+def score_history(db: Database, server_id: str, rubric: str) -> list[dict[str, Any]]:
+    return list(
+        db.query(
+            "select day, composite, grade from score_history where server_id = ? and rubric = ? order by day",
+            [server_id, rubric],
+        )
+    )

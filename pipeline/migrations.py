@@ -1,0 +1,208 @@
+"""Schema migrations for the evidence database. Append new migrations; never edit applied ones.
+
+docs/schema.md documents every table; tests/test_schema_doc.py fails when the two drift.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.db import Table
+from sqlite_utils.migrations import Migrations
+
+MIGRATION_SET = "mcp-scoreboard"
+
+migrations = Migrations(MIGRATION_SET)
+
+
+def _table(db: Database, name: str) -> Table:
+    return db.table(name)  # type: ignore[return-value]
+
+
+@migrations()
+def m001_evidence_schema(db: Database) -> None:
+    _table(db, "runs").create(
+        {
+            "id": int,
+            "stage": str,
+            "started_at": str,
+            "finished_at": str,
+            "status": str,
+            "counts": str,
+            "failures": int,
+            "seconds": float,
+            "engine_version": str,
+            "args": str,
+        },
+        pk="id",
+        not_null={"stage", "started_at", "status", "engine_version"},
+        defaults={"failures": 0},
+    )
+    _table(db, "runs").create_index(["stage", "started_at"])
+    _table(db, "servers").create(
+        {
+            "id": str,
+            "name": str,
+            "description": str,
+            "repository": str,
+            "subpath": str,
+            "homepage": str,
+            "transport": str,
+            "remote_url": str,
+            "launch": str,
+            "env_vars": str,
+            "external_links": str,
+            "sources": str,
+            "is_active": int,
+            "first_seen_at": str,
+            "last_seen_at": str,
+            "deactivated_at": str,
+        },
+        pk="id",
+        not_null={"name", "transport", "is_active", "first_seen_at", "last_seen_at"},
+        defaults={"is_active": 1, "env_vars": "[]", "external_links": "{}", "sources": "[]"},
+    )
+    _table(db, "source_records").create(
+        {
+            "id": int,
+            "source": str,
+            "source_key": str,
+            "server_id": str,
+            "fetched_at": str,
+            "content_hash": str,
+            "payload": str,
+        },
+        pk="id",
+        not_null={"source", "source_key", "server_id", "fetched_at", "content_hash", "payload"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "source_records").create_index(["source", "source_key", "content_hash"], unique=True)
+    _table(db, "source_records").create_index(["server_id"])
+    _table(db, "analyses").create(
+        {
+            "id": int,
+            "server_id": str,
+            "analyzed_at": str,
+            "fetcher": str,
+            "source_ref": str,
+            "ok": int,
+            "error": str,
+            "license": str,
+            "spec_version": str,
+            "result": str,
+            "engine_version": str,
+        },
+        pk="id",
+        not_null={"server_id", "analyzed_at", "fetcher", "ok", "result", "engine_version"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "analyses").create_index(["server_id", "analyzed_at"])
+    _table(db, "probe_runs").create(
+        {
+            "id": int,
+            "server_id": str,
+            "run_id": int,
+            "kind": str,
+            "started_at": str,
+            "duration_ms": float,
+            "transport": str,
+            "outcome": str,
+            "detail": str,
+            "era": str,
+            "protocol_version": str,
+            "handshake": str,
+            "connect_ms": float,
+            "ping_ms": float,
+            "tool_count": int,
+            "evidence": str,
+            "engine_version": str,
+        },
+        pk="id",
+        not_null={"server_id", "kind", "started_at", "duration_ms", "transport", "outcome", "evidence", "engine_version"},
+        foreign_keys=[("server_id", "servers", "id"), ("run_id", "runs", "id")],
+    )
+    _table(db, "probe_runs").create_index(["server_id", "kind", "started_at"])
+    _table(db, "tool_snapshots").create(
+        {
+            "id": int,
+            "server_id": str,
+            "probe_run_id": int,
+            "captured_at": str,
+            "content_hash": str,
+            "tool_count": int,
+            "tools": str,
+        },
+        pk="id",
+        not_null={"server_id", "captured_at", "content_hash", "tool_count", "tools"},
+        foreign_keys=[("server_id", "servers", "id"), ("probe_run_id", "probe_runs", "id")],
+    )
+    _table(db, "tool_snapshots").create_index(["server_id", "captured_at"])
+    _table(db, "judgements").create(
+        {
+            "id": int,
+            "server_id": str,
+            "tool_name": str,
+            "tool_hash": str,
+            "provider": str,
+            "model": str,
+            "offline": int,
+            "judged_at": str,
+            "clarity": float,
+            "input_completeness": float,
+            "confidence": float,
+            "rationale": str,
+        },
+        pk="id",
+        not_null={"server_id", "tool_name", "tool_hash", "provider", "model", "offline", "judged_at"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "judgements").create_index(["server_id", "tool_name", "model", "tool_hash"], unique=True)
+    _table(db, "scores").create(
+        {
+            "server_id": str,
+            "rubric": str,
+            "composite": float,
+            "grade": str,
+            "visibility": str,
+            "dimension_indicator": str,
+            "dimensions": str,
+            "rules": str,
+            "flags": str,
+            "badges": str,
+            "rules_version": str,
+            "engine_version": str,
+            "scored_at": str,
+        },
+        pk=("server_id", "rubric"),
+        not_null={"server_id", "rubric", "visibility", "dimensions", "rules", "rules_version", "engine_version", "scored_at"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "score_history").create(
+        {
+            "server_id": str,
+            "rubric": str,
+            "day": str,
+            "composite": float,
+            "grade": str,
+            "visibility": str,
+            "rules_version": str,
+            "scored_at": str,
+        },
+        pk=("server_id", "rubric", "day"),
+        not_null={"server_id", "rubric", "day", "visibility", "rules_version", "scored_at"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "alerts").create(
+        {
+            "id": int,
+            "server_id": str,
+            "rubric": str,
+            "kind": str,
+            "created_at": str,
+            "old_value": float,
+            "new_value": float,
+            "message": str,
+        },
+        pk="id",
+        not_null={"server_id", "kind", "created_at", "message"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )

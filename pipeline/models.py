@@ -1,0 +1,236 @@
+"""Pydantic models: the contract between stages.
+
+Stages never hand each other raw dicts from the database or the wire; they hand these.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Transport = Literal["stdio", "streamable-http", "sse"]
+Registry = Literal["pypi", "npm"]
+
+
+class EnvVar(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    secret: bool = False
+    description: str | None = None
+
+
+class LaunchSpec(BaseModel):
+    """How to install and start a local server: a package and the command it installs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    registry: Registry
+    package: str
+    version: str | None = None
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    transport: Transport
+    url: str | None = None  # template for HTTP servers, e.g. http://127.0.0.1:{port}/mcp
+    workdir: Literal["empty", "git-repository"] = "empty"
+
+    @property
+    def requirement(self) -> str:
+        if self.version is None:
+            return self.package
+        return f"{self.package}=={self.version}" if self.registry == "pypi" else f"{self.package}@{self.version}"
+
+
+class CatalogEntry(BaseModel):
+    """One server as a discovery source reports it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")
+    name: str
+    description: str | None = None
+    repository: str | None = None
+    subpath: str | None = None
+    homepage: str | None = None
+    transport: Transport
+    remote_url: str | None = None
+    launch: LaunchSpec | None = None
+    env_vars: list[EnvVar] = Field(default_factory=list)
+    external_links: dict[str, str] = Field(default_factory=dict)
+    source: str
+    source_key: str
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class Server(BaseModel):
+    """A row of the catalog, as later stages see it."""
+
+    id: str
+    name: str
+    description: str | None = None
+    repository: str | None = None
+    subpath: str | None = None
+    homepage: str | None = None
+    transport: Transport
+    remote_url: str | None = None
+    launch: LaunchSpec | None = None
+    env_vars: list[EnvVar] = Field(default_factory=list)
+    external_links: dict[str, str] = Field(default_factory=dict)
+    sources: list[str] = Field(default_factory=list)
+    is_active: bool = True
+    first_seen_at: datetime
+    last_seen_at: datetime
+
+    @property
+    def is_local(self) -> bool:
+        """Started by us (stdio, or HTTP on loopback), as opposed to a public remote endpoint."""
+        return self.launch is not None
+
+
+class ProbeOutcome(str, Enum):
+    """Classified result of one probe. "Not measured" states are named, never folded into down."""
+
+    ok = "ok"
+    install_failed = "install_failed"
+    start_failed = "start_failed"
+    unreachable = "unreachable"
+    timeout = "timeout"
+    protocol_error = "protocol_error"
+    http_error = "http_error"
+    crashed = "crashed"
+
+
+class CheckResult(BaseModel):
+    """One named check within a probe, with a classified outcome."""
+
+    name: str
+    outcome: str
+    passed: bool | None  # None: not applicable / not measured
+    detail: str | None = None
+    ms: float | None = None
+
+
+class ProbeResult(BaseModel):
+    server_id: str
+    kind: Literal["deep", "fast", "sandbox"]
+    started_at: datetime
+    duration_ms: float
+    transport: Transport
+    outcome: ProbeOutcome
+    detail: str | None = None
+    era: Literal["modern", "legacy"] | None = None
+    protocol_version: str | None = None
+    handshake: Literal["server/discover", "initialize"] | None = None
+    connect_ms: float | None = None
+    ping_ms: float | None = None
+    server_info: dict[str, Any] | None = None
+    capabilities: dict[str, Any] | None = None
+    instructions: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    resources: list[dict[str, Any]] | None = None
+    resource_templates: list[dict[str, Any]] | None = None
+    prompts: list[dict[str, Any]] | None = None
+    checks: list[CheckResult] = Field(default_factory=list)
+    package_version: str | None = None
+    stderr_tail: str | None = None
+
+    @property
+    def reachable(self) -> bool:
+        return self.outcome == ProbeOutcome.ok
+
+
+class AnalysisResult(BaseModel):
+    """Static analysis of a server's source (for the local catalog: its installed package)."""
+
+    server_id: str
+    analyzed_at: datetime
+    fetcher: str
+    source_ref: str | None = None
+    ok: bool
+    error: str | None = None
+    files: list[str] = Field(default_factory=list)
+    description: str | None = None
+    readme_chars: int = 0
+    license: str | None = None
+    sdk: dict[str, str] = Field(default_factory=dict)  # dependency name -> version spec
+    spec_version: str | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+class Judgement(BaseModel):
+    server_id: str
+    tool_name: str
+    tool_hash: str
+    provider: str
+    model: str
+    offline: bool
+    judged_at: datetime
+    clarity: float = Field(ge=0, le=100)
+    input_completeness: float = Field(ge=0, le=100)
+    confidence: float = Field(ge=0, le=100)
+    rationale: str | None = None
+
+
+class RuleOutcome(BaseModel):
+    """What one scoring rule concluded: points out of max, and why."""
+
+    rule: str
+    dimension: str
+    points: float
+    max_points: float
+    measured: bool
+    reason: str
+    how_to_gain: str | None = None
+    evidence: str | None = None  # where the facts came from, e.g. "probe_runs:12"
+
+
+class DimensionScore(BaseModel):
+    name: str
+    label: str
+    status: Literal["scored", "pending", "not_applicable"]
+    score: float | None
+    weight: float  # effective (renormalised) weight, 0 when not scored
+    reason: str | None = None
+    optional: bool = False  # counts toward the dimension indicator only once scored
+
+
+class ScoreCard(BaseModel):
+    server_id: str
+    rubric: str
+    composite: float | None
+    grade: str | None
+    visibility: str
+    dimensions: list[DimensionScore]
+    rules: list[RuleOutcome]
+    flags: list[str] = Field(default_factory=list)
+    badges: list[str] = Field(default_factory=list)
+    rules_version: str
+    scored_at: datetime
+
+    @field_validator("composite")
+    @classmethod
+    def _rounded(cls, value: float | None) -> float | None:
+        return None if value is None else round(value, 1)
+
+    @property
+    def dimension_indicator(self) -> str:
+        applicable = [d for d in self.dimensions if d.status == "scored" or (d.status == "pending" and not d.optional)]
+        scored = [d for d in applicable if d.status == "scored"]
+        return f"{len(scored)}/{len(applicable)}"
+
+
+class StageReport(BaseModel):
+    stage: str
+    counts: dict[str, int] = Field(default_factory=dict)
+    failures: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    def summary_line(self) -> str:
+        parts = ", ".join(f"{k} {v}" for k, v in self.counts.items())
+        state = "interrupted" if self.interrupted else "done"
+        return f"{self.stage} {state}: {parts or 'nothing to do'}; failures {self.failures}; {self.seconds:.1f}s"

@@ -1,0 +1,266 @@
+"""Meet a running server the way a client does, with the official SDK, and record what it saw.
+
+Every step is bounded in time; every failure becomes a classified outcome, never an exception
+that escapes. The SDK hides HTTP facts (status codes, headers); the raw layer that records them
+belongs to the full prober.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import AsyncExitStack
+from datetime import datetime
+from typing import Any, Awaitable, Callable
+
+import anyio
+import httpx
+import jsonschema
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import Implementation
+from pydantic import ValidationError
+
+from pipeline import ENGINE_VERSION
+from pipeline.models import CheckResult, ProbeOutcome, ProbeResult
+from pipeline.probe.sandbox import Running
+
+MODERN_VERSIONS = ("2026-07-28",)
+MAX_LIST_PAGES = 20  # pagination is bounded; a cursor seen twice ends it as a loop
+UNKNOWN_TOOL = "scoreboard_probe_no_such_tool"
+CLIENT_INFO = Implementation(name="mcp-scoreboard", version=ENGINE_VERSION)
+
+
+def _transport(running: Running):
+    if running.transport == "stdio":
+        params = StdioServerParameters(
+            command=running.command or "", args=list(running.args), env=running.env, cwd=running.cwd
+        )
+        return stdio_client(params, errlog=running.errlog) if running.errlog else stdio_client(params)
+    if running.transport == "sse":
+        return sse_client(running.url or "")
+    return running.url or ""
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def classify(exc: BaseException, connected: bool) -> tuple[ProbeOutcome, str]:
+    """Name what went wrong. `connected`: whether the handshake had completed."""
+    if isinstance(exc, BaseExceptionGroup):
+        return classify(exc.exceptions[0], connected)
+    text = f"{type(exc).__name__}: {exc}"[:1000]
+    if isinstance(exc, TimeoutError):
+        return ProbeOutcome.timeout, text
+    if isinstance(exc, MCPError):
+        if "timed out" in exc.message:
+            return ProbeOutcome.timeout, text
+        if exc.message == "Server returned an error response":
+            return ProbeOutcome.http_error, text
+        if exc.code == -32000 and "closed" in exc.message.lower():
+            return (ProbeOutcome.crashed if connected else ProbeOutcome.start_failed), text
+        return ProbeOutcome.protocol_error, text
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)):
+        return ProbeOutcome.unreachable, text
+    if isinstance(exc, (ValidationError, ValueError, RuntimeError, httpx.HTTPError)):
+        return ProbeOutcome.protocol_error, text
+    if isinstance(exc, (FileNotFoundError, PermissionError)):
+        return ProbeOutcome.start_failed, text
+    if isinstance(exc, (anyio.ClosedResourceError, anyio.EndOfStream, anyio.BrokenResourceError, OSError)):
+        return (ProbeOutcome.crashed if connected else ProbeOutcome.start_failed), text
+    return ProbeOutcome.protocol_error, text
+
+
+async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    value = await call()
+    return value, (time.perf_counter() - started) * 1000
+
+
+async def _list_all(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> tuple[list[dict[str, Any]], str | None]:
+    """Follow nextCursor, bounded in pages, stopping on a repeated cursor."""
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_LIST_PAGES):
+        page = await fetch(cursor)
+        items.extend(_dump(item) for item in getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            return items, None
+        if cursor in seen:
+            return items, f"pagination loop: cursor {cursor[:60]!r} repeated"
+        seen.add(cursor)
+    return items, f"pagination stopped after {MAX_LIST_PAGES} pages"
+
+
+def schema_problems(tool: dict[str, Any]) -> list[str]:
+    """Why a tool's schemas are not valid object JSON Schemas (empty when they are)."""
+    problems = []
+    for key in ("inputSchema", "outputSchema"):
+        schema = tool.get(key)
+        if schema is None:
+            if key == "inputSchema":
+                problems.append("inputSchema missing")
+            continue
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            problems.append(f"{key} is not an object schema")
+            continue
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            problems.append(f"{key} invalid: {exc.message[:200]}")
+    return problems
+
+
+async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime) -> ProbeResult:
+    """Handshake in whichever era the server speaks, list everything, run the basic checks."""
+    started = time.perf_counter()
+    result = ProbeResult(
+        server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport=running.transport,
+        outcome=ProbeOutcome.ok,
+    )
+    connected = False
+    try:
+        with anyio.fail_after(total_timeout):
+            async with AsyncExitStack() as stack:
+                client = Client(
+                    _transport(running), mode="auto", read_timeout_seconds=call_timeout, cache=None, client_info=CLIENT_INFO
+                )
+                _, result.connect_ms = await _timed(lambda: stack.enter_async_context(client))
+                connected = True
+                _record_handshake(result, client)
+                await _run_checks(result, client)
+    except Exception as exc:  # noqa: BLE001 - every failure of an untrusted server is classified
+        result.outcome, result.detail = classify(exc, connected)
+    result.duration_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime) -> ProbeResult:
+    """Health check: connect + handshake (+ ping in the legacy era). No lists, no tool calls."""
+    started = time.perf_counter()
+    result = ProbeResult(
+        server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport=running.transport,
+        outcome=ProbeOutcome.ok,
+    )
+    connected = False
+    try:
+        with anyio.fail_after(total_timeout):
+            async with AsyncExitStack() as stack:
+                client = Client(
+                    _transport(running), mode="auto", read_timeout_seconds=call_timeout, cache=None, client_info=CLIENT_INFO
+                )
+                _, result.connect_ms = await _timed(lambda: stack.enter_async_context(client))
+                connected = True
+                result.era = "modern" if client.protocol_version in MODERN_VERSIONS else "legacy"
+                result.protocol_version = client.protocol_version
+                result.handshake = "server/discover" if client.session.discover_result else "initialize"
+                if result.era == "legacy":
+                    _, result.ping_ms = await _timed(client.session.send_ping)
+    except Exception as exc:  # noqa: BLE001
+        result.outcome, result.detail = classify(exc, connected)
+    result.duration_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+def _record_handshake(result: ProbeResult, client: Client) -> None:
+    result.protocol_version = client.protocol_version
+    result.era = "modern" if client.protocol_version in MODERN_VERSIONS else "legacy"
+    result.handshake = "server/discover" if client.session.discover_result else "initialize"
+    result.server_info = _dump(client.server_info) if client.server_info else None
+    result.capabilities = _dump(client.server_capabilities)
+    result.instructions = client.instructions
+
+
+async def _run_checks(result: ProbeResult, client: Client) -> None:
+    caps = result.capabilities or {}
+    checks = result.checks
+
+    if result.era == "legacy":
+        await _check(checks, "ping", lambda: client.session.send_ping(), lambda _: (True, "pong"))
+
+    async def tools() -> None:
+        result.tools, problem = await _list_all(lambda c: client.list_tools(cursor=c), "tools")
+        if problem:
+            raise RuntimeError(problem)
+
+    await _check(checks, "tools/list", tools, lambda _: (True, f"{len(result.tools or [])} tools"))
+    if "resources" in caps:
+
+        async def resources() -> None:
+            result.resources, problem = await _list_all(lambda c: client.list_resources(cursor=c), "resources")
+            result.resource_templates, problem2 = await _list_all(
+                lambda c: client.list_resource_templates(cursor=c), "resource_templates"
+            )
+            if problem or problem2:
+                raise RuntimeError(problem or problem2)
+
+        await _check(checks, "resources/list", resources, lambda _: (True, f"{len(result.resources or [])} resources"))
+    if "prompts" in caps:
+
+        async def prompts() -> None:
+            result.prompts, problem = await _list_all(lambda c: client.list_prompts(cursor=c), "prompts")
+            if problem:
+                raise RuntimeError(problem)
+
+        await _check(checks, "prompts/list", prompts, lambda _: (True, f"{len(result.prompts or [])} prompts"))
+
+    if result.tools is not None:
+        invalid = {t.get("name", "?"): schema_problems(t) for t in result.tools}
+        invalid = {name: p for name, p in invalid.items() if p}
+        checks.append(
+            CheckResult(
+                name="schema_validity",
+                outcome="valid" if not invalid else "invalid",
+                passed=not invalid,
+                detail="; ".join(f"{n}: {', '.join(p)}" for n, p in sorted(invalid.items()))[:2000] or None,
+            )
+        )
+    await _check_unknown_tool(checks, client)
+
+
+async def _check(checks: list[CheckResult], name: str, call, judge) -> None:
+    started = time.perf_counter()
+    try:
+        value = await call()
+        passed, detail = judge(value)
+        outcome = "ok" if passed else "failed"
+    except Exception as exc:  # noqa: BLE001
+        outcome, detail = classify(exc, connected=True)
+        outcome, passed = outcome.value, False
+    checks.append(CheckResult(name=name, outcome=outcome, passed=passed, detail=detail, ms=(time.perf_counter() - started) * 1000))
+
+
+async def _check_unknown_tool(checks: list[CheckResult], client: Client) -> None:
+    """Seed 000 error handling: calling a tool that does not exist must yield an error, not a crash.
+
+    Safe: no server tool runs. JSON-RPC error and isError result both count as handled.
+    """
+    started = time.perf_counter()
+    try:
+        reply = await client.call_tool(UNKNOWN_TOOL, {})
+        handled = bool(reply.is_error)
+        outcome = "is_error_result" if handled else "accepted"
+        detail = _first_text(reply)
+    except MCPError as exc:
+        handled = "timed out" not in exc.message
+        outcome = "jsonrpc_error" if handled else "timeout"
+        detail = f"{exc.code}: {exc.message}"[:500]
+    except Exception as exc:  # noqa: BLE001
+        handled = False
+        kind, detail = classify(exc, connected=True)
+        outcome = "timeout" if kind == ProbeOutcome.timeout else "crash"
+    checks.append(
+        CheckResult(name="error_unknown_tool", outcome=outcome, passed=handled, detail=detail, ms=(time.perf_counter() - started) * 1000)
+    )
+
+
+def _first_text(reply: Any) -> str | None:
+    for block in getattr(reply, "content", []) or []:
+        text = getattr(block, "text", None)
+        if text:
+            return text[:500]
+    return None

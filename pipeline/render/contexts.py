@@ -1,0 +1,155 @@
+"""Page contexts: pure functions from stored rows to what templates and JSON files show."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pipeline import ENGINE_VERSION
+from pipeline.models import ProbeResult, Server
+
+VISIBILITY_ORDER = ["complete", "verified", "assessed", "limited", "unscored"]
+VISIBILITY_ICONS = {"complete": "◉", "verified": "◎", "assessed": "◐", "limited": "◔", "unscored": "○"}
+
+
+def safe_url(url: str | None) -> str | None:
+    """Only http(s) URLs become links; anything else (javascript:, data:) stays text."""
+    if not url or not isinstance(url, str):
+        return None
+    lowered = url.strip().lower()
+    return url.strip() if lowered.startswith(("https://", "http://")) else None
+
+
+def repository_url(server: Server) -> str | None:
+    base = safe_url(server.repository)
+    if base and server.subpath:
+        return f"{base.rstrip('/')}/tree/HEAD/{server.subpath.strip('/')}"
+    return base
+
+
+def _score_age_days(scored_at: str | None, now: datetime) -> int | None:
+    if not scored_at:
+        return None
+    return max(0, (now - datetime.fromisoformat(scored_at)).days)
+
+
+def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], probes: dict[str, ProbeResult]) -> list[dict[str, Any]]:
+    """One row per active server, ordered by visibility tier, then composite, then id."""
+    rows = []
+    for server in servers:
+        card = scores.get(server.id) or {}
+        probe = probes.get(server.id)
+        visibility = card.get("visibility") or "unscored"
+        rows.append(
+            {
+                "id": server.id,
+                "name": server.name,
+                "description": server.description or "",
+                "transport": server.transport,
+                "composite": card.get("composite"),
+                "grade": card.get("grade"),
+                "visibility": visibility,
+                "visibility_icon": VISIBILITY_ICONS[visibility],
+                "dimension_indicator": card.get("dimension_indicator") or "0/0",
+                "era": probe.era if probe else None,
+                "protocol_version": probe.protocol_version if probe else None,
+                "tool_count": len(probe.tools) if probe and probe.tools is not None else None,
+                "probe_outcome": probe.outcome.value if probe else "not probed",
+                "last_scored_at": card.get("scored_at"),
+            }
+        )
+    rows.sort(key=lambda r: (VISIBILITY_ORDER.index(r["visibility"]), -(r["composite"] if r["composite"] is not None else -1), r["id"]))
+    for rank, row in enumerate(rows, start=1):
+        row["rank"] = rank
+    return rows
+
+
+def server_page(
+    server: Server,
+    card: dict[str, Any] | None,
+    probe: tuple[int, ProbeResult] | None,
+    analysis: dict[str, Any] | None,
+    history: list[dict[str, Any]],
+    now: datetime,
+) -> dict[str, Any]:
+    dimensions = json.loads(card["dimensions"]) if card else []
+    rules = json.loads(card["rules"]) if card else []
+    by_dimension = {d["name"]: {**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions}
+    gains = [
+        {"dimension": r["dimension"], "rule": r["rule"], "advice": r["how_to_gain"], "points": round(r["max_points"] - r["points"], 1)}
+        for r in rules
+        if r.get("how_to_gain")
+    ]
+    gains.sort(key=lambda g: (-g["points"], g["rule"]))
+    result = probe[1] if probe else None
+    tools = []
+    for tool in (result.tools or []) if result else []:
+        annotations = tool.get("annotations") or {}
+        tools.append(
+            {
+                "name": str(tool.get("name", "")),
+                "title": tool.get("title") or annotations.get("title"),
+                "description": str(tool.get("description") or ""),
+                "params": len((tool.get("inputSchema") or {}).get("properties") or {}),
+                "read_only": annotations.get("readOnlyHint"),
+                "destructive": annotations.get("destructiveHint"),
+                "output_schema": tool.get("outputSchema") is not None,
+            }
+        )
+    scored_at = card["scored_at"] if card else None
+    return {
+        "server": {
+            "id": server.id,
+            "name": server.name,
+            "description": server.description,
+            "transport": server.transport,
+            "repository": repository_url(server),
+            "homepage": safe_url(server.homepage),
+            "remote_url": server.remote_url,
+            "package": f"{server.launch.registry}: {server.launch.package}" if server.launch else None,
+            "sources": server.sources,
+            "external_links": {k: v for k, v in server.external_links.items() if safe_url(v)},
+            "first_seen_at": server.first_seen_at.isoformat(),
+            "is_active": server.is_active,
+        },
+        "score": {
+            "composite": card["composite"] if card else None,
+            "grade": card["grade"] if card else None,
+            "visibility": card["visibility"] if card else "unscored",
+            "visibility_icon": VISIBILITY_ICONS[card["visibility"] if card else "unscored"],
+            "dimension_indicator": card["dimension_indicator"] if card else "0/0",
+            "rules_version": card["rules_version"] if card else None,
+            "badges": json.loads(card["badges"]) if card else [],
+            "flags": json.loads(card["flags"]) if card else [],
+            "dimensions": list(by_dimension.values()),
+            "how_to_gain": gains,
+        },
+        "probe": None
+        if result is None
+        else {
+            "ref": f"probe_runs/{probe[0]}" if probe else None,
+            "started_at": result.started_at.isoformat(),
+            "outcome": result.outcome.value,
+            "detail": result.detail,
+            "transport": result.transport,
+            "era": result.era,
+            "protocol_version": result.protocol_version,
+            "handshake": result.handshake,
+            "connect_ms": round(result.connect_ms, 1) if result.connect_ms is not None else None,
+            "ping_ms": round(result.ping_ms, 1) if result.ping_ms is not None else None,
+            "server_info": result.server_info,
+            "capabilities": sorted((result.capabilities or {}).keys()),
+            "instructions": result.instructions,
+            "package_version": result.package_version,
+            "checks": [c.model_dump() for c in result.checks],
+            "resources": len(result.resources or []),
+            "prompts": len(result.prompts or []),
+        },
+        "tools": tools,
+        "analysis": analysis,
+        "history": history,
+        "last_scored_at": scored_at,
+        "score_age_days": _score_age_days(scored_at, now),
+        "engine_version": ENGINE_VERSION,
+    }

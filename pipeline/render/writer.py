@@ -1,0 +1,52 @@
+"""The site writer: writes a file only when its bytes change, and removes what a build no longer makes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path, PurePosixPath
+
+
+class SiteWriteError(Exception):
+    pass
+
+
+class SiteWriter:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.claimed: set[str] = set()
+        self.counts = {"written": 0, "unchanged": 0, "removed": 0}
+
+    def write(self, relpath: str, content: bytes | str) -> None:
+        path = PurePosixPath(relpath)
+        if path.is_absolute() or ".." in path.parts or not path.parts:
+            raise SiteWriteError(f"refusing to write outside the site: {relpath!r}")
+        key = str(path)
+        if key in self.claimed:
+            raise SiteWriteError(f"two outputs claim the same path: {key}")
+        self.claimed.add(key)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        target = self.root / key
+        try:
+            if target.read_bytes() == data:
+                self.counts["unchanged"] += 1
+                return
+        except OSError:
+            pass
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(target.name + ".tmp")
+        temporary.write_bytes(data)
+        os.replace(temporary, target)  # readers never see half a file
+        self.counts["written"] += 1
+
+    def remove_stale(self) -> None:
+        """Delete files this build did not write (pages of servers that disappeared)."""
+        if not self.root.exists():
+            return
+        for dirpath, dirnames, filenames in os.walk(self.root, topdown=False):
+            for name in filenames:
+                full = Path(dirpath, name)
+                if str(PurePosixPath(full.relative_to(self.root).as_posix())) not in self.claimed:
+                    full.unlink()
+                    self.counts["removed"] += 1
+            if Path(dirpath) != self.root and not os.listdir(dirpath):
+                os.rmdir(dirpath)

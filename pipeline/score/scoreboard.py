@@ -1,0 +1,469 @@
+"""The `scoreboard` rubric (seed 000, the headline score): dimensions, rules and the composite.
+
+Each dimension scores 0–100: the measured rules' points over their maxima, then bonuses and
+penalties (rules with max 0), clamped. The composite renormalises the category weights over
+the dimensions that are scored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from statistics import median
+from typing import Any, Callable
+
+from pipeline.models import DimensionScore, RuleOutcome, ScoreCard
+from pipeline.score.facts import Facts
+from pipeline.score.rules import Verdict, rule, rules_for, unmeasured
+
+RUBRIC = "scoreboard"
+RULES_VERSION = "scoreboard/0.1"
+MIN_FAST_PROBES = 10  # seed 000: no reliability score under 10 probes
+MIN_P95_SAMPLES = 20  # ours: a p95 from fewer successful probes is not a p95
+
+
+@dataclass(frozen=True)
+class Dimension:
+    name: str
+    label: str
+    weight: float  # without interpretability
+    weight_enhanced: float  # with interpretability
+    applicable: Callable[[Facts], str | None]  # None when applicable, else why not
+
+
+def _always(_: Facts) -> str | None:
+    return None
+
+
+def _remote_only(facts: Facts) -> str | None:
+    if facts.server.is_local:
+        return "local server started by the scoreboard: uptime and latency of our own process say nothing"
+    return None
+
+
+DIMENSIONS = [
+    Dimension("schema_quality", "Schema Quality", 25, 20, _always),
+    Dimension("protocol_compliance", "Protocol Compliance", 20, 18, _always),
+    Dimension("reliability", "Reliability", 20, 18, _remote_only),
+    Dimension("docs_maintenance", "Docs & Maintenance", 15, 12, _always),
+    Dimension("security_hygiene", "Security Hygiene", 20, 17, _always),
+    Dimension("schema_interpretability", "Schema Interpretability", 0, 15, _always),
+]
+STANDARD = [d.name for d in DIMENSIONS if d.name != "schema_interpretability"]
+GRADES = [(95, "A+"), (85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F")]
+TEMPLATE_DESCRIPTIONS = re.compile(
+    r"^\s*(an? )?(model context protocol|mcp) server\.?\s*$|^\s*mcp server (for|to)\b|\btodo\b.*\bdescription\b|^\s*a model context protocol server\.?\s*$",
+    re.I,
+)
+SENSITIVE_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|DATABASE_URL|DB_URL|CONNECTION_STRING|AWS_SECRET|PRIVATE_KEY|GOOGLE_APPLICATION_CREDENTIALS|AZURE_CLIENT_SECRET|SERVICE_ACCOUNT", re.I)
+
+
+def grade_for(score: float) -> str:
+    return next(letter for floor, letter in GRADES if score >= floor)
+
+
+# ---------------------------------------------------------------- Schema Quality
+
+
+def runtime_completeness(tools: list[dict[str, Any]]) -> tuple[float, str]:
+    """Base 40 when tools exist, +60 × the mean share of schema checks each tool meets."""
+    if not tools:
+        return 0.0, "the server listed no tools"
+    shares = []
+    for tool in tools:
+        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        checks = [bool((tool.get("description") or "").strip()), schema.get("type") == "object"]
+        if props:
+            checks.append(all(isinstance(p, dict) and any(k in p for k in ("type", "enum", "anyOf", "oneOf", "$ref", "const")) for p in props.values()))
+            checks.append(all(isinstance(p, dict) and (p.get("description") or "").strip() for p in props.values()))
+            checks.append(isinstance(schema.get("required"), list))
+        shares.append(sum(checks) / len(checks))
+    value = 40 + 60 * sum(shares) / len(shares)
+    if not any((t.get("description") or "").strip() for t in tools):
+        value = min(value, 70)
+    return value, f"{len(tools)} tools; {100 * sum(shares) / len(shares):.0f}% of schema checks met"
+
+
+@rule(RUBRIC, "schema_quality", 60)
+def schema_completeness(facts: Facts) -> Verdict:
+    """Do tools have typed, described parameters? Runtime tools/list: base 40 + up to 60 for
+    descriptions, object schemas, typed and described properties, declared required lists."""
+    if facts.tools is None:
+        return unmeasured("no runtime tool list yet", "make the server reachable by the probe so its tools can be listed")
+    value, reason = runtime_completeness(facts.tools)
+    return Verdict(points=0.6 * value, reason=reason, evidence=facts.probe_ref,
+                   how_to_gain=None if value >= 99.5 else "describe every tool and parameter, give each parameter a type, list required parameters")
+
+
+@rule(RUBRIC, "schema_quality", 40)
+def description_quality(facts: Facts) -> Verdict:
+    """Is the description clear and the README useful? Length, action words, headings, code examples, usage section."""
+    if facts.analysis is None or not facts.analysis.ok:
+        return unmeasured("no source analysis yet", "publish the source so it can be analysed")
+    metric = facts.analysis.metrics.get("description_quality") or {}
+    value = float(metric.get("value", 0))
+    return Verdict(points=0.4 * value, reason=f"description and README score {value:.0f}/100", evidence=facts.analysis_ref,
+                   how_to_gain=None if value >= 100 else "write a one-line description that says what the server does, and a README with usage and code examples")
+
+
+@rule(RUBRIC, "schema_quality", 0)
+def template_description(facts: Facts) -> Verdict:
+    """Penalty −15 for a generic placeholder description ("A Model Context Protocol server", "MCP server for…", "TODO")."""
+    description = facts.description
+    if not description:
+        return Verdict(points=0, reason="no description to judge")
+    if TEMPLATE_DESCRIPTIONS.search(description):
+        return Verdict(points=-15, reason=f"placeholder description: {description[:80]!r}", how_to_gain="replace the placeholder description with what the server does")
+    return Verdict(points=0, reason="description is not a placeholder")
+
+
+# ---------------------------------------------------------------- Protocol Compliance
+
+
+@rule(RUBRIC, "protocol_compliance", 20)
+def reachability(facts: Facts) -> Verdict:
+    """Did the server complete the MCP handshake (initialize or server/discover)?"""
+    if facts.probe is None:
+        return unmeasured("not probed yet")
+    if facts.probe.reachable:
+        return Verdict(points=20, reason=f"handshake completed ({facts.probe.handshake}, {facts.probe.protocol_version})", evidence=facts.probe_ref)
+    return Verdict(points=0, reason=f"probe outcome {facts.probe.outcome.value}: {(facts.probe.detail or '')[:160]}", evidence=facts.probe_ref,
+                   how_to_gain="make the server start and answer the handshake")
+
+
+@rule(RUBRIC, "protocol_compliance", 20)
+def schema_validity(facts: Facts) -> Verdict:
+    """Share of listed tools whose inputSchema (and outputSchema) are valid object JSON Schemas."""
+    tools = facts.tools
+    if tools is None:
+        return unmeasured("no runtime tool list yet")
+    if not tools:
+        return unmeasured("no tools to validate")
+    check = facts.check("schema_validity")
+    invalid = len([part for part in (check.detail or "").split("; ") if part]) if check and not check.passed else 0
+    share = (len(tools) - invalid) / len(tools)
+    return Verdict(points=20 * share, reason=f"{len(tools) - invalid}/{len(tools)} tools have valid schemas", evidence=facts.probe_ref,
+                   how_to_gain=None if share == 1 else f"fix: {(check.detail if check else '')[:200]}")
+
+
+@rule(RUBRIC, "protocol_compliance", 20)
+def error_handling(facts: Facts) -> Verdict:
+    """Calling an unknown tool returns a proper error (JSON-RPC error or isError result), not a crash or silence."""
+    check = facts.check("error_unknown_tool")
+    if check is None:
+        return unmeasured("error handling not tested yet")
+    if check.passed:
+        return Verdict(points=20, reason=f"unknown tool answered with {check.outcome}", evidence=facts.probe_ref)
+    return Verdict(points=0, reason=f"unknown tool answered with {check.outcome}", evidence=facts.probe_ref,
+                   how_to_gain="answer a call to an unknown tool with a JSON-RPC error or an isError result")
+
+
+@rule(RUBRIC, "protocol_compliance", 20)
+def fuzz_resilience(facts: Facts) -> Verdict:
+    """Adversarial inputs (oversized, empty, Unicode edge cases, nulls, boundaries) get proper errors, not crashes."""
+    return unmeasured("fuzzing is not run by this prober version")
+
+
+@rule(RUBRIC, "protocol_compliance", 20)
+def invocation_smoke_test(facts: Facts) -> Verdict:
+    """Share of safe (read-only) tools that return a non-error result to schema-valid arguments within 10 s."""
+    return unmeasured("invocation smoke tests are not run by this prober version")
+
+
+@rule(RUBRIC, "protocol_compliance", 0)
+def auth_discovery_bonus(facts: Facts) -> Verdict:
+    """+10 (capped at 100) when an auth-gated server implements OAuth protected-resource discovery (RFC 9728). No penalty without."""
+    return Verdict(points=0, reason="no authentication required" if facts.server.is_local else "auth discovery not checked by this prober version")
+
+
+# ---------------------------------------------------------------- Reliability
+
+
+def latency_score(ms: float) -> float:
+    """Seed 000's continuous curve: 100→100, 200→90, 500→70, 1000→50, 2000→25, 5000+→10."""
+    points = [(100, 100), (200, 90), (500, 70), (1000, 50), (2000, 25), (5000, 10)]
+    if ms <= points[0][0]:
+        return 100.0
+    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+        if ms <= x1:
+            return y0 + (y1 - y0) * (ms - x0) / (x1 - x0)
+    return 10.0
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def _has_p95(facts: Facts) -> bool:
+    return len(facts.fast["latencies_ms"]) >= MIN_P95_SAMPLES
+
+
+@rule(RUBRIC, "reliability", 60)
+def uptime(facts: Facts) -> Verdict:
+    """7-day uptime: share of successful fast probes (60%, or 70% without p95). Needs 10+ probes."""
+    total = facts.fast["total"]
+    if total < MIN_FAST_PROBES:
+        return unmeasured(f"{total} fast probes in 7 days; {MIN_FAST_PROBES} needed")
+    share = facts.fast["ok"] / total
+    weight = 60 if _has_p95(facts) else 70
+    return Verdict(points=weight * share, reason=f"{100 * share:.1f}% of {total} probes succeeded", max_points=weight)
+
+
+@rule(RUBRIC, "reliability", 25)
+def latency_p50(facts: Facts) -> Verdict:
+    """Median connect time of successful probes on the latency curve (25%, or 30% without p95)."""
+    if facts.fast["total"] < MIN_FAST_PROBES or not facts.fast["latencies_ms"]:
+        return unmeasured("not enough successful fast probes")
+    p50 = median(facts.fast["latencies_ms"])
+    weight = 25 if _has_p95(facts) else 30
+    return Verdict(points=weight * latency_score(p50) / 100, reason=f"p50 {p50:.0f} ms", max_points=weight)
+
+
+@rule(RUBRIC, "reliability", 15)
+def latency_p95(facts: Facts) -> Verdict:
+    """95th-percentile connect time on the latency curve (15%); left out when there is no p95 data."""
+    if facts.fast["total"] < MIN_FAST_PROBES or not _has_p95(facts):
+        return unmeasured(f"p95 needs {MIN_P95_SAMPLES}+ successful probes")
+    p95 = _percentile(facts.fast["latencies_ms"], 0.95)
+    return Verdict(points=15 * latency_score(p95) / 100, reason=f"p95 {p95:.0f} ms")
+
+
+# ---------------------------------------------------------------- Docs & Maintenance
+
+
+def _metric(facts: Facts, name: str) -> dict[str, Any] | None:
+    if facts.analysis is None or not facts.analysis.ok:
+        return None
+    return facts.analysis.metrics.get(name)
+
+
+@rule(RUBRIC, "docs_maintenance", 30)
+def documentation(facts: Facts) -> Verdict:
+    """README, CHANGELOG, examples, CONTRIBUTING, LICENSE, docs/, SECURITY, CODE_OF_CONDUCT, namespace match, installable package."""
+    metric = _metric(facts, "documentation_coverage")
+    if metric is None:
+        return unmeasured("no source analysis yet")
+    missing = [k for k, present in metric["signals"].items() if not present]
+    return Verdict(points=0.3 * metric["value"], reason=f"documentation coverage {metric['value']}/100", evidence=facts.analysis_ref,
+                   how_to_gain=("add: " + ", ".join(missing)) if missing else None)
+
+
+@rule(RUBRIC, "docs_maintenance", 30)
+def maintenance_pulse(facts: Facts) -> Verdict:
+    """Vitality, release discipline and community health from repository history."""
+    if _metric(facts, "maintenance_pulse") is None:
+        return unmeasured("needs repository history (commits, releases, issues); a published package does not carry it")
+    metric = _metric(facts, "maintenance_pulse") or {}
+    return Verdict(points=0.3 * metric["value"], reason=f"maintenance pulse {metric['value']}/100", evidence=facts.analysis_ref)
+
+
+@rule(RUBRIC, "docs_maintenance", 15)
+def dependency_health(facts: Facts) -> Verdict:
+    """Dependency manifest +30, lock file +25, CI/CD +20, Renovate/Dependabot +25."""
+    metric = _metric(facts, "dependency_health")
+    if metric is None:
+        return unmeasured("no source analysis yet")
+    missing = [k for k, present in metric["signals"].items() if not present]
+    return Verdict(points=0.15 * metric["value"], reason=f"dependency health {metric['value']}/100 (seen in the {metric.get('scope', 'repository')})",
+                   evidence=facts.analysis_ref, how_to_gain=("add: " + ", ".join(missing)) if missing else None)
+
+
+@rule(RUBRIC, "docs_maintenance", 15)
+def license_clarity(facts: Facts) -> Verdict:
+    """Known SPDX license 100, identified non-standard 70, custom 40, none 0."""
+    metric = _metric(facts, "license_clarity")
+    if metric is None:
+        return unmeasured("no source analysis yet")
+    return Verdict(points=0.15 * metric["value"], reason=f"license {metric.get('license') or 'none'} ({metric.get('kind')})", evidence=facts.analysis_ref,
+                   how_to_gain=None if metric["value"] == 100 else "declare a standard SPDX license identifier and ship the LICENSE file")
+
+
+@rule(RUBRIC, "docs_maintenance", 10)
+def version_hygiene(facts: Facts) -> Verdict:
+    """GitHub releases +30, semver tag ratio +35, release notes +15, pre-release use +10."""
+    if _metric(facts, "version_hygiene") is None:
+        return unmeasured("needs the repository's releases and tags")
+    metric = _metric(facts, "version_hygiene") or {}
+    return Verdict(points=0.1 * metric["value"], reason=f"version hygiene {metric['value']}/100", evidence=facts.analysis_ref)
+
+
+# ---------------------------------------------------------------- Security Hygiene
+
+
+def _secrets(facts: Facts) -> list[str]:
+    return [v.name for v in facts.server.env_vars if v.secret]
+
+
+@rule(RUBRIC, "security_hygiene", 20)
+def secret_env_vars(facts: Facts) -> Verdict:
+    """How many secrets are required: 0 → 20, 1 → 16, 2 → 11, 3–4 → 6, 5+ → 0."""
+    count = len(_secrets(facts))
+    points = 20 if count == 0 else 16 if count == 1 else 11 if count == 2 else 6 if count <= 4 else 0
+    return Verdict(points=points, reason=f"{count} secret environment variables required")
+
+
+@rule(RUBRIC, "security_hygiene", 15)
+def transport_risk(facts: Facts) -> Verdict:
+    """STDIO-only (local) 15, SSE 9, remote (Streamable HTTP) 6."""
+    points = {"stdio": 15, "sse": 9, "streamable-http": 6}[facts.server.transport]
+    return Verdict(points=points, reason=f"transport {facts.server.transport}")
+
+
+@rule(RUBRIC, "security_hygiene", 15)
+def credential_sensitivity(facts: Facts) -> Verdict:
+    """No credentials 15; API tokens only 10; database passwords or cloud keys 5."""
+    secrets = _secrets(facts)
+    if not secrets:
+        return Verdict(points=15, reason="no credentials required")
+    sensitive = [name for name in secrets if SENSITIVE_CREDENTIAL.search(name)]
+    if sensitive:
+        return Verdict(points=5, reason=f"sensitive credentials: {', '.join(sensitive)}")
+    return Verdict(points=10, reason=f"API tokens: {', '.join(secrets)}")
+
+
+@rule(RUBRIC, "security_hygiene", 15)
+def distribution_clarity(facts: Facts) -> Verdict:
+    """Published package + source repo 15, repo only 12, package only 8, neither 3."""
+    package = facts.server.launch is not None
+    repo = bool(facts.server.repository)
+    points = 15 if package and repo else 12 if repo else 8 if package else 3
+    return Verdict(points=points, reason=f"package {'yes' if package else 'no'}, source repository {'yes' if repo else 'no'}",
+                   how_to_gain=None if points == 15 else "publish both a package and its source repository")
+
+
+@rule(RUBRIC, "security_hygiene", 35)
+def behavioral_security(facts: Facts) -> Verdict:
+    """LLM-analysed source behaviour (injection, exfiltration, hardcoded credentials, dangerous ops, scope creep); neutral 50/100 without it."""
+    return Verdict(points=17.5, reason="no behavioural source analysis yet: neutral 50/100")
+
+
+# ---------------------------------------------------------------- Schema Interpretability
+
+
+def blend(scores: list[float]) -> float:
+    """Minimum-weighted blend: 3 models 50/30/20 lowest first; 2 models 60/40."""
+    ordered = sorted(scores)
+    if len(ordered) >= 3:
+        return 0.5 * ordered[0] + 0.3 * ordered[1] + 0.2 * ordered[-1]
+    return 0.6 * ordered[0] + 0.4 * ordered[-1]
+
+
+@rule(RUBRIC, "schema_interpretability", 100)
+def interpretability_consensus(facts: Facts) -> Verdict:
+    """Three-judge consensus on clarity, input completeness, confidence; blended lowest-first; ×0.90 when models spread by more than 25."""
+    counted = [j for j in facts.judgements if not j.offline]
+    by_model: dict[str, list[float]] = {}
+    for j in counted:
+        by_model.setdefault(j.model, []).append((j.clarity + j.input_completeness + j.confidence) / 3)
+    if len(by_model) < 2:
+        offline = "; an offline heuristic judgement is shown but not counted" if facts.judgements else ""
+        return unmeasured(f"needs 2+ LLM judges, has {len(by_model)}{offline}")
+    model_scores = [sum(v) / len(v) for v in by_model.values()]
+    value = blend(model_scores)
+    spread = max(model_scores) - min(model_scores)
+    if spread > 25:
+        value *= 0.9
+    return Verdict(points=value, reason=f"{len(by_model)} models, spread {spread:.0f}")
+
+
+# ---------------------------------------------------------------- composite
+
+
+def score(facts: Facts) -> ScoreCard:
+    outcomes: list[RuleOutcome] = []
+    by_dimension: dict[str, list[tuple[float, Verdict]]] = {}
+    for r in rules_for(RUBRIC):
+        verdict = r.fn(facts)
+        by_dimension.setdefault(r.dimension, []).append((r.max_points, verdict))
+        outcomes.append(
+            RuleOutcome(
+                rule=r.name, dimension=r.dimension, points=round(verdict.points, 2), max_points=verdict.max_points or r.max_points,
+                measured=verdict.measured, reason=verdict.reason, how_to_gain=verdict.how_to_gain, evidence=verdict.evidence,
+            )
+        )
+    dimensions: list[DimensionScore] = []
+    for dim in DIMENSIONS:
+        why_not = dim.applicable(facts)
+        verdicts = by_dimension.get(dim.name, [])
+        if why_not:
+            dimensions.append(DimensionScore(name=dim.name, label=dim.label, status="not_applicable", score=None, weight=0, reason=why_not))
+            continue
+        measured = [(mx, v) for mx, v in verdicts if v.measured and mx > 0]
+        if not measured:
+            reasons = "; ".join(v.reason for _, v in verdicts if not v.measured)
+            dimensions.append(
+                DimensionScore(name=dim.name, label=dim.label, status="pending", score=None, weight=0, reason=reasons[:300],
+                               optional=dim.name not in STANDARD)
+            )
+            continue
+        total_max = sum(v.max_points or mx for mx, v in measured)
+        base = 100 * sum(v.points for _, v in measured) / total_max
+        adjustments = sum(v.points for mx, v in verdicts if mx == 0 and v.measured)
+        value = max(0.0, min(100.0, base + adjustments))
+        dimensions.append(DimensionScore(name=dim.name, label=dim.label, status="scored", score=round(value, 1), weight=0))
+    scored = [d for d in dimensions if d.status == "scored"]
+    enhanced = any(d.name == "schema_interpretability" for d in scored)
+    weights = {d.name: (d.weight_enhanced if enhanced else d.weight) for d in DIMENSIONS}
+    total_weight = sum(weights[d.name] for d in scored)
+    composite = None
+    if len(scored) >= 2 and total_weight > 0:
+        for d in scored:
+            d.weight = round(weights[d.name] / total_weight, 4)
+        composite = sum((d.score or 0) * weights[d.name] for d in scored) / total_weight
+    return ScoreCard(
+        server_id=facts.server.id,
+        rubric=RUBRIC,
+        composite=composite,
+        grade=grade_for(composite) if composite is not None else None,
+        visibility=visibility(dimensions, facts),
+        dimensions=dimensions,
+        rules=outcomes,
+        badges=badges(facts),
+        rules_version=RULES_VERSION,
+        scored_at=facts.now,
+    )
+
+
+def visibility(dimensions: list[DimensionScore], facts: Facts) -> str:
+    """complete / verified / assessed / limited / unscored, from which dimensions are scored."""
+    scored = {d.name for d in dimensions if d.status == "scored"}
+    applicable = {d.name for d in dimensions if d.status != "not_applicable" and d.name in STANDARD}
+    if len(scored) < 2:
+        return "unscored"
+    if not applicable <= scored:
+        return "limited"
+    if "schema_interpretability" in scored:
+        return "complete"
+    if facts.probe is not None and facts.probe.reachable:
+        return "verified"
+    return "assessed"
+
+
+def badges(facts: Facts) -> list[str]:
+    found = []
+    probe = facts.probe
+    if probe and probe.reachable:
+        found.append("Reachable")
+        validity = facts.check("schema_validity")
+        if validity and validity.passed:
+            found.append("Schema Valid")
+        if facts.tools is not None:
+            found.append(f"{len(facts.tools)} Tools")
+        handled = facts.check("error_unknown_tool")
+        if handled and handled.passed:
+            found.append("Error Handling Quality")
+    if facts.server.is_local:
+        found.append("Local Only")
+    if facts.server.transport == "stdio":
+        found.append("STDIO Only")
+    secrets = len(_secrets(facts))
+    found.append("No Secrets Required" if secrets == 0 else "Few Secrets" if secrets <= 2 else "Many Secrets")
+    if facts.server.launch is not None:
+        found.append("Published Package")
+    documentation = _metric(facts, "documentation_coverage")
+    if documentation and documentation["signals"].get("readme"):
+        found.append("README")
+    return found
