@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -224,6 +225,9 @@ def run(settings: Settings, site_dir: Path | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    # The SDK logs a traceback for every malformed message a server sends; the prober records
+    # those as evidence instead, so they need not flood the terminal.
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)
     try:
         cli.main(args=argv, prog_name="scoreboard", standalone_mode=False)
     except Interrupted as exc:

@@ -20,6 +20,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import Implementation
+from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from pipeline import ENGINE_VERSION
@@ -59,7 +60,7 @@ def classify(exc: BaseException, connected: bool) -> tuple[ProbeOutcome, str]:
             return ProbeOutcome.timeout, text
         if exc.message == "Server returned an error response":
             return ProbeOutcome.http_error, text
-        if exc.code == -32000 and "closed" in exc.message.lower():
+        if _connection_closed(exc):
             return (ProbeOutcome.crashed if connected else ProbeOutcome.start_failed), text
         return ProbeOutcome.protocol_error, text
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)):
@@ -71,6 +72,10 @@ def classify(exc: BaseException, connected: bool) -> tuple[ProbeOutcome, str]:
     if isinstance(exc, (anyio.ClosedResourceError, anyio.EndOfStream, anyio.BrokenResourceError, OSError)):
         return (ProbeOutcome.crashed if connected else ProbeOutcome.start_failed), text
     return ProbeOutcome.protocol_error, text
+
+
+def _connection_closed(exc: MCPError) -> bool:
+    return exc.code == CONNECTION_CLOSED and "closed" in exc.message.lower()
 
 
 async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
@@ -115,6 +120,38 @@ def schema_problems(tool: dict[str, Any]) -> list[str]:
     return problems
 
 
+class _StreamWatcher:
+    """Collects what the transport could not parse (non-JSON lines, malformed messages) as evidence."""
+
+    LIMIT = 20
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.samples: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self.count += 1
+            if len(self.samples) < 3:
+                self.samples.append(f"{type(message).__name__}: {message}"[:300])
+        await anyio.lowlevel.checkpoint()
+
+    def check(self) -> CheckResult:
+        return CheckResult(
+            name="invalid_messages",
+            outcome="none" if not self.count else f"{self.count} unparseable",
+            passed=self.count == 0,
+            detail="; ".join(self.samples) or None,
+        )
+
+
+def _client(running: Running, call_timeout: float, watcher: _StreamWatcher) -> Client:
+    return Client(
+        _transport(running), mode="auto", read_timeout_seconds=call_timeout, cache=None,
+        client_info=CLIENT_INFO, message_handler=watcher,
+    )
+
+
 async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime) -> ProbeResult:
     """Handshake in whichever era the server speaks, list everything, run the basic checks."""
     started = time.perf_counter()
@@ -122,19 +159,23 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
         server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport=running.transport,
         outcome=ProbeOutcome.ok,
     )
+    watcher = _StreamWatcher()
     connected = False
     try:
         with anyio.fail_after(total_timeout):
             async with AsyncExitStack() as stack:
-                client = Client(
-                    _transport(running), mode="auto", read_timeout_seconds=call_timeout, cache=None, client_info=CLIENT_INFO
-                )
+                client = _client(running, call_timeout, watcher)
                 _, result.connect_ms = await _timed(lambda: stack.enter_async_context(client))
                 connected = True
                 _record_handshake(result, client)
                 await _run_checks(result, client)
     except Exception as exc:  # noqa: BLE001 - every failure of an untrusted server is classified
         result.outcome, result.detail = classify(exc, connected)
+    crashed = next((c for c in result.checks if c.outcome == ProbeOutcome.crashed.value), None)
+    if result.outcome == ProbeOutcome.ok and crashed:
+        # The handshake worked, but the server died under a later request: that is a crash.
+        result.outcome, result.detail = ProbeOutcome.crashed, f"server exited during {crashed.name}: {crashed.detail}"
+    result.checks.append(watcher.check())
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
 
@@ -150,9 +191,7 @@ async def fast_probe(server_id: str, running: Running, *, call_timeout: float, t
     try:
         with anyio.fail_after(total_timeout):
             async with AsyncExitStack() as stack:
-                client = Client(
-                    _transport(running), mode="auto", read_timeout_seconds=call_timeout, cache=None, client_info=CLIENT_INFO
-                )
+                client = _client(running, call_timeout, _StreamWatcher())
                 _, result.connect_ms = await _timed(lambda: stack.enter_async_context(client))
                 connected = True
                 result.era = "modern" if client.protocol_version in MODERN_VERSIONS else "legacy"
@@ -181,6 +220,8 @@ async def _run_checks(result: ProbeResult, client: Client) -> None:
 
     if result.era == "legacy":
         await _check(checks, "ping", lambda: client.session.send_ping(), lambda _: (True, "pong"))
+        if checks[-1].passed:
+            result.ping_ms = checks[-1].ms
 
     async def tools() -> None:
         result.tools, problem = await _list_all(lambda c: client.list_tools(cursor=c), "tools")
@@ -246,9 +287,9 @@ async def _check_unknown_tool(checks: list[CheckResult], client: Client) -> None
         outcome = "is_error_result" if handled else "accepted"
         detail = _first_text(reply)
     except MCPError as exc:
-        handled = "timed out" not in exc.message
-        outcome = "jsonrpc_error" if handled else "timeout"
         detail = f"{exc.code}: {exc.message}"[:500]
+        outcome = "timeout" if "timed out" in exc.message else "crash" if _connection_closed(exc) else "jsonrpc_error"
+        handled = outcome == "jsonrpc_error"
     except Exception as exc:  # noqa: BLE001
         handled = False
         kind, detail = classify(exc, connected=True)

@@ -51,7 +51,8 @@ def run_build(db: Database, *, site_dir: Path, now: datetime) -> StageReport:
         if latest:
             probes[server.id] = latest
     rows = leaderboard_rows(servers, scores, {k: v[1] for k, v in probes.items()})
-    base = {"engine_version": ENGINE_VERSION, "built_at": now.isoformat(timespec="seconds")}
+    # No build timestamp in pages: a page changes only when what it shows changes.
+    base = {"engine_version": ENGINE_VERSION}
 
     writer.write("index.html", env.get_template("leaderboard.html").render(rows=rows, root="", **base))
     writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}))

@@ -1,0 +1,60 @@
+"""Shared fixtures: real SQLite files in tmp dirs, and the real local-catalog servers installed once."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from pipeline.config import Settings
+from pipeline.db import open_db
+from pipeline.discover.local import LocalCatalogSource
+from pipeline.models import LaunchSpec
+from pipeline.probe.install import Installed, Installer, install_key
+
+REPO = Path(__file__).resolve().parent.parent
+TEST_SERVERS = Path(__file__).resolve().parent / "servers"
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="session")
+def settings() -> Settings:
+    """Settings for the run: the real cache (SCOREBOARD_CACHE or the user cache), short timeouts."""
+    return Settings.from_env().model_copy(update={"call_timeout": 5.0, "probe_timeout": 30.0, "start_timeout": 20.0})
+
+
+@pytest.fixture(scope="session")
+def installed(settings: Settings) -> dict[str, Installed]:
+    """Install the embedded catalog's real servers once per session (a no-op when cached)."""
+    batch = LocalCatalogSource().read()
+    results = Installer(settings.cache_dir, settings.install_timeout).install([e.launch for e in batch.entries if e.launch])
+    failed = {k: v.error for k, v in results.items() if not v.ok}
+    assert not failed, f"the local catalog must install for these tests: {failed}"
+    return results
+
+
+@pytest.fixture
+def db(tmp_path: Path):
+    database = open_db(tmp_path / "scoreboard.db")
+    yield database
+    database.close()
+
+
+class StaticInstaller:
+    """Installer test twin: returns prepared results, so test servers need no registry."""
+
+    def __init__(self, results: dict[str, Installed]) -> None:
+        self.results = results
+
+    def install(self, specs):
+        return {install_key(s): self.results.get(install_key(s), Installed(ok=False, error="not prepared")) for s in specs}
+
+
+def raw_server_spec(fault: str) -> LaunchSpec:
+    return LaunchSpec(registry="pypi", package=f"raw-{fault}", command="python", args=[str(TEST_SERVERS / "raw_stdio.py"), fault], transport="stdio")
+
+
+def python_installed() -> Installed:
+    return Installed(ok=True, executable=Path(sys.executable), version="test", path_dirs=(str(Path(sys.executable).parent),))

@@ -1,0 +1,54 @@
+"""A raw JSON-RPC stdio MCP server that misbehaves on purpose: python raw_stdio.py FAULT.
+
+Faults: silent, garbage, exit-early, bad-version, bad-schema, crash-on-list, slow-list, good.
+"""
+
+import json
+import sys
+import time
+
+FAULT = sys.argv[1] if len(sys.argv) > 1 else "good"
+
+TOOL = {"name": "get_thing", "description": "Get a thing by its id.", "inputSchema": {"type": "object", "properties": {"id": {"type": "string", "description": "The thing's id."}}, "required": ["id"]}}
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+if FAULT == "exit-early":
+    sys.stderr.write("fatal: missing configuration FOO_API_KEY\n")
+    sys.exit(3)
+
+for line in sys.stdin:
+    if FAULT == "silent":
+        continue
+    if FAULT == "garbage":
+        sys.stdout.write("this is not json {{{\n")
+        sys.stdout.flush()
+        continue
+    try:
+        request = json.loads(line)
+    except ValueError:
+        continue
+    method, rid = request.get("method"), request.get("id")
+    if rid is None:
+        continue  # a notification
+    if method == "initialize":
+        version = "1999-01-01" if FAULT == "bad-version" else "2025-06-18"
+        send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "raw-" + FAULT, "version": "0.0.1"}}})
+    elif method == "tools/list":
+        if FAULT == "crash-on-list":
+            sys.stderr.write("segfault (simulated)\n")
+            sys.exit(1)
+        if FAULT == "slow-list":
+            time.sleep(30)
+        tool = dict(TOOL, inputSchema={"type": "string"}) if FAULT == "bad-schema" else TOOL
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool]}})
+    elif method == "ping":
+        send({"jsonrpc": "2.0", "id": rid, "result": {}})
+    elif method == "tools/call":
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Unknown tool"}})
+    else:
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"Method not found: {method}"}})

@@ -1,0 +1,84 @@
+"""The database opens, migrates, and refuses what is not a scoreboard database with a clear error."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pipeline.db import ScoreboardDatabaseError, open_db, trim
+from pipeline.migrations import migrations
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_new_database_has_every_table(tmp_path):
+    db = open_db(tmp_path / "new.db")
+    assert {"servers", "source_records", "analyses", "probe_runs", "tool_snapshots", "judgements", "scores",
+            "score_history", "alerts", "runs"} <= set(db.table_names())
+    assert [m.name for m in migrations.applied(db)] == [m.name for m in migrations._migrations]
+
+
+def test_reopening_applies_nothing_twice(tmp_path):
+    path = tmp_path / "again.db"
+    open_db(path)["runs"].insert({"stage": "x", "started_at": "t", "status": "ok", "engine_version": "v"})
+    db = open_db(path)
+    assert db["runs"].count == 1
+    assert db.execute("select count(*) from _sqlite_migrations").fetchone()[0] == len(migrations._migrations)
+
+
+def test_text_file_is_refused(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("hello, this is not a database\n")
+    with pytest.raises(ScoreboardDatabaseError, match="not a SQLite database"):
+        open_db(path)
+    assert path.read_text() == "hello, this is not a database\n"  # left untouched
+
+
+def test_corrupt_database_is_refused(tmp_path):
+    path = tmp_path / "corrupt.db"
+    open_db(path)["runs"].insert({"stage": "x", "started_at": "t", "status": "ok", "engine_version": "v"})
+    data = bytearray(path.read_bytes())
+    data[100:4096] = b"\xff" * (4096 - 100)  # smash the schema page, keep the header
+    path.write_bytes(bytes(data))
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    with pytest.raises(ScoreboardDatabaseError, match=str(path.name)):
+        open_db(path)
+
+
+def test_foreign_sqlite_database_is_refused(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("create table invoices (id integer primary key, total real)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ScoreboardDatabaseError, match="not a scoreboard database.*invoices"):
+        open_db(path)
+    assert "servers" not in {r[0] for r in sqlite3.connect(path).execute("select name from sqlite_master")}
+
+
+def test_directory_and_missing_file(tmp_path):
+    with pytest.raises(ScoreboardDatabaseError, match="is a directory"):
+        open_db(tmp_path)
+    with pytest.raises(ScoreboardDatabaseError, match="no such database"):
+        open_db(tmp_path / "absent.db", create=False)
+
+
+def test_cli_explains_a_bad_database_without_a_traceback(tmp_path):
+    path = tmp_path / "bad.db"
+    path.write_bytes(b"PK\x03\x04 a zip file, not sqlite")
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "--db", str(path), "score"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2
+    assert "not a SQLite database" in done.stderr and str(path) in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_trim_caps_hostile_strings():
+    value = {"description": "x" * 100_000, "nested": [{"k": "y" * 20}]}
+    trimmed = trim(value, limit=1000)
+    assert len(trimmed["description"]) < 1100 and trimmed["description"].endswith("[trimmed, 100000 chars]")
+    assert trimmed["nested"] == [{"k": "y" * 20}]

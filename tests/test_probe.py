@@ -1,0 +1,179 @@
+"""The prober against the real reference servers, and against servers that fail on purpose."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pipeline import db as store
+from pipeline.discover import run_discover
+from pipeline.discover.local import LocalCatalogSource
+from pipeline.models import CatalogEntry, LaunchSpec
+from pipeline.probe import run_probe
+from pipeline.probe.install import Installed, Installer, install_key
+from pipeline.progress import Progress
+from tests.conftest import NOW, TEST_SERVERS, StaticInstaller, python_installed, raw_server_spec
+from tests.test_discover import ListSource
+
+
+def quiet(stage, total):
+    return Progress(stage, total, stream=io.StringIO())
+
+
+def leftover_processes(marker: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(cmdline)
+    return found
+
+
+@pytest.fixture(scope="module")
+def probed_catalog(tmp_path_factory, settings, installed):
+    from pipeline.db import open_db
+
+    db = open_db(tmp_path_factory.mktemp("probe") / "scoreboard.db")
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet("discover", 1))
+    servers = store.active_servers(db)
+    report = run_probe(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW, progress=quiet("probe", len(servers)))
+    results = {s.id: store.latest_probe(db, s.id)[1] for s in servers}
+    return db, report, results
+
+
+EXPECTED = {
+    # id: (era, handshake, transport, tools that must be listed)
+    "mcp-server-time": ("modern", "server/discover", "stdio", {"get_current_time", "convert_time"}),
+    "mcp-server-fetch": ("modern", "server/discover", "stdio", {"fetch"}),
+    "mcp-server-git": ("modern", "server/discover", "stdio", {"git_status", "git_log"}),
+    "server-everything": ("legacy", "initialize", "stdio", {"echo", "get-sum"}),
+    "server-everything-http": ("legacy", "initialize", "streamable-http", {"echo", "get-sum"}),
+    "server-memory": ("legacy", "initialize", "stdio", {"read_graph", "create_entities"}),
+    "server-filesystem": ("legacy", "initialize", "stdio", {"list_directory", "read_text_file"}),
+}
+
+
+@pytest.mark.parametrize("server_id", sorted(EXPECTED))
+def test_real_server_is_probed_in_its_own_era(probed_catalog, server_id):
+    _, _, results = probed_catalog
+    era, handshake, transport, tools = EXPECTED[server_id]
+    result = results[server_id]
+    assert result.outcome.value == "ok", result.detail
+    assert (result.era, result.handshake, result.transport) == (era, handshake, transport)
+    assert result.protocol_version == ("2026-07-28" if era == "modern" else "2025-11-25")
+    assert tools <= {t["name"] for t in result.tools}
+    assert result.server_info and result.server_info["name"] and result.server_info["version"]
+    assert 0 < result.connect_ms < 30_000
+    checks = {c.name: c for c in result.checks}
+    assert checks["schema_validity"].passed is True
+    assert checks["error_unknown_tool"].passed is True
+    assert checks["error_unknown_tool"].outcome in ("jsonrpc_error", "is_error_result")
+    assert checks["invalid_messages"].passed is True
+    if era == "legacy":
+        assert checks["ping"].passed is True and result.ping_ms is not None
+    assert result.package_version
+
+
+def test_handshake_metadata_is_captured(probed_catalog):
+    _, _, results = probed_catalog
+    everything = results["server-everything"]
+    assert everything.server_info["title"] == "Everything Reference Server"
+    assert everything.instructions and len(everything.instructions) > 100
+    assert "tools" in everything.capabilities and everything.prompts
+    memory = results["server-memory"]
+    assert "memory://knowledge-graph" in {r["uri"] for r in memory.resources}
+    # TS v1 servers answer an unknown tool with an isError result; Python SDK servers with a JSON-RPC error.
+    assert {c.name: c.outcome for c in everything.checks}["error_unknown_tool"] == "is_error_result"
+    assert {c.name: c.outcome for c in results["mcp-server-time"].checks}["error_unknown_tool"] == "jsonrpc_error"
+
+
+def test_raw_evidence_and_snapshots_are_stored(probed_catalog):
+    db, report, _ = probed_catalog
+    assert report.counts == {"ok": 7} and report.failures == 0
+    rows = list(db.query("select server_id, evidence, tool_count from probe_runs where kind = 'deep'"))
+    assert len(rows) == 7
+    for row in rows:
+        evidence = json.loads(row["evidence"])
+        assert evidence["server_id"] == row["server_id"] and len(evidence["tools"]) == row["tool_count"]
+    snapshots = list(db.query("select server_id, content_hash, tool_count from tool_snapshots"))
+    assert len(snapshots) == 7 and all(len(s["content_hash"]) == 64 for s in snapshots)
+    # stdio and HTTP servers were both stopped: nothing of ours is left running.
+    assert leftover_processes("scoreboard-run-") == []
+
+
+def faulty_entry(server_id: str, spec: LaunchSpec) -> CatalogEntry:
+    return CatalogEntry(id=server_id, name=server_id, transport=spec.transport, launch=spec, source="test", source_key=server_id)
+
+
+def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed):
+    http_never = LaunchSpec(registry="pypi", package="never", command="python", args=[str(TEST_SERVERS / "never_listens.py")],
+                            transport="streamable-http", url="http://127.0.0.1:{port}/mcp")
+    http_exits = http_never.model_copy(update={"package": "exits", "args": [*http_never.args, "exit"]})
+    missing = LaunchSpec(registry="pypi", package="missing", command="no-such-command", transport="stdio")
+    uninstallable = LaunchSpec(registry="pypi", package="uninstallable", command="x", transport="stdio")
+    time_spec = next(e.launch for e in LocalCatalogSource().read().entries if e.id == "mcp-server-time")
+    cases = {
+        "exit-early": raw_server_spec("exit-early"),
+        "silent": raw_server_spec("silent"),
+        "garbage": raw_server_spec("garbage"),
+        "bad-version": raw_server_spec("bad-version"),
+        "crash-on-list": raw_server_spec("crash-on-list"),
+        "bad-schema": raw_server_spec("bad-schema"),
+        "http-never-listens": http_never,
+        "http-exits": http_exits,
+        "missing-command": missing,
+        "uninstallable": uninstallable,
+        "mcp-server-time": time_spec,
+    }
+    results = {install_key(spec): python_installed() for spec in cases.values()}
+    results[install_key(missing)] = Installed(ok=True, executable=Path("/nonexistent/no-such-command"), path_dirs=())
+    results[install_key(uninstallable)] = Installed(ok=False, error="pip install uninstallable: exit 1: No matching distribution")
+    results[install_key(time_spec)] = installed[install_key(time_spec)]
+    run_discover(db, sources=[ListSource("test", [faulty_entry(k, v) for k, v in cases.items()])], now=NOW, progress=quiet("discover", 1))
+    bounded = settings.model_copy(update={"call_timeout": 1.0, "probe_timeout": 4.0, "start_timeout": 2.0, "concurrency": 6})
+    servers = store.active_servers(db)
+    started = time.monotonic()
+    report = run_probe(db, servers=servers, installer=StaticInstaller(results), settings=bounded, now=NOW, progress=quiet("probe", len(servers)))
+    elapsed = time.monotonic() - started
+    outcome = {s.id: store.latest_probe(db, s.id)[1] for s in servers}
+    assert {k: v.outcome.value for k, v in outcome.items()} == {
+        "exit-early": "start_failed",
+        "silent": "timeout",
+        "garbage": "timeout",
+        "bad-version": "protocol_error",
+        "crash-on-list": "crashed",
+        "bad-schema": "ok",
+        "http-never-listens": "start_failed",
+        "http-exits": "start_failed",
+        "missing-command": "start_failed",
+        "uninstallable": "install_failed",
+        "mcp-server-time": "ok",
+    }
+    assert "FOO_API_KEY" in outcome["exit-early"].detail  # the server's own stderr explains it
+    assert "did not listen" in outcome["http-never-listens"].detail
+    assert "EADDRINUSE" in outcome["http-exits"].detail
+    assert "No matching distribution" in outcome["uninstallable"].detail
+    assert {c.name: c.outcome for c in outcome["bad-schema"].checks}["tools/list"] == "protocol_error"
+    assert {c.name: c.passed for c in outcome["garbage"].checks}["invalid_messages"] is False
+    assert "Unsupported protocol version" in outcome["bad-version"].detail
+    assert report.failures == 9 and report.counts["ok"] == 2
+    assert elapsed < 20, f"faults must be bounded; the run took {elapsed:.1f}s"
+    assert leftover_processes(str(TEST_SERVERS)) == []
+
+
+def test_real_installer_records_failures(tmp_path):
+    bad = LaunchSpec(registry="pypi", package="not a valid requirement!!", command="x", transport="stdio")
+    results = Installer(tmp_path, timeout=120).install([bad])
+    result = results[install_key(bad)]
+    assert result.ok is False and "pip install" in result.error

@@ -1,0 +1,40 @@
+"""docs/schema.md documents exactly the real schema: every table, every column, every type."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pipeline.db import open_db
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "schema.md"
+
+
+def documented_schema(text: str) -> dict[str, list[tuple[str, str]]]:
+    tables: dict[str, list[tuple[str, str]]] = {}
+    current = None
+    for line in text.splitlines():
+        heading = re.match(r"^###\s+(\w+)\s*$", line)
+        if heading:
+            current = heading.group(1)
+            tables[current] = []
+            continue
+        row = re.match(r"^\|\s*(\w+)\s*\|\s*([A-Z]+)\s*\|", line)
+        if current and row:
+            tables[current].append((row.group(1), row.group(2)))
+    return tables
+
+
+def test_schema_documentation_matches_database(tmp_path):
+    db = open_db(tmp_path / "schema.db")
+    real = {t: [(c.name, c.type) for c in db[t].columns] for t in db.table_names()}
+    documented = documented_schema(DOC.read_text())
+    assert sorted(documented) == sorted(real), "tables documented vs real"
+    for table, columns in real.items():
+        assert documented[table] == columns, f"columns of {table} differ from docs/schema.md"
+
+
+def test_the_doc_parser_notices_drift():
+    text = "### servers\n| column | type | meaning |\n| --- | --- | --- |\n| id | TEXT | key |\n"
+    assert documented_schema(text) == {"servers": [("id", "TEXT")]}
+    assert documented_schema(text.replace("TEXT", "INTEGER")) != {"servers": [("id", "TEXT")]}
