@@ -7,6 +7,7 @@ the dimensions that are scored.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from statistics import median
@@ -192,9 +193,9 @@ def latency_score(ms: float) -> float:
 
 
 def _percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile: the smallest value with at least q of the sample at or below it."""
     ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1, round(q * (len(ordered) - 1))))
-    return ordered[index]
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 def _has_p95(facts: Facts) -> bool:

@@ -1,0 +1,83 @@
+"""Static analysis of the installed packages of the real servers, and the pure metrics."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from pipeline import db as store
+from pipeline.analyze import analyze_server, run_analyze
+from pipeline.analyze.fetch import InstalledPackageFetcher, SourceTree
+from pipeline.analyze.metrics import description_quality, documentation_coverage, license_clarity, spec_version
+from pipeline.discover import run_discover
+from pipeline.discover.local import LocalCatalogSource
+from pipeline.progress import Progress
+from tests.conftest import NOW
+from tests.test_discover import quiet
+
+
+@pytest.fixture
+def catalog(db, installed):
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
+    return {s.id: s for s in store.active_servers(db)}
+
+
+def test_installed_python_package_is_analysed(catalog, settings):
+    result = analyze_server(catalog["mcp-server-time"], InstalledPackageFetcher(settings.cache_dir), NOW)
+    assert result.ok and result.source_ref
+    assert result.license == "MIT" and result.metrics["license_clarity"]["value"] == 100
+    assert result.spec_version == "2026-07-28" and result.sdk["mcp"].startswith("2.")
+    assert result.readme_chars > 500 and result.metrics["documentation_coverage"]["signals"]["readme"] is True
+    assert result.metrics["documentation_coverage"]["signals"]["namespace_match"] is True  # mcp-name io.github.modelcontextprotocol/…
+    assert result.metrics["maintenance_pulse"] is None  # a package carries no commit history
+
+
+def test_installed_npm_package_is_analysed(catalog, settings):
+    result = analyze_server(catalog["server-memory"], InstalledPackageFetcher(settings.cache_dir), NOW)
+    assert result.ok and result.description
+    # package.json says "SEE LICENSE IN LICENSE" but ships no LICENSE file: a custom reference, not SPDX.
+    assert result.metrics["license_clarity"]["kind"] == "custom"
+    assert result.spec_version == "2025-11-25" and result.sdk["@modelcontextprotocol/sdk"].startswith("1.")
+
+
+def test_fetch_failure_is_recorded_not_raised(db, tmp_path, catalog):
+    stream = io.StringIO()
+    report = run_analyze(db, servers=list(catalog.values()), fetcher=InstalledPackageFetcher(tmp_path / "empty-cache"), now=NOW, progress=Progress("analyze", 7, stream=stream))
+    assert report.counts == {"analyzed": 0, "failed": 7} and report.failures == 7
+    assert db["analyses"].count == 7 and "not installed in the cache" in stream.getvalue()
+
+
+def tree(**fields) -> SourceTree:
+    return SourceTree(fetcher="test", ref="1", **fields)
+
+
+@pytest.mark.parametrize("manifest,value,kind", [
+    ({"license": "MIT"}, 100, "spdx"), ({"license": "Apache-2.0 OR MIT"}, 100, "spdx"), ({"license-expression": "GPL-3.0-only"}, 100, "spdx"),
+    ({"classifiers": ["License :: OSI Approved :: MIT License"]}, 100, "spdx"), ({"license": "BSD License"}, 70, "named"), ({"license": "SEE LICENSE IN LICENSE.txt"}, 40, "custom"),
+    ({}, 0, "none"),
+])
+def test_license_clarity(manifest, value, kind):
+    result = license_clarity(tree(manifest=manifest))
+    assert (result["value"], result["kind"]) == (value, kind)
+
+
+def test_documentation_coverage_counts_what_is_there():
+    full = tree(files=["README.md", "CHANGELOG.md", "examples/a.py", "CONTRIBUTING.md", "LICENSE", "docs/x.md", "SECURITY.md", "CODE_OF_CONDUCT.md"],
+                readme="# x", license_text="MIT", manifest_kind="package.json")
+    assert documentation_coverage(full)["value"] == 25 + 15 + 15 + 10 + 10 + 7 + 3 + 3 + 5
+    assert documentation_coverage(tree())["value"] == 0
+
+
+def test_description_quality_rewards_a_useful_readme():
+    readme = "# Server\n\n## Installation\n\n```\npip install x\n```\n\n## Usage\n" + "Words. " * 300
+    assert description_quality("Provides tools to search, read and comment on tickets in the issue tracker.", readme)["value"] == 100
+    assert description_quality(None, None)["value"] == 0
+
+
+@pytest.mark.parametrize("deps,installed,expected", [
+    ({"mcp": ">=1.0.0"}, {}, "2024-11-05"), ({"mcp": ">=1.3"}, {}, "2025-06-18"), ({"@modelcontextprotocol/sdk": "^1.30.0"}, {}, "2025-11-25"),
+    ({"mcp": ">=1.0"}, {"mcp": "2.3.0"}, "2026-07-28"), ({}, {}, None),
+])
+def test_spec_version_from_the_sdk(deps, installed, expected):
+    assert spec_version(tree(dependencies=deps, installed_versions=installed))["value"] == expected

@@ -1,0 +1,138 @@
+"""The first headline composite: weights, renormalisation, grades, latency curve, visibility."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.models import AnalysisResult, CheckResult, EnvVar, LaunchSpec, ProbeOutcome, ProbeResult, Server
+from pipeline.score import scoreboard
+from pipeline.score.facts import Facts
+from pipeline.score.rules import rules_for
+from tests.conftest import NOW
+
+TOOL = {"name": "get_time", "description": "Get the current time in a timezone.",
+        "inputSchema": {"type": "object", "properties": {"tz": {"type": "string", "description": "IANA zone"}}, "required": ["tz"]}}
+
+
+def server(**fields) -> Server:
+    base = dict(id="s", name="s", transport="stdio", first_seen_at=NOW, last_seen_at=NOW,
+                launch=LaunchSpec(registry="pypi", package="p", command="p", transport="stdio"), repository="https://github.com/o/r")
+    base.update(fields)
+    return Server(**base)
+
+
+def probe(outcome=ProbeOutcome.ok, tools=(TOOL,), checks=None) -> ProbeResult:
+    checks = checks if checks is not None else [
+        CheckResult(name="schema_validity", outcome="valid", passed=True),
+        CheckResult(name="error_unknown_tool", outcome="jsonrpc_error", passed=True),
+    ]
+    return ProbeResult(server_id="s", kind="deep", started_at=NOW, duration_ms=10, transport="stdio", outcome=outcome,
+                       tools=list(tools) if outcome == ProbeOutcome.ok else None, checks=checks, handshake="initialize", protocol_version="2025-11-25")
+
+
+def analysis(doc=100, desc=100, lic=100, dep=30) -> AnalysisResult:
+    return AnalysisResult(server_id="s", analyzed_at=NOW, fetcher="installed-package", ok=True, metrics={
+        "documentation_coverage": {"value": doc, "signals": {"readme": True}},
+        "description_quality": {"value": desc, "signals": {}},
+        "license_clarity": {"value": lic, "license": "MIT", "kind": "spdx"},
+        "dependency_health": {"value": dep, "signals": {"manifest": True, "lock_file": False, "ci": False, "automation": False}, "scope": "package"},
+    })
+
+
+def dims(card):
+    return {d.name: d for d in card.dimensions}
+
+
+@pytest.mark.parametrize("score,grade", [(100, "A+"), (95, "A+"), (94.99, "A"), (85, "A"), (84.9, "B"), (70, "B"), (69.9, "C"), (55, "C"), (54.9, "D"), (40, "D"), (39.9, "F"), (0, "F")])
+def test_grade_boundaries(score, grade):
+    assert scoreboard.grade_for(score) == grade
+
+
+@pytest.mark.parametrize("ms,expected", [(50, 100), (100, 100), (150, 95), (200, 90), (350, 80), (500, 70), (1000, 50), (1500, 37.5), (2000, 25), (3500, 17.5), (5000, 10), (60000, 10)])
+def test_latency_curve(ms, expected):
+    assert scoreboard.latency_score(ms) == pytest.approx(expected)
+
+
+def test_local_server_with_probe_and_analysis_is_verified_four_of_four():
+    card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis()))
+    d = dims(card)
+    assert d["reliability"].status == "not_applicable"
+    assert d["schema_interpretability"].status == "pending"
+    assert card.visibility == "verified" and card.dimension_indicator == "4/4"
+    assert d["schema_quality"].score == 100.0  # complete runtime schema, perfect description
+    assert d["protocol_compliance"].score == 100.0  # three measured components, all passed
+    # docs: documentation 30 + dependency 15×0.3 + license 15, over the 60 measured points
+    assert d["docs_maintenance"].score == pytest.approx(100 * (30 + 4.5 + 15) / 60, abs=0.05)
+    assert d["security_hygiene"].score == pytest.approx(20 + 15 + 15 + 15 + 17.5)
+    weights = {"schema_quality": 25, "protocol_compliance": 20, "docs_maintenance": 15, "security_hygiene": 20}
+    expected = sum(d[k].score * w for k, w in weights.items()) / 80
+    assert card.composite == pytest.approx(expected, abs=0.05)
+    assert d["schema_quality"].weight == pytest.approx(25 / 80)
+    assert card.grade == scoreboard.grade_for(card.composite)
+
+
+def test_renormalisation_three_dimensions_matches_the_seed_column():
+    # seed 000 "Base (3 dims)": schema ~42%, docs ~25%, security ~33%
+    card = scoreboard.score(Facts(server=server(), now=NOW, probe=None, analysis=analysis()))
+    d = dims(card)
+    assert d["protocol_compliance"].status == "pending"
+    assert (d["schema_quality"].weight, d["docs_maintenance"].weight, d["security_hygiene"].weight) == pytest.approx((25 / 60, 15 / 60, 20 / 60), abs=1e-4)
+    assert card.visibility == "limited"  # protocol compliance applies but has no data
+
+
+def test_unreachable_server_scores_zero_protocol_and_names_the_outcome():
+    card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(outcome=ProbeOutcome.timeout, checks=[]), analysis=analysis()))
+    rule = next(r for r in card.rules if r.rule == "reachability")
+    assert rule.points == 0 and "timeout" in rule.reason and rule.how_to_gain
+    assert dims(card)["protocol_compliance"].score == 0
+    assert card.visibility == "assessed"  # every applicable dimension scored, but no live data
+
+
+def test_under_two_dimensions_is_unscored():
+    remote = server(launch=None, transport="streamable-http", remote_url="https://example.com/mcp", repository=None)
+    card = scoreboard.score(Facts(server=remote, now=NOW))
+    assert card.composite is None and card.grade is None and card.visibility == "unscored"
+    assert dims(card)["reliability"].status == "pending"
+
+
+def test_template_description_costs_fifteen_points():
+    good = scoreboard.score(Facts(server=server(description="Reads clocks."), now=NOW, probe=probe(), analysis=analysis()))
+    bad = scoreboard.score(Facts(server=server(description="A Model Context Protocol server"), now=NOW, probe=probe(), analysis=analysis()))
+    assert dims(good)["schema_quality"].score - dims(bad)["schema_quality"].score == pytest.approx(15)
+
+
+def test_secrets_and_credentials():
+    envs = [EnvVar(name="API_TOKEN", secret=True), EnvVar(name="DB_PASSWORD", secret=True), EnvVar(name="PORT")]
+    card = scoreboard.score(Facts(server=server(env_vars=envs), now=NOW, probe=probe(), analysis=analysis()))
+    points = {r.rule: r.points for r in card.rules}
+    assert points["secret_env_vars"] == 11 and points["credential_sensitivity"] == 5
+
+
+def test_reliability_needs_ten_probes_and_uses_70_30_without_p95():
+    remote = server(launch=None, transport="streamable-http", remote_url="https://example.com/mcp")
+    facts = Facts(server=remote, now=NOW, probe=probe(), analysis=analysis(), fast={"total": 9, "ok": 9, "latencies_ms": [100.0] * 9})
+    assert dims(scoreboard.score(facts))["reliability"].status == "pending"
+    facts.fast = {"total": 10, "ok": 9, "latencies_ms": [100.0] * 9}
+    reliability = dims(scoreboard.score(facts))["reliability"]
+    assert reliability.score == pytest.approx(0.7 * 90 + 0.3 * 100)
+    facts.fast = {"total": 20, "ok": 20, "latencies_ms": [100.0] * 18 + [1000.0] * 2}  # nearest-rank p95 = 1000
+    assert dims(scoreboard.score(facts))["reliability"].score == pytest.approx(60 + 25 + 15 * 0.5)
+
+
+def test_offline_judgements_are_not_counted_as_interpretability():
+    from pipeline.models import Judgement
+
+    offline = Judgement(server_id="s", tool_name="get_time", tool_hash="h", provider="offline", model="offline-heuristic-1",
+                        offline=True, judged_at=NOW, clarity=90, input_completeness=90, confidence=90)
+    card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=[offline]))
+    assert dims(card)["schema_interpretability"].status == "pending"
+    online = [offline.model_copy(update={"offline": False, "model": m, "clarity": c, "input_completeness": c, "confidence": c}) for m, c in (("a", 90), ("b", 60), ("c", 80))]
+    card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=online))
+    assert dims(card)["schema_interpretability"].score == pytest.approx((0.5 * 60 + 0.3 * 80 + 0.2 * 90) * 0.9)
+    assert card.visibility == "complete" and card.dimension_indicator == "5/5"
+
+
+def test_every_rule_is_documented_and_unique():
+    rules = rules_for("scoreboard")
+    assert len({r.name for r in rules}) == len(rules)
+    assert all(r.doc for r in rules)
