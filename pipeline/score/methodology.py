@@ -1,0 +1,69 @@
+"""Generate the methodology document's rule tables from the registry, so docs cannot drift.
+
+python -m pipeline.score.methodology      rewrites docs/methodology.md in place
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from pipeline.config import REPO_ROOT
+from pipeline.score import scoreboard
+from pipeline.score.rules import rules_for
+
+DOCUMENT = REPO_ROOT / "docs" / "methodology.md"
+
+
+def dimension_table() -> str:
+    lines = ["| dimension | weight | weight with interpretability | applies to |", "| --- | --- | --- | --- |"]
+    for d in scoreboard.DIMENSIONS:
+        applies = "remote servers" if d.applicable is scoreboard._remote_only else "every server"
+        plain = f"{d.weight:g}%" if d.weight else "N/A"
+        lines.append(f"| {d.label} | {plain} | {d.weight_enhanced:g}% | {applies} |")
+    return "\n".join(lines)
+
+
+def rule_table(rubric: str) -> str:
+    lines = ["| dimension | rule | max points | what it rewards |", "| --- | --- | --- | --- |"]
+    for r in rules_for(rubric):
+        points = "bonus/penalty" if r.max_points == 0 else f"{r.max_points:g}"
+        lines.append(f"| {r.dimension} | `{r.name}` | {points} | {r.doc} |")
+    return "\n".join(lines)
+
+
+def grade_table() -> str:
+    lines = ["| grade | from |", "| --- | --- |"]
+    lines += [f"| {letter} | {floor} |" for floor, letter in scoreboard.GRADES]
+    return "\n".join(lines)
+
+
+GENERATED = {
+    "scoreboard-dimensions": dimension_table,
+    "scoreboard-rules": lambda: rule_table(scoreboard.RUBRIC),
+    "scoreboard-grades": grade_table,
+}
+
+
+def render(text: str) -> str:
+    for name, make in GENERATED.items():
+        pattern = re.compile(rf"(<!-- generated:{name} -->\n)(?:.*?\n)?(<!-- /generated:{name} -->)", re.S)
+        if not pattern.search(text):
+            raise ValueError(f"{DOCUMENT.name} lacks the markers for {name}")
+        text = pattern.sub(lambda m: m.group(1) + make() + "\n" + m.group(2), text)
+    return text
+
+
+def main() -> None:
+    text = DOCUMENT.read_text(encoding="utf-8")
+    updated = render(text)
+    if updated != text:
+        DOCUMENT.write_text(updated, encoding="utf-8")
+        print(f"updated {DOCUMENT}")
+    else:
+        print(f"{DOCUMENT} is up to date")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
