@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -93,10 +94,24 @@ def analyze(settings: Settings, server_ids: tuple[str, ...]) -> None:
     _analyze(db, settings, server_ids)
 
 
+def _install(settings: Settings, specs: list) -> dict:
+    """Install local servers' packages (cached ones are kept), with a start and a summary line."""
+    if not specs:
+        return {}
+    started = time.monotonic()
+    click.echo(f"[install] {len(specs)} local servers' packages into {settings.cache_dir} (already installed ones are kept)", err=True)
+    results = Installer(settings.cache_dir, settings.install_timeout).install(specs)
+    failed = sorted(k for k, v in results.items() if not v.ok)
+    click.echo(f"install done: installed {len(results) - len(failed)}, failed {len(failed)}; {time.monotonic() - started:.1f}s")
+    for key in failed:
+        click.echo(f"  {key}: {results[key].error}", err=True)
+    return results
+
+
 def _analyze(db: Database, settings: Settings, server_ids: tuple[str, ...]) -> None:
     servers = _servers(db, server_ids)
     fetcher = InstalledPackageFetcher(settings.cache_dir)
-    Installer(settings.cache_dir, settings.install_timeout).install([s.launch for s in servers if s.launch])
+    _install(settings, [s.launch for s in servers if s.launch])
     _stage(db, "analyze", {"servers": list(server_ids)}, lambda _: run_analyze(db, servers=servers, fetcher=fetcher, now=utcnow()))
 
 
@@ -193,13 +208,12 @@ def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: 
 def install(settings: Settings) -> None:
     """Install the local catalog's servers into the cache (the probe stage does this too)."""
     batch = LocalCatalogSource().read()
-    results = Installer(settings.cache_dir, settings.install_timeout).install([e.launch for e in batch.entries if e.launch])
-    failed = {k: v for k, v in results.items() if not v.ok}
+    results = _install(settings, [e.launch for e in batch.entries if e.launch])
     for key, result in sorted(results.items()):
-        click.echo(f"{key}: {'ok ' + (result.version or '') if result.ok else 'FAILED ' + (result.error or '')}")
-    click.echo(f"install done: {len(results) - len(failed)} installed, {len(failed)} failed")
-    if failed:
-        raise SystemExit(1)
+        if result.ok:
+            click.echo(f"  {key}: {result.version}")
+    if not all(r.ok for r in results.values()):
+        raise click.ClickException("some packages failed to install (see above)")
 
 
 @cli.command()
@@ -213,7 +227,7 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     servers = store.active_servers(db)
     installer = Installer(settings.cache_dir, settings.install_timeout)
     # Local servers are analysed from their installed package, so install before analysing.
-    installer.install([s.launch for s in servers if s.launch])
+    _install(settings, [s.launch for s in servers if s.launch])
     fetcher = InstalledPackageFetcher(settings.cache_dir)
     _stage(db, "analyze", {}, lambda _: run_analyze(db, servers=servers, fetcher=fetcher, now=utcnow()))
     _stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))

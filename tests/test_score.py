@@ -101,6 +101,17 @@ def test_template_description_costs_fifteen_points():
     assert dims(good)["schema_quality"].score - dims(bad)["schema_quality"].score == pytest.approx(15)
 
 
+@pytest.mark.parametrize("text,placeholder", [
+    ("A Model Context Protocol server", True), ("an MCP server.", True), ("MCP server for ...", True), ("MCP Server for Slack", True),
+    ("Add your description here", True), ("TODO: add description", True),
+    ("MCP server for enabling memory for Claude through a knowledge graph", False),
+    ("A Model Context Protocol server that provides time and timezone conversion", False), ("Reads clocks.", False),
+])
+def test_template_descriptions_match_whole_placeholders_only(text, placeholder):
+    verdict = scoreboard.template_description(Facts(server=server(description=text), now=NOW))
+    assert (verdict.points == -15) is placeholder
+
+
 def test_secrets_and_credentials():
     envs = [EnvVar(name="API_TOKEN", secret=True), EnvVar(name="DB_PASSWORD", secret=True), EnvVar(name="PORT")]
     card = scoreboard.score(Facts(server=server(env_vars=envs), now=NOW, probe=probe(), analysis=analysis()))

@@ -52,8 +52,12 @@ DIMENSIONS = [
 ]
 STANDARD = [d.name for d in DIMENSIONS if d.name != "schema_interpretability"]
 GRADES = [(95, "A+"), (85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F")]
+# Descriptions project generators leave behind. Matched whole (case and trailing punctuation
+# ignored), so a real description that merely starts "MCP server for …" is never penalised.
 TEMPLATE_DESCRIPTIONS = re.compile(
-    r"^\s*(an? )?(model context protocol|mcp) server\.?\s*$|^\s*mcp server (for|to)\b|\btodo\b.*\bdescription\b|^\s*a model context protocol server\.?\s*$",
+    r"^(an? )?(simple |new |basic )?(model context protocol|mcp) server( for(\s*(\.\.\.|…))?)?$"
+    r"|^(an? )?(simple |new |basic )?(model context protocol|mcp) server (for|to) \w+$"
+    r"|^add your description here$|^todo\b.*|^description$|^my mcp server$",
     re.I,
 )
 SENSITIVE_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|DATABASE_URL|DB_URL|CONNECTION_STRING|AWS_SECRET|PRIVATE_KEY|GOOGLE_APPLICATION_CREDENTIALS|AZURE_CLIENT_SECRET|SERVICE_ACCOUNT", re.I)
@@ -114,7 +118,7 @@ def template_description(facts: Facts) -> Verdict:
     description = facts.description
     if not description:
         return Verdict(points=0, reason="no description to judge")
-    if TEMPLATE_DESCRIPTIONS.search(description):
+    if TEMPLATE_DESCRIPTIONS.match(description.strip().rstrip(".!").strip()):
         return Verdict(points=-15, reason=f"placeholder description: {description[:80]!r}", how_to_gain="replace the placeholder description with what the server does")
     return Verdict(points=0, reason="description is not a placeholder")
 
