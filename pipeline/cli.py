@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import time
@@ -72,7 +73,18 @@ def cli(ctx: click.Context, db_path: Path | None, cache_dir: Path | None) -> Non
     ctx.obj = Settings.from_env(db_path=db_path, cache_dir=cache_dir)
 
 
-pass_settings = click.make_pass_decorator(Settings)
+def pass_settings(command: Callable) -> Callable:
+    """Hand a command the Settings; `--db` and `--cache` are accepted after the command name too."""
+
+    @click.option("--db", "db_override", type=click.Path(path_type=Path), help="Database file (default data/scoreboard.db).")
+    @click.option("--cache", "cache_override", type=click.Path(path_type=Path), help="Where local servers are installed.")
+    @click.pass_obj
+    @functools.wraps(command)
+    def with_settings(settings: Settings, db_override: Path | None, cache_override: Path | None, **kwargs):
+        updates = {k: v for k, v in {"db_path": db_override, "cache_dir": cache_override}.items() if v}
+        return command(settings.model_copy(update=updates), **kwargs)
+
+    return with_settings
 server_option = click.option("--server", "server_ids", multiple=True, help="Only this server id (repeatable).")
 
 
