@@ -417,7 +417,7 @@ def write_scores(db: Database, cards: Iterable[ScoreCard], now: datetime) -> dic
                 "dimension_indicator": card.dimension_indicator,
                 "dimensions": dumps([d.model_dump() for d in card.dimensions]),
                 "rules": dumps([r.model_dump() for r in card.rules]),
-                "flags": dumps(card.flags),
+                "flags": dumps([f.model_dump() for f in card.flags]),
                 "badges": dumps(card.badges),
                 "rules_version": card.rules_version,
                 "engine_version": ENGINE_VERSION,

@@ -95,6 +95,9 @@ class ProbeOutcome(str, Enum):
     """Classified result of one probe. "Not measured" states are named, never folded into down."""
 
     ok = "ok"
+    auth_required = "auth_required"  # gated: a state with a name, never "down"
+    rate_limited = "rate_limited"  # 429: unmeasurable this time, never "down"
+    opted_out = "opted_out"
     install_failed = "install_failed"
     start_failed = "start_failed"
     unreachable = "unreachable"
@@ -112,6 +115,54 @@ class CheckResult(BaseModel):
     passed: bool | None  # None: not applicable / not measured
     detail: str | None = None
     ms: float | None = None
+
+
+class Invocation(BaseModel):
+    """One safe tool call (read-only by annotation and by name) and what came back."""
+
+    tool: str
+    outcome: Literal["ok", "is_error", "jsonrpc_error", "timeout", "crash"]
+    functional: bool | None = None  # the result looked like the job (content, valid structuredContent, no error text)
+    ms: float | None = None
+    detail: str | None = None
+
+
+class FuzzCase(BaseModel):
+    tool: str
+    case: str
+    outcome: Literal["proper_error", "accepted", "crash", "timeout"]
+
+
+class HttpFacts(BaseModel):
+    """What the raw HTTP layer saw of a remote endpoint (None: not observed)."""
+
+    tls_version: str | None = None
+    cert_valid: bool | None = None
+    hsts: bool | None = None
+    auth_required: bool = False
+    protected_resource_metadata: bool | None = None  # RFC 9728 document found and valid
+    authorization_server_metadata: bool | None = None  # RFC 8414 / OIDC
+    server_card: bool | None = None  # /.well-known/mcp.json or a SEP-2127 server card
+    html_setup_page: bool | None = None
+
+
+class EraFacts(BaseModel):
+    """Dual-era negotiation (seed 003): which protocol eras answered, and spec-readiness evidence."""
+
+    modern: bool | None = None  # 2026-07-28 path (server/discover + per-request _meta)
+    legacy: bool | None = None  # initialize + session
+    discover: bool | None = None  # server/discover answered well-formed
+    header_routing: bool | None = None  # Mcp-Method / Mcp-Name headers honoured
+    list_cache_hints: bool | None = None  # ttlMs / cacheScope on list results
+
+
+class AppsFacts(BaseModel):
+    """MCP Apps (seed 001): ui:// views linked from tools."""
+
+    views: int = 0
+    readable: int = 0
+    html_mime: int = 0
+    csp: int = 0
 
 
 class ProbeResult(BaseModel):
@@ -135,6 +186,11 @@ class ProbeResult(BaseModel):
     resource_templates: list[dict[str, Any]] | None = None
     prompts: list[dict[str, Any]] | None = None
     checks: list[CheckResult] = Field(default_factory=list)
+    invocations: list[Invocation] | None = None  # None: no smoke test was run
+    fuzz: list[FuzzCase] | None = None
+    http: HttpFacts | None = None
+    eras: EraFacts | None = None
+    apps: AppsFacts | None = None
     package_version: str | None = None
     stderr_tail: str | None = None
 
@@ -198,6 +254,14 @@ class DimensionScore(BaseModel):
     optional: bool = False  # counts toward the dimension indicator only once scored
 
 
+class FlagOutcome(BaseModel):
+    name: str
+    label: str
+    severity: Literal["critical", "warning"]
+    reason: str
+    cap: float | None = None
+
+
 class ScoreCard(BaseModel):
     server_id: str
     rubric: str
@@ -206,10 +270,12 @@ class ScoreCard(BaseModel):
     visibility: str
     dimensions: list[DimensionScore]
     rules: list[RuleOutcome]
-    flags: list[str] = Field(default_factory=list)
+    flags: list[FlagOutcome] = Field(default_factory=list)
     badges: list[str] = Field(default_factory=list)
     rules_version: str
     scored_at: datetime
+    uncapped: float | None = None  # the composite before flag caps, when a cap lowered it
+    extra: dict[str, Any] = Field(default_factory=dict)  # rubric-specific figures (rank score, status, …)
 
     @field_validator("composite")
     @classmethod

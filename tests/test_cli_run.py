@@ -73,14 +73,16 @@ def test_two_runs_keep_one_row_per_server_and_two_runs_of_history(two_runs):
     db_path, _, _, _, _ = two_runs
     db = open_db(db_path)
     assert db["servers"].count == 7
-    assert db["scores"].count == 7  # one per server for the headline rubric
+    assert db["scores"].count == 28  # one per server and rubric
+    assert {r["rubric"]: r["n"] for r in db.query("select rubric, count(*) n from scores group by rubric")} == {
+        "scoreboard": 7, "review": 7, "outside-in": 7, "remote": 7}
     per_stage = {r["stage"]: r["n"] for r in db.query("select stage, count(*) n from runs where status = 'ok' group by stage")}
     assert per_stage == {s: 2 for s in ("discover", "analyze", "probe", "monitor", "judge", "score", "build")}
     deep = {r["server_id"]: r["n"] for r in db.query("select server_id, count(*) n from probe_runs where kind = 'deep' group by server_id")}
     assert deep == {s: 2 for s in SERVER_IDS}
     fast = db.execute("select count(*) from probe_runs where kind = 'fast' and outcome = 'ok'").fetchone()[0]
     assert fast == 14
-    assert db["score_history"].count == 7  # daily snapshots: both runs fall on one day
+    assert db["score_history"].count == 28  # daily snapshots: both runs fall on one day
     assert db["judgements"].count == db.execute("select count(distinct server_id || tool_name) from judgements").fetchone()[0]
     evidence = json.loads(next(db.query("select evidence from probe_runs where server_id = 'mcp-server-time' limit 1"))["evidence"])
     assert evidence["server_info"]["name"] and evidence["tools"]

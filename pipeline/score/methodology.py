@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from pipeline.config import REPO_ROOT
-from pipeline.score import scoreboard
+from pipeline.score import outside_in, remote, review, scoreboard
+from pipeline.score.flags import FLAGS
 from pipeline.score.rules import rules_for
 
 DOCUMENT = REPO_ROOT / "docs" / "methodology.md"
@@ -33,16 +34,43 @@ def rule_table(rubric: str) -> str:
     return "\n".join(lines)
 
 
-def grade_table() -> str:
+def grade_table(grades: list[tuple[float, str]]) -> str:
     lines = ["| grade | from |", "| --- | --- |"]
-    lines += [f"| {letter} | {floor} |" for floor, letter in scoreboard.GRADES]
+    lines += [f"| {letter} | {floor} |" for floor, letter in grades]
+    return "\n".join(lines)
+
+
+def flag_table() -> str:
+    lines = ["| flag | severity | caps the composite at | condition |", "| --- | --- | --- | --- |"]
+    lines += [f"| {f.label} | {f.severity} | {'–' if f.cap is None else f'{f.cap:g}'} | {f.condition} |" for f in FLAGS]
+    return "\n".join(lines)
+
+
+def decay_table() -> str:
+    lines = ["| analysis age | factor |", "| --- | --- |"]
+    lines += [f"| ≤ {days} days | {factor:.2f} |" for days, factor in scoreboard.DECAY]
+    lines.append(f"| > {scoreboard.DECAY[-1][0]} days | {scoreboard.DECAY_FLOOR:.2f} |")
+    return "\n".join(lines)
+
+
+def weight_table(dimensions) -> str:
+    lines = ["| section | weight |", "| --- | --- |"]
+    lines += [f"| {d.label} | {d.weight:g} |" for d in dimensions]
     return "\n".join(lines)
 
 
 GENERATED = {
     "scoreboard-dimensions": dimension_table,
     "scoreboard-rules": lambda: rule_table(scoreboard.RUBRIC),
-    "scoreboard-grades": grade_table,
+    "scoreboard-grades": lambda: grade_table(scoreboard.GRADES),
+    "scoreboard-flags": flag_table,
+    "scoreboard-decay": decay_table,
+    "review-rules": lambda: rule_table(review.RUBRIC),
+    "review-grades": lambda: grade_table(review.GRADES),
+    "outside-in-weights": lambda: weight_table(outside_in.DIMENSIONS),
+    "outside-in-rules": lambda: rule_table(outside_in.RUBRIC),
+    "remote-weights": lambda: weight_table(remote.DIMENSIONS),
+    "remote-rules": lambda: rule_table(remote.RUBRIC),
 }
 
 

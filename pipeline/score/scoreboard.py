@@ -13,14 +13,16 @@ from dataclasses import dataclass
 from statistics import median
 from typing import Any, Callable
 
-from pipeline.models import DimensionScore, RuleOutcome, ScoreCard
+from pipeline.models import DimensionScore, FlagOutcome, RuleOutcome, ScoreCard
 from pipeline.score.facts import Facts
+from pipeline.score.flags import raised
 from pipeline.score.rules import Verdict, rule, rules_for, unmeasured
 
 RUBRIC = "scoreboard"
 RULES_VERSION = "scoreboard/0.1"
 MIN_FAST_PROBES = 10  # seed 000: no reliability score under 10 probes
 MIN_P95_SAMPLES = 20  # ours: a p95 from fewer successful probes is not a p95
+FUZZ_POINTS = {"proper_error": 100, "accepted": 50, "crash": 0, "timeout": 0}
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,7 @@ class Dimension:
     weight: float  # without interpretability
     weight_enhanced: float  # with interpretability
     applicable: Callable[[Facts], str | None]  # None when applicable, else why not
+    optional: bool = False  # counts toward the dimension indicator only once scored
 
 
 def _always(_: Facts) -> str | None:
@@ -48,7 +51,7 @@ DIMENSIONS = [
     Dimension("reliability", "Reliability", 20, 18, _remote_only),
     Dimension("docs_maintenance", "Docs & Maintenance", 15, 12, _always),
     Dimension("security_hygiene", "Security Hygiene", 20, 17, _always),
-    Dimension("schema_interpretability", "Schema Interpretability", 0, 15, _always),
+    Dimension("schema_interpretability", "Schema Interpretability", 0, 15, _always, optional=True),
 ]
 STANDARD = [d.name for d in DIMENSIONS if d.name != "schema_interpretability"]
 GRADES = [(95, "A+"), (85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F")]
@@ -61,6 +64,29 @@ TEMPLATE_DESCRIPTIONS = re.compile(
     re.I,
 )
 SENSITIVE_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|DATABASE_URL|DB_URL|CONNECTION_STRING|AWS_SECRET|PRIVATE_KEY|GOOGLE_APPLICATION_CREDENTIALS|AZURE_CLIENT_SECRET|SERVICE_ACCOUNT", re.I)
+
+
+def is_template_description(description: str | None) -> bool:
+    return bool(description) and bool(TEMPLATE_DESCRIPTIONS.match(description.strip().rstrip(".!").strip()))
+
+
+DECAY = [(7, 1.0), (14, 0.97), (30, 0.90), (60, 0.75), (90, 0.55)]
+DECAY_FLOOR = 0.40
+
+
+def decay_factor(age_days: float | None) -> float:
+    """Stale-data decay of static-analysis points: 1.0 / 0.97 / 0.90 / 0.75 / 0.55 up to 7/14/30/60/90 days, then 0.40."""
+    if age_days is None:
+        return 1.0
+    return next((factor for limit, factor in DECAY if age_days <= limit), DECAY_FLOOR)
+
+
+def _static(facts: Facts, points: float, reason: str) -> tuple[float, str]:
+    """Apply stale-data decay to points that come from static analysis, and say so."""
+    factor = decay_factor(facts.analysis_age_days)
+    if factor < 1:
+        return points * factor, f"{reason}; ×{factor:.2f} for analysis {facts.analysis_age_days:.0f} days old"
+    return points, reason
 
 
 def grade_for(score: float) -> str:
@@ -94,10 +120,18 @@ def runtime_completeness(tools: list[dict[str, Any]]) -> tuple[float, str]:
 def schema_completeness(facts: Facts) -> Verdict:
     """Do tools have typed, described parameters? Runtime tools/list: base 40 + up to 60 for
     descriptions, object schemas, typed and described properties, declared required lists."""
-    if facts.tools is None:
-        return unmeasured("no runtime tool list yet", "make the server reachable by the probe so its tools can be listed")
-    value, reason = runtime_completeness(facts.tools)
-    return Verdict(points=0.6 * value, reason=reason, evidence=facts.probe_ref,
+    static = (facts.analysis.metrics.get("schema_completeness") or {}) if facts.analysis and facts.analysis.ok else {}
+    if facts.tools is None and not static:
+        return unmeasured("no runtime tool list and no tools found in source yet", "make the server reachable by the probe so its tools can be listed")
+    runtime = runtime_completeness(facts.tools) if facts.tools is not None else None
+    static_value = static.get("value")
+    # Runtime override: runtime completeness wins whenever it is higher than the static reading.
+    if runtime is not None and (static_value is None or runtime[0] >= static_value):
+        value, reason, evidence = runtime[0], f"runtime: {runtime[1]}", facts.probe_ref
+    else:
+        value, evidence = float(static_value), facts.analysis_ref
+        value, reason = _static(facts, value, f"from source: {value:.0f}/100")
+    return Verdict(points=0.6 * value, reason=reason, evidence=evidence,
                    how_to_gain=None if value >= 99.5 else "describe every tool and parameter, give each parameter a type, list required parameters")
 
 
@@ -108,7 +142,8 @@ def description_quality(facts: Facts) -> Verdict:
         return unmeasured("no source analysis yet", "publish the source so it can be analysed")
     metric = facts.analysis.metrics.get("description_quality") or {}
     value = float(metric.get("value", 0))
-    return Verdict(points=0.4 * value, reason=f"description and README score {value:.0f}/100", evidence=facts.analysis_ref,
+    points, reason = _static(facts, 0.4 * value, f"description and README score {value:.0f}/100")
+    return Verdict(points=points, reason=reason, evidence=facts.analysis_ref,
                    how_to_gain=None if value >= 100 else "write a one-line description that says what the server does, and a README with usage and code examples")
 
 
@@ -118,7 +153,7 @@ def template_description(facts: Facts) -> Verdict:
     description = facts.description
     if not description:
         return Verdict(points=0, reason="no description to judge")
-    if TEMPLATE_DESCRIPTIONS.match(description.strip().rstrip(".!").strip()):
+    if is_template_description(description):
         return Verdict(points=-15, reason=f"placeholder description: {description[:80]!r}", how_to_gain="replace the placeholder description with what the server does")
     return Verdict(points=0, reason="description is not a placeholder")
 
@@ -154,32 +189,56 @@ def schema_validity(facts: Facts) -> Verdict:
 
 @rule(RUBRIC, "protocol_compliance", 20)
 def error_handling(facts: Facts) -> Verdict:
-    """Calling an unknown tool returns a proper error (JSON-RPC error or isError result), not a crash or silence."""
-    check = facts.check("error_unknown_tool")
-    if check is None:
+    """Bad calls (unknown tool, missing required parameter, wrong parameter type) get a proper error (JSON-RPC error or isError result), not a crash or silence."""
+    checks = [c for c in (facts.probe.checks if facts.probe else []) if c.name.startswith("error_") and c.passed is not None]
+    if not checks:
         return unmeasured("error handling not tested yet")
-    if check.passed:
-        return Verdict(points=20, reason=f"unknown tool answered with {check.outcome}", evidence=facts.probe_ref)
-    return Verdict(points=0, reason=f"unknown tool answered with {check.outcome}", evidence=facts.probe_ref,
-                   how_to_gain="answer a call to an unknown tool with a JSON-RPC error or an isError result")
+    passed = [c for c in checks if c.passed]
+    share = len(passed) / len(checks)
+    summary = ", ".join(f"{c.name.removeprefix('error_')}: {c.outcome}" for c in checks)
+    failed = [c.name.removeprefix("error_").replace("_", " ") for c in checks if not c.passed]
+    return Verdict(points=20 * share, reason=summary, evidence=facts.probe_ref,
+                   how_to_gain=None if not failed else f"answer these bad calls with a JSON-RPC error or an isError result: {', '.join(failed)}")
 
 
 @rule(RUBRIC, "protocol_compliance", 20)
 def fuzz_resilience(facts: Facts) -> Verdict:
-    """Adversarial inputs (oversized, empty, Unicode edge cases, nulls, boundaries) get proper errors, not crashes."""
-    return unmeasured("fuzzing is not run by this prober version")
+    """Adversarial inputs (oversized, empty, Unicode edge cases, nulls, boundaries): proper_error 100, accepted 50, crash or timeout 0."""
+    cases = facts.probe.fuzz if facts.probe and facts.probe.reachable else None
+    if cases is None:
+        return unmeasured("no fuzz cases run yet")
+    if not cases:
+        return unmeasured("no tool was safe to fuzz")
+    value = sum(FUZZ_POINTS[c.outcome] for c in cases) / len(cases)
+    crashes = [f"{c.tool}/{c.case}" for c in cases if c.outcome in ("crash", "timeout")]
+    return Verdict(points=0.2 * value, reason=f"{len(cases)} fuzz cases, {len(crashes)} crashes or timeouts", evidence=facts.probe_ref,
+                   how_to_gain=("validate inputs and return errors for: " + ", ".join(crashes[:5])) if crashes else None)
 
 
 @rule(RUBRIC, "protocol_compliance", 20)
 def invocation_smoke_test(facts: Facts) -> Verdict:
     """Share of safe (read-only) tools that return a non-error result to schema-valid arguments within 10 s."""
-    return unmeasured("invocation smoke tests are not run by this prober version")
+    calls = facts.probe.invocations if facts.probe and facts.probe.reachable else None
+    if calls is None:
+        return unmeasured("no invocation smoke test run yet")
+    if not calls:
+        return unmeasured("no tool was safe to call (read-only by annotation and by name)")
+    ok = [c for c in calls if c.outcome == "ok"]
+    failed = [c.tool for c in calls if c.outcome != "ok"]
+    return Verdict(points=20 * len(ok) / len(calls), reason=f"{len(ok)}/{len(calls)} safe tools answered", evidence=facts.probe_ref,
+                   how_to_gain=("make these tools answer schema-valid calls without error: " + ", ".join(failed[:5])) if failed else None)
 
 
 @rule(RUBRIC, "protocol_compliance", 0)
 def auth_discovery_bonus(facts: Facts) -> Verdict:
     """+10 (capped at 100) when an auth-gated server implements OAuth protected-resource discovery (RFC 9728). No penalty without."""
-    return Verdict(points=0, reason="no authentication required" if facts.server.is_local else "auth discovery not checked by this prober version")
+    http = facts.probe.http if facts.probe else None
+    if http is None or not http.auth_required:
+        return Verdict(points=0, reason="no authentication required: no bonus, no penalty")
+    if http.protected_resource_metadata:
+        return Verdict(points=10, reason="auth-gated with RFC 9728 protected-resource metadata", evidence=facts.probe_ref)
+    return Verdict(points=0, reason="auth-gated without protected-resource metadata", evidence=facts.probe_ref,
+                   how_to_gain="publish /.well-known/oauth-protected-resource (RFC 9728) for +10")
 
 
 # ---------------------------------------------------------------- Reliability
@@ -252,7 +311,8 @@ def documentation(facts: Facts) -> Verdict:
     if metric is None:
         return unmeasured("no source analysis yet")
     missing = [k for k, present in metric["signals"].items() if not present]
-    return Verdict(points=0.3 * metric["value"], reason=f"documentation coverage {metric['value']}/100", evidence=facts.analysis_ref,
+    points, reason = _static(facts, 0.3 * metric["value"], f"documentation coverage {metric['value']}/100")
+    return Verdict(points=points, reason=reason, evidence=facts.analysis_ref,
                    how_to_gain=("add: " + ", ".join(missing)) if missing else None)
 
 
@@ -262,7 +322,8 @@ def maintenance_pulse(facts: Facts) -> Verdict:
     if _metric(facts, "maintenance_pulse") is None:
         return unmeasured("needs repository history (commits, releases, issues); a published package does not carry it")
     metric = _metric(facts, "maintenance_pulse") or {}
-    return Verdict(points=0.3 * metric["value"], reason=f"maintenance pulse {metric['value']}/100", evidence=facts.analysis_ref)
+    points, reason = _static(facts, 0.3 * metric["value"], f"maintenance pulse {metric['value']}/100")
+    return Verdict(points=points, reason=reason, evidence=facts.analysis_ref)
 
 
 @rule(RUBRIC, "docs_maintenance", 15)
@@ -272,7 +333,8 @@ def dependency_health(facts: Facts) -> Verdict:
     if metric is None:
         return unmeasured("no source analysis yet")
     missing = [k for k, present in metric["signals"].items() if not present]
-    return Verdict(points=0.15 * metric["value"], reason=f"dependency health {metric['value']}/100 (seen in the {metric.get('scope', 'repository')})",
+    points, reason = _static(facts, 0.15 * metric["value"], f"dependency health {metric['value']}/100 (seen in the {metric.get('scope', 'repository')})")
+    return Verdict(points=points, reason=reason,
                    evidence=facts.analysis_ref, how_to_gain=("add: " + ", ".join(missing)) if missing else None)
 
 
@@ -282,7 +344,8 @@ def license_clarity(facts: Facts) -> Verdict:
     metric = _metric(facts, "license_clarity")
     if metric is None:
         return unmeasured("no source analysis yet")
-    return Verdict(points=0.15 * metric["value"], reason=f"license {metric.get('license') or 'none'} ({metric.get('kind')})", evidence=facts.analysis_ref,
+    points, reason = _static(facts, 0.15 * metric["value"], f"license {metric.get('license') or 'none'} ({metric.get('kind')})")
+    return Verdict(points=points, reason=reason, evidence=facts.analysis_ref,
                    how_to_gain=None if metric["value"] == 100 else "declare a standard SPDX license identifier and ship the LICENSE file")
 
 
@@ -292,7 +355,8 @@ def version_hygiene(facts: Facts) -> Verdict:
     if _metric(facts, "version_hygiene") is None:
         return unmeasured("needs the repository's releases and tags")
     metric = _metric(facts, "version_hygiene") or {}
-    return Verdict(points=0.1 * metric["value"], reason=f"version hygiene {metric['value']}/100", evidence=facts.analysis_ref)
+    points, reason = _static(facts, 0.1 * metric["value"], f"version hygiene {metric['value']}/100")
+    return Verdict(points=points, reason=reason, evidence=facts.analysis_ref)
 
 
 # ---------------------------------------------------------------- Security Hygiene
@@ -378,9 +442,41 @@ def interpretability_consensus(facts: Facts) -> Verdict:
 
 
 def score(facts: Facts) -> ScoreCard:
+    outcomes, dimensions = evaluate(facts, RUBRIC, DIMENSIONS)
+    scored = [d for d in dimensions if d.status == "scored"]
+    enhanced = any(d.name == "schema_interpretability" for d in scored)
+    weights = {d.name: (d.weight_enhanced if enhanced else d.weight) for d in DIMENSIONS}
+    total_weight = sum(weights[d.name] for d in scored)
+    composite = uncapped = None
+    if len(scored) >= 2 and total_weight > 0:
+        for d in scored:
+            d.weight = round(weights[d.name] / total_weight, 4)
+        composite = uncapped = sum((d.score or 0) * weights[d.name] for d in scored) / total_weight
+    flags = [FlagOutcome(name=f.name, label=f.label, severity=f.severity, reason=f.fn(facts) or "", cap=f.cap) for f in raised(facts)]
+    caps = [f.cap for f in flags if f.cap is not None]
+    if composite is not None and caps:
+        composite = min(composite, min(caps))  # critical flags cap the composite; dimension scores stay visible
+    return ScoreCard(
+        server_id=facts.server.id,
+        rubric=RUBRIC,
+        composite=composite,
+        grade=grade_for(composite) if composite is not None else None,
+        visibility=visibility(dimensions, facts),
+        dimensions=dimensions,
+        rules=outcomes,
+        flags=flags,
+        badges=badges(facts),
+        rules_version=RULES_VERSION,
+        scored_at=facts.now,
+        uncapped=round(uncapped, 1) if uncapped is not None and uncapped != composite else None,
+    )
+
+
+def evaluate(facts: Facts, rubric: str, dimension_list: list[Dimension]) -> tuple[list[RuleOutcome], list[DimensionScore]]:
+    """Run a rubric's rules and fold them into dimension scores (0–100, or pending / not applicable)."""
     outcomes: list[RuleOutcome] = []
     by_dimension: dict[str, list[tuple[float, Verdict]]] = {}
-    for r in rules_for(RUBRIC):
+    for r in rules_for(rubric):
         verdict = r.fn(facts)
         by_dimension.setdefault(r.dimension, []).append((r.max_points, verdict))
         outcomes.append(
@@ -390,7 +486,7 @@ def score(facts: Facts) -> ScoreCard:
             )
         )
     dimensions: list[DimensionScore] = []
-    for dim in DIMENSIONS:
+    for dim in dimension_list:
         why_not = dim.applicable(facts)
         verdicts = by_dimension.get(dim.name, [])
         if why_not:
@@ -400,36 +496,15 @@ def score(facts: Facts) -> ScoreCard:
         if not measured:
             reasons = "; ".join(v.reason for _, v in verdicts if not v.measured)
             dimensions.append(
-                DimensionScore(name=dim.name, label=dim.label, status="pending", score=None, weight=0, reason=reasons[:300],
-                               optional=dim.name not in STANDARD)
+                DimensionScore(name=dim.name, label=dim.label, status="pending", score=None, weight=0, reason=reasons[:300], optional=dim.optional)
             )
             continue
         total_max = sum(v.max_points or mx for mx, v in measured)
         base = 100 * sum(v.points for _, v in measured) / total_max
         adjustments = sum(v.points for mx, v in verdicts if mx == 0 and v.measured)
         value = max(0.0, min(100.0, base + adjustments))
-        dimensions.append(DimensionScore(name=dim.name, label=dim.label, status="scored", score=round(value, 1), weight=0))
-    scored = [d for d in dimensions if d.status == "scored"]
-    enhanced = any(d.name == "schema_interpretability" for d in scored)
-    weights = {d.name: (d.weight_enhanced if enhanced else d.weight) for d in DIMENSIONS}
-    total_weight = sum(weights[d.name] for d in scored)
-    composite = None
-    if len(scored) >= 2 and total_weight > 0:
-        for d in scored:
-            d.weight = round(weights[d.name] / total_weight, 4)
-        composite = sum((d.score or 0) * weights[d.name] for d in scored) / total_weight
-    return ScoreCard(
-        server_id=facts.server.id,
-        rubric=RUBRIC,
-        composite=composite,
-        grade=grade_for(composite) if composite is not None else None,
-        visibility=visibility(dimensions, facts),
-        dimensions=dimensions,
-        rules=outcomes,
-        badges=badges(facts),
-        rules_version=RULES_VERSION,
-        scored_at=facts.now,
-    )
+        dimensions.append(DimensionScore(name=dim.name, label=dim.label, status="scored", score=round(value, 1), weight=0, optional=dim.optional))
+    return outcomes, dimensions
 
 
 def visibility(dimensions: list[DimensionScore], facts: Facts) -> str:
@@ -447,28 +522,69 @@ def visibility(dimensions: list[DimensionScore], facts: Facts) -> str:
     return "assessed"
 
 
+BADGE_GROUPS = {
+    "Schema": ["README", "Changelog", "Examples", "Contributing Guide", "SECURITY.md", "Namespace Match", "Installable"],
+    "Protocol": ["Reachable", "Schema Valid", "Tool Count", "Error Handling Quality", "Auth Discovery"],
+    "Reliability": ["99%+ Uptime", "95%+ Uptime", "Degraded", "Fast (<200ms)", "Slow (>500ms)", "Local Only"],
+    "Maintenance": ["Active Development", "Stale", "Abandoned", "Regular Releases", "CI/CD", "Lock File", "Semver"],
+    "Security": ["No Secrets Required", "Few Secrets", "Many Secrets", "STDIO Only", "Published Package"],
+}
+
+
 def badges(facts: Facts) -> list[str]:
-    found = []
+    """Seed 000's badges, in group order; each only where its evidence exists."""
+    found: set[str] = set()
+    documentation = _metric(facts, "documentation_coverage")
+    if documentation:
+        signals = documentation["signals"]
+        for signal, label in (("readme", "README"), ("changelog", "Changelog"), ("examples", "Examples"), ("contributing", "Contributing Guide"),
+                              ("security", "SECURITY.md"), ("namespace_match", "Namespace Match"), ("installable", "Installable")):
+            if signals.get(signal):
+                found.add(label)
     probe = facts.probe
     if probe and probe.reachable:
-        found.append("Reachable")
+        found.add("Reachable")
         validity = facts.check("schema_validity")
         if validity and validity.passed:
-            found.append("Schema Valid")
-        if facts.tools is not None:
-            found.append(f"{len(facts.tools)} Tools")
-        handled = facts.check("error_unknown_tool")
-        if handled and handled.passed:
-            found.append("Error Handling Quality")
+            found.add("Schema Valid")
+        if facts.tools:
+            found.add("Tool Count")
+        errors = [c for c in probe.checks if c.name.startswith("error_") and c.passed is not None]
+        if errors and all(c.passed for c in errors):
+            found.add("Error Handling Quality")
+    if probe and probe.http and probe.http.auth_required and probe.http.protected_resource_metadata:
+        found.add("Auth Discovery")
     if facts.server.is_local:
-        found.append("Local Only")
-    if facts.server.transport == "stdio":
-        found.append("STDIO Only")
+        found.add("Local Only")
+    elif facts.fast["total"] >= MIN_FAST_PROBES:
+        uptime_share = facts.fast["ok"] / facts.fast["total"]
+        found.add("99%+ Uptime" if uptime_share >= 0.99 else "95%+ Uptime" if uptime_share >= 0.95 else "Degraded")
+        if facts.fast["latencies_ms"]:
+            p50 = median(facts.fast["latencies_ms"])
+            if p50 < 200:
+                found.add("Fast (<200ms)")
+            elif p50 > 500:
+                found.add("Slow (>500ms)")
+    repository = (facts.analysis.metrics.get("repository") or {}) if facts.analysis and facts.analysis.ok else {}
+    if repository.get("pushed_at"):
+        from pipeline.db import parse_iso
+
+        age = (facts.now - parse_iso(repository["pushed_at"])).days
+        found.add("Active Development" if age <= 30 else "Abandoned" if age > 730 else "Stale" if age > 365 else "")
+    if repository.get("releases_last_year", 0) >= 4:
+        found.add("Regular Releases")
+    dependency = _metric(facts, "dependency_health")
+    if dependency:
+        if dependency["signals"].get("ci"):
+            found.add("CI/CD")
+        if dependency["signals"].get("lock_file"):
+            found.add("Lock File")
+    if (_metric(facts, "version_hygiene") or {}).get("semver"):
+        found.add("Semver")
     secrets = len(_secrets(facts))
-    found.append("No Secrets Required" if secrets == 0 else "Few Secrets" if secrets <= 2 else "Many Secrets")
+    found.add("No Secrets Required" if secrets == 0 else "Few Secrets" if secrets <= 2 else "Many Secrets")
+    if facts.server.transport == "stdio":
+        found.add("STDIO Only")
     if facts.server.launch is not None:
-        found.append("Published Package")
-    documentation = _metric(facts, "documentation_coverage")
-    if documentation and documentation["signals"].get("readme"):
-        found.append("README")
-    return found
+        found.add("Published Package")
+    return [label for group in BADGE_GROUPS.values() for label in group if label in found]
