@@ -216,6 +216,46 @@ def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: 
 
 
 @cli.command()
+@click.argument("url", required=False)
+@click.option("--stdio", "stdio_command", help='Check a local server started by this command, e.g. --stdio "python server.py".')
+@click.option("--source", type=click.Path(path_type=Path, exists=True, file_okay=False), help="Also analyse this source directory.")
+@click.option("--env", "env_pairs", multiple=True, help="KEY=VALUE passed to a --stdio server (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the probe and every score card as JSON.")
+@click.option("--rubric", type=click.Choice(["scoreboard", "review", "outside-in", "remote"]), default="scoreboard", show_default=True,
+              help="The rubric --min-score applies to.")
+@click.option("--min-score", type=float, help="Exit 1 when the rubric's score is below this (or missing).")
+@click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")
+@pass_settings
+def check(settings: Settings, url: str | None, stdio_command: str | None, source: Path | None, env_pairs: tuple[str, ...], as_json: bool,
+          rubric: str, min_score: float | None, call_timeout: float | None) -> None:
+    """Probe one server (URL or --stdio COMMAND), score it under all four rubrics, explain every point."""
+    import json
+    import shlex
+
+    from pipeline.check import render_text, run_check
+
+    if bool(url) == bool(stdio_command):
+        raise click.UsageError("give either a URL or --stdio COMMAND")
+    bad = [p for p in env_pairs if "=" not in p]
+    if bad:
+        raise click.UsageError(f"--env takes KEY=VALUE, not {bad[0]!r}")
+    if call_timeout:
+        settings = settings.model_copy(update={"call_timeout": call_timeout})
+    command = shlex.split(stdio_command) if stdio_command else None
+    probe_result, cards = run_check(url, command, source, dict(p.split("=", 1) for p in env_pairs), settings, utcnow())
+    if as_json:
+        click.echo(json.dumps({"probe": probe_result.model_dump(mode="json"), "scores": [c.model_dump(mode="json") for c in cards]}, indent=2, sort_keys=True))
+    else:
+        click.echo(render_text(probe_result, cards))
+    if min_score is not None:
+        chosen = next(c for c in cards if c.rubric == rubric)
+        if chosen.composite is None or chosen.composite < min_score:
+            shown = "no score" if chosen.composite is None else f"{chosen.composite:.1f}"
+            click.echo(f"{rubric} score {shown} is below --min-score {min_score:g}", err=True)
+            raise SystemExit(1)
+
+
+@cli.command()
 @pass_settings
 def install(settings: Settings) -> None:
     """Install the local catalog's servers into the cache (the probe stage does this too)."""

@@ -87,8 +87,8 @@ class Server(BaseModel):
 
     @property
     def is_local(self) -> bool:
-        """Started by us (stdio, or HTTP on loopback), as opposed to a public remote endpoint."""
-        return self.launch is not None
+        """Run locally (a stdio server, or one we start on loopback), as opposed to a public remote endpoint."""
+        return self.launch is not None or self.transport == "stdio"
 
 
 class ProbeOutcome(str, Enum):

@@ -147,3 +147,27 @@ def test_every_rule_is_documented_and_unique():
     rules = rules_for("scoreboard")
     assert len({r.name for r in rules}) == len(rules)
     assert all(r.doc for r in rules)
+
+
+def test_rescoring_is_deterministic_and_offline(db, tmp_path):
+    """The same stored evidence gives the same cards, byte for byte (but for the time of scoring)."""
+    import json as _json
+
+    from pipeline import db as store
+    from pipeline.discover import run_discover
+    from pipeline.discover.local import LocalCatalogSource
+    from pipeline.score import run_score
+    from tests.test_discover import quiet
+
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
+    for server_id in ("mcp-server-time", "server-memory"):
+        store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
+        store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
+    servers = store.active_servers(db)
+    run_score(db, servers=servers, now=NOW, progress=quiet(7))
+    first = [dict(r) for r in db.query("select * from scores order by server_id, rubric")]
+    run_score(db, servers=servers, now=NOW, progress=quiet(7))
+    second = [dict(r) for r in db.query("select * from scores order by server_id, rubric")]
+    assert first == second and len(first) == 28
+    card = next(r for r in first if r["server_id"] == "mcp-server-time" and r["rubric"] == "scoreboard")
+    assert _json.loads(card["rules"]) and card["rules_version"] == scoreboard.RULES_VERSION

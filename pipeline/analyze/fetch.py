@@ -153,3 +153,54 @@ def _first_text(root: Path, files: list[str], names: tuple[str, ...]) -> str | N
         if name.lower() in lowered:
             return _read(root / lowered[name.lower()])
     return None
+
+
+class LocalDirectoryFetcher:
+    """Reads a source checkout on disk (`scoreboard check --source DIR`)."""
+
+    name = "local-directory"
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def fetch(self, server: Server | None = None) -> SourceTree:
+        if not self.root.is_dir():
+            raise FetchFailed(f"{self.root}: not a directory")
+        files = _list_files(self.root)
+        manifest: dict = {}
+        kind = ""
+        deps: dict[str, str] = {}
+        if (self.root / "package.json").exists():
+            manifest = json.loads(_read(self.root / "package.json") or "{}")
+            kind = "package.json"
+            deps = {**manifest.get("dependencies", {})}
+        elif (self.root / "pyproject.toml").exists():
+            import tomllib
+
+            document = tomllib.loads(_read(self.root / "pyproject.toml") or "")
+            project = document.get("project", {})
+            license_field = project.get("license")
+            manifest = {
+                "name": project.get("name"),
+                "summary": project.get("description"),
+                "license": license_field.get("text") if isinstance(license_field, dict) else license_field,
+                "classifiers": project.get("classifiers", []),
+                "project_urls": [f"{k}, {v}" for k, v in (project.get("urls") or {}).items()],
+            }
+            kind = "pypi-metadata"
+            for requirement in project.get("dependencies", []):
+                bare = requirement.split(";")[0].strip()
+                name = bare.split("[")[0]
+                for sep in ("<", ">", "=", "!", "~", " "):
+                    name = name.split(sep)[0]
+                deps[name.strip().lower()] = bare[len(name):].strip()
+        return SourceTree(
+            fetcher=self.name,
+            ref=manifest.get("version"),
+            files=files,
+            manifest=manifest,
+            manifest_kind=kind,
+            readme=_first_text(self.root, files, ("README.md", "README.rst", "README", "readme.md")),
+            license_text=_first_text(self.root, files, ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")),
+            dependencies=deps,
+        )

@@ -63,8 +63,12 @@ def classify(exc: BaseException, connected: bool) -> tuple[ProbeOutcome, str]:
         if _connection_closed(exc):
             return (ProbeOutcome.crashed if connected else ProbeOutcome.start_failed), text
         return ProbeOutcome.protocol_error, text
-    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)):
+    # The SDK speaks HTTP through its own httpx fork, so match transport errors by name as well as type.
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)) or names & {"ConnectError", "ConnectTimeout"}:
         return ProbeOutcome.unreachable, text
+    if names & {"ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException"}:
+        return ProbeOutcome.timeout, text
     if isinstance(exc, (ValidationError, ValueError, RuntimeError, httpx.HTTPError)):
         return ProbeOutcome.protocol_error, text
     if isinstance(exc, (FileNotFoundError, PermissionError)):
