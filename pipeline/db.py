@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from sqlite_utils import Database
 
-from pipeline import ENGINE_VERSION
+from pipeline import ENGINE_VERSION, latency
 from pipeline.migrations import MIGRATION_SET, migrations
 from pipeline.models import (
     AnalysisResult,
@@ -290,6 +290,7 @@ def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
             }
         )
         probe_id = int(table.last_pk)
+        _roll_up(db, result)
         if result.tools is not None:
             tools = evidence["tools"]
             db["tool_snapshots"].insert(
@@ -305,6 +306,29 @@ def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
     return probe_id
 
 
+def _roll_up(db: Database, result: ProbeResult) -> None:
+    """Fold one probe into its server's daily rollup (same transaction as the raw row)."""
+    day = result.started_at.astimezone(timezone.utc).date().isoformat()
+    key = (result.server_id, day, result.kind)
+    row = next(db.query("select runs, reachable, ok, latency_hist from probe_daily where server_id = ? and day = ? and kind = ?", list(key)), None)
+    histogram = json.loads(row["latency_hist"]) if row else {}
+    ok = result.outcome.value == "ok"
+    if ok and result.connect_ms is not None:
+        latency.add(histogram, result.connect_ms)
+    db["probe_daily"].upsert(
+        {
+            "server_id": result.server_id,
+            "day": day,
+            "kind": result.kind,
+            "runs": (row["runs"] if row else 0) + 1,
+            "reachable": (row["reachable"] if row else 0) + int(result.outcome.value in latency.REACHED),
+            "ok": (row["ok"] if row else 0) + int(ok),
+            "latency_hist": dumps(histogram),
+        },
+        pk=("server_id", "day", "kind"),
+    )
+
+
 def latest_probe(db: Database, server_id: str, kinds: tuple[str, ...] = ("deep", "sandbox")) -> tuple[int, ProbeResult] | None:
     marks = ",".join("?" for _ in kinds)
     row = next(
@@ -318,22 +342,6 @@ def latest_probe(db: Database, server_id: str, kinds: tuple[str, ...] = ("deep",
     if row is None:
         return None
     return row["id"], ProbeResult.model_validate_json(row["evidence"])
-
-
-def fast_probe_stats(db: Database, server_id: str, since: datetime) -> dict[str, Any]:
-    """Counts and successful-connect latencies of fast probes since `since`."""
-    rows = list(
-        db.query(
-            "select outcome, connect_ms from probe_runs where server_id = ? and kind = 'fast' and started_at >= ?",
-            [server_id, iso(since)],
-        )
-    )
-    latencies = sorted(r["connect_ms"] for r in rows if r["outcome"] == "ok" and r["connect_ms"] is not None)
-    return {
-        "total": len(rows),
-        "ok": sum(1 for r in rows if r["outcome"] == "ok"),
-        "latencies_ms": latencies,
-    }
 
 
 def record_analysis(db: Database, result: AnalysisResult) -> int:

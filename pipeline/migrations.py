@@ -206,3 +206,22 @@ def m001_evidence_schema(db: Database) -> None:
         not_null={"server_id", "kind", "created_at", "message"},
         foreign_keys=[("server_id", "servers", "id")],
     )
+
+
+@migrations()
+def m002_probe_daily(db: Database) -> None:
+    """Per-server, per-day rollups of probe runs, so 30 days of 5-minute probes stay small."""
+    _table(db, "probe_daily").create(
+        {
+            "server_id": str,
+            "day": str,
+            "kind": str,
+            "runs": int,
+            "reachable": int,
+            "ok": int,
+            "latency_hist": str,
+        },
+        pk=("server_id", "day", "kind"),
+        not_null={"server_id", "day", "kind", "runs", "reachable", "ok", "latency_hist"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )

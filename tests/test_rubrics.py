@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.models import AppsFacts, EnvVar, EraFacts, FuzzCase, HttpFacts, Invocation, Judgement, ProbeOutcome
 from pipeline.score import outside_in, remote, review, scoreboard
-from pipeline.score.facts import Facts, RunRow, Snapshot
+from pipeline.score.facts import Facts, Rollup, RunRow, Snapshot
 from pipeline.score.markers import hidden_characters, injection_findings
 from tests.conftest import NOW
 from tests.test_score import TOOL, analysis, dims, probe, server
@@ -287,12 +287,16 @@ def test_unrated_and_status_chips():
 
 
 def test_missing_tool_success_renormalises_and_fast_runs_conform_on_what_they_measure():
-    facts = Facts(server=remote_server(), now=NOW, probe=probe(), runs=runs(10, ms=100, kind="fast", invocations=False))
+    facts = Facts(server=remote_server(), now=NOW, probe=probe(), fast30=Rollup.of(10, 10, [100.0] * 10))
     card = outside_in.score(facts)
     assert {d.name: d.status for d in card.dimensions}["tool_success"] == "pending"
     assert card.composite == pytest.approx(100.0)
+    assert card.extra["runs"] == 10
     assert outside_in.run_conformance(RunRow("fast", NOW, "ok", 50, None)) == 1.0
     assert outside_in.run_conformance(RunRow("deep", NOW, "ok", 50, None)) == pytest.approx(55 / 80)
+    # half the fast probes reached the endpoint but failed to negotiate: conformance (30·10 + 25·5)/55 / 10
+    mixed = outside_in.components(Facts(server=remote_server(), now=NOW, fast30=Rollup(runs=10, reachable=10, ok=5)))
+    assert mixed.conformance == pytest.approx((300 + 125) / 55 / 10) and mixed.reach == 1.0
 
 
 def test_trend_against_yesterday():

@@ -6,7 +6,7 @@ import pytest
 
 from pipeline.models import AnalysisResult, CheckResult, EnvVar, LaunchSpec, ProbeOutcome, ProbeResult, Server
 from pipeline.score import scoreboard
-from pipeline.score.facts import Facts
+from pipeline.score.facts import Facts, Rollup
 from pipeline.score.rules import rules_for
 from tests.conftest import NOW
 
@@ -121,13 +121,15 @@ def test_secrets_and_credentials():
 
 def test_reliability_needs_ten_probes_and_uses_70_30_without_p95():
     remote = server(launch=None, transport="streamable-http", remote_url="https://example.com/mcp")
-    facts = Facts(server=remote, now=NOW, probe=probe(), analysis=analysis(), fast={"total": 9, "ok": 9, "latencies_ms": [100.0] * 9})
+    facts = Facts(server=remote, now=NOW, probe=probe(), analysis=analysis(), fast=Rollup.of(9, 9, [90.0] * 9))
     assert dims(scoreboard.score(facts))["reliability"].status == "pending"
-    facts.fast = {"total": 10, "ok": 9, "latencies_ms": [100.0] * 9}
+    facts.fast = Rollup.of(10, 9, [90.0] * 9)
     reliability = dims(scoreboard.score(facts))["reliability"]
     assert reliability.score == pytest.approx(0.7 * 90 + 0.3 * 100)
-    facts.fast = {"total": 20, "ok": 20, "latencies_ms": [100.0] * 18 + [1000.0] * 2}  # nearest-rank p95 = 1000
-    assert dims(scoreboard.score(facts))["reliability"].score == pytest.approx(60 + 25 + 15 * 0.5)
+    facts.fast = Rollup.of(20, 20, [90.0] * 18 + [1000.0] * 2)  # nearest-rank p95 falls in the 1000 ms bucket
+    p95 = facts.fast.percentile(0.95)
+    assert p95 == pytest.approx(1000, rel=0.03)
+    assert dims(scoreboard.score(facts))["reliability"].score == pytest.approx(60 + 25 + 15 * scoreboard.latency_score(p95) / 100, abs=0.05)
 
 
 def test_offline_judgements_are_not_counted_as_interpretability():

@@ -14,12 +14,40 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from sqlite_utils import Database
 
+from pipeline import latency
 from pipeline.db import iso, parse_iso
 from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult, Server
 
 RELIABILITY_WINDOW = timedelta(days=7)  # seed 000: the 7-day figures feed the composite
 OUTSIDE_IN_WINDOW = timedelta(days=30)  # seed 003: 30 days of runs
 CHUNK = 400
+
+
+@dataclass
+class Rollup:
+    """Fast probes folded together: counts and a latency histogram of the successful ones."""
+
+    runs: int = 0
+    reachable: int = 0
+    ok: int = 0
+    hist: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def samples(self) -> int:
+        return latency.count(self.hist)
+
+    def percentile(self, q: float) -> float | None:
+        return latency.percentile(self.hist, q)
+
+    def add(self, runs: int, reachable: int, ok: int, hist: dict[str, int]) -> None:
+        self.runs += runs
+        self.reachable += reachable
+        self.ok += ok
+        self.hist = latency.merge([self.hist, hist])
+
+    @classmethod
+    def of(cls, runs: int, ok: int, latencies: list[float], reachable: int | None = None) -> "Rollup":
+        return cls(runs=runs, reachable=ok if reachable is None else reachable, ok=ok, hist=latency.from_samples(latencies))
 
 
 @dataclass
@@ -49,9 +77,11 @@ class Facts:
     probe_ref: str | None = None
     analysis: AnalysisResult | None = None
     analysis_ref: str | None = None
-    fast: dict[str, Any] = field(default_factory=lambda: {"total": 0, "ok": 0, "latencies_ms": []})
+    fast: Rollup = field(default_factory=Rollup)  # fast probes of the last 7 days
+    fast30: Rollup = field(default_factory=Rollup)  # fast probes of the last 30 days
     judgements: list[Judgement] = field(default_factory=list)
-    runs: list[RunRow] = field(default_factory=list)  # 30-day window, oldest first
+    runs: list[RunRow] = field(default_factory=list)  # deep and sandbox runs of the last 30 days, oldest first
+    latest_fast: RunRow | None = None
     snapshots: list[Snapshot] = field(default_factory=list)  # every capture, oldest first
     auth_history: list[tuple[datetime, bool]] = field(default_factory=list)  # (when, auth required) per deep probe
     duplicate_description: bool = False  # the same description on 3+ servers (fleet-level fact)
@@ -120,28 +150,36 @@ def gather_many(db: Database, servers: Sequence[Server], now: datetime, chunk: i
             fact = facts[row["server_id"]]
             fact.analysis = AnalysisResult.model_validate_json(row["result"])
             fact.analysis_ref = f"analyses:{row['id']}"
-        since7, since30 = iso(now - RELIABILITY_WINDOW), iso(now - OUTSIDE_IN_WINDOW)
+        # Windows are whole UTC days: the 7-day figures are today and the six days before.
+        day7 = (today - (RELIABILITY_WINDOW - timedelta(days=1))).isoformat()
+        day30 = (today - (OUTSIDE_IN_WINDOW - timedelta(days=1))).isoformat()
         for row in db.query(
-            f"select server_id, kind, started_at, outcome, connect_ms, tool_count, "
-            f"case when kind != 'fast' then json_extract(evidence, '$.invocations') end invocations, "
-            f"case when kind != 'fast' then json_extract(evidence, '$.http.auth_required') end auth "
-            f"from probe_runs where server_id in ({marks}) and started_at >= ? order by started_at, id",
-            [*ids, since30],
+            f"select server_id, day, runs, reachable, ok, latency_hist from probe_daily where kind = 'fast' and server_id in ({marks}) and day >= ?",
+            [*ids, day30],
+        ):
+            fact = facts[row["server_id"]]
+            hist = json.loads(row["latency_hist"])
+            fact.fast30.add(row["runs"], row["reachable"], row["ok"], hist)
+            if row["day"] >= day7:
+                fact.fast.add(row["runs"], row["reachable"], row["ok"], hist)
+        for row in db.query(
+            f"select p.server_id, p.started_at, p.outcome, p.connect_ms from probe_runs p join (select server_id, max(id) id from probe_runs "
+            f"where kind = 'fast' and server_id in ({marks}) group by server_id) latest on p.id = latest.id",
+            ids,
+        ):
+            facts[row["server_id"]].latest_fast = RunRow("fast", parse_iso(row["started_at"]), row["outcome"], row["connect_ms"], None)
+        for row in db.query(
+            f"select server_id, kind, started_at, outcome, connect_ms, tool_count, json_extract(evidence, '$.invocations') invocations, "
+            f"json_extract(evidence, '$.http.auth_required') auth from probe_runs "
+            f"where server_id in ({marks}) and kind != 'fast' and started_at >= ? order by started_at, id",
+            [*ids, iso(now - OUTSIDE_IN_WINDOW)],
         ):
             fact = facts[row["server_id"]]
             started = parse_iso(row["started_at"])
             invocations = [Invocation.model_validate(i) for i in json.loads(row["invocations"])] if row["invocations"] else None
             fact.runs.append(RunRow(row["kind"], started, row["outcome"], row["connect_ms"], row["tool_count"], invocations))
-            if row["kind"] == "fast" and row["started_at"] >= since7:
-                fact.fast["total"] += 1
-                if row["outcome"] == "ok":
-                    fact.fast["ok"] += 1
-                    if row["connect_ms"] is not None:
-                        fact.fast["latencies_ms"].append(row["connect_ms"])
-            if row["kind"] != "fast" and row["outcome"] in ("ok", "auth_required"):
+            if row["outcome"] in ("ok", "auth_required"):
                 fact.auth_history.append((started, bool(row["auth"]) or row["outcome"] == "auth_required"))
-        for fact in facts.values():
-            fact.fast["latencies_ms"].sort()
         previous: dict[str, str] = {}
         for row in db.query(
             f"select server_id, captured_at, content_hash, tools from tool_snapshots where server_id in ({marks}) order by captured_at, id",

@@ -10,9 +10,10 @@ Both are capped at 100.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from pipeline import latency
+from pipeline.latency import REACHED
 from pipeline.models import ScoreCard
 from pipeline.score.facts import Facts, RunRow
 from pipeline.score.rules import Verdict, rule, unmeasured
@@ -25,7 +26,6 @@ N0, P0 = 7, 0.5  # shrinkage strength and neutral prior
 LOW_SAMPLE = 7
 VERDICT_BONUS = {"Operational": 5.0, "Impaired": 2.5, "Down": 0.0}  # seed: Operational +5; Impaired and Down are ours
 RUN_PARTS = {"reachable": 30, "transport": 25, "discovery": 25, "invocation": 20}
-REACHED = ("ok", "auth_required", "rate_limited", "http_error")  # the endpoint answered, whatever it said
 
 
 DIMENSIONS = [
@@ -47,11 +47,6 @@ def latency_score(p95_ms: float) -> float:
 
 def shrink(rate: float, n: int) -> float:
     return (n * rate + N0 * P0) / (n + N0)
-
-
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
 
 
 def run_conformance(run: RunRow) -> float:
@@ -78,13 +73,13 @@ class Components:
 
 
 def components(facts: Facts) -> Components:
-    runs = facts.runs
-    n = len(runs)
+    """Deep runs one by one; fast probes from their daily rollups."""
+    runs, fast = facts.runs, facts.fast30
+    n = len(runs) + fast.runs
     if not n:
         return Components(0, None, None, None, None, None, None, None)
-    reach = sum(1 for r in runs if r.outcome in REACHED) / n
-    latencies = [r.connect_ms for r in runs if r.outcome == "ok" and r.connect_ms is not None]
-    p95_ms = p95(latencies) if latencies else None
+    reach = (sum(1 for r in runs if r.outcome in REACHED) + fast.reachable) / n
+    p95_ms = latency.percentile(fast.hist, 0.95, exact=[r.connect_ms for r in runs if r.outcome == "ok" and r.connect_ms is not None])
     calls = [i for r in runs if r.invocations for i in r.invocations]
     invocation = sum(1 for i in calls if i.outcome == "ok") / len(calls) if calls else None
     judged = [i for i in calls if i.functional is not None]
@@ -93,7 +88,9 @@ def components(facts: Facts) -> Components:
         success = 0.6 * invocation + 0.4 * functional
     else:
         success = invocation if invocation is not None else functional
-    conformance = sum(run_conformance(r) for r in runs) / n
+    # A fast run measures reachable (30) and transport (25) only: renormalised over those 55.
+    fast_conformance = (RUN_PARTS["reachable"] * fast.reachable + RUN_PARTS["transport"] * fast.ok) / (RUN_PARTS["reachable"] + RUN_PARTS["transport"])
+    conformance = (sum(run_conformance(r) for r in runs) + fast_conformance) / n
     return Components(n, reach, latency_score(p95_ms) / 100 if p95_ms is not None else None, p95_ms, success, invocation, functional, conformance)
 
 
@@ -141,7 +138,8 @@ def protocol_conformance(facts: Facts) -> Verdict:
 
 def status(facts: Facts) -> tuple[str, str]:
     """(verdict, status chip): the chip names the cause whenever the probe classified it."""
-    latest = facts.runs[-1] if facts.runs else None
+    candidates = [r for r in (facts.runs[-1] if facts.runs else None, facts.latest_fast) if r is not None]
+    latest = max(candidates, key=lambda r: r.started_at) if candidates else None
     if latest is None:
         return "Down", "unrated"
     if latest.outcome == "auth_required":

@@ -7,10 +7,8 @@ the dimensions that are scored.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from statistics import median
 from typing import Any, Callable
 
 from pipeline.models import DimensionScore, FlagOutcome, RuleOutcome, ScoreCard
@@ -255,33 +253,27 @@ def latency_score(ms: float) -> float:
     return 10.0
 
 
-def _percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile: the smallest value with at least q of the sample at or below it."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
 def _has_p95(facts: Facts) -> bool:
-    return len(facts.fast["latencies_ms"]) >= MIN_P95_SAMPLES
+    return facts.fast.samples >= MIN_P95_SAMPLES
 
 
 @rule(RUBRIC, "reliability", 60)
 def uptime(facts: Facts) -> Verdict:
     """7-day uptime: share of successful fast probes (60%, or 70% without p95). Needs 10+ probes."""
-    total = facts.fast["total"]
+    total = facts.fast.runs
     if total < MIN_FAST_PROBES:
         return unmeasured(f"{total} fast probes in 7 days; {MIN_FAST_PROBES} needed")
-    share = facts.fast["ok"] / total
+    share = facts.fast.ok / total
     weight = 60 if _has_p95(facts) else 70
     return Verdict(points=weight * share, reason=f"{100 * share:.1f}% of {total} probes succeeded", max_points=weight)
 
 
 @rule(RUBRIC, "reliability", 25)
 def latency_p50(facts: Facts) -> Verdict:
-    """Median connect time of successful probes on the latency curve (25%, or 30% without p95)."""
-    if facts.fast["total"] < MIN_FAST_PROBES or not facts.fast["latencies_ms"]:
+    """Median connect time of successful probes on the latency curve (25%, or 30% without p95); from 5%-wide histogram buckets."""
+    if facts.fast.runs < MIN_FAST_PROBES or not facts.fast.samples:
         return unmeasured("not enough successful fast probes")
-    p50 = median(facts.fast["latencies_ms"])
+    p50 = facts.fast.percentile(0.5)
     weight = 25 if _has_p95(facts) else 30
     return Verdict(points=weight * latency_score(p50) / 100, reason=f"p50 {p50:.0f} ms", max_points=weight)
 
@@ -289,9 +281,9 @@ def latency_p50(facts: Facts) -> Verdict:
 @rule(RUBRIC, "reliability", 15)
 def latency_p95(facts: Facts) -> Verdict:
     """95th-percentile connect time on the latency curve (15%); left out when there is no p95 data."""
-    if facts.fast["total"] < MIN_FAST_PROBES or not _has_p95(facts):
+    if facts.fast.runs < MIN_FAST_PROBES or not _has_p95(facts):
         return unmeasured(f"p95 needs {MIN_P95_SAMPLES}+ successful probes")
-    p95 = _percentile(facts.fast["latencies_ms"], 0.95)
+    p95 = facts.fast.percentile(0.95)
     return Verdict(points=15 * latency_score(p95) / 100, reason=f"p95 {p95:.0f} ms")
 
 
@@ -556,11 +548,11 @@ def badges(facts: Facts) -> list[str]:
         found.add("Auth Discovery")
     if facts.server.is_local:
         found.add("Local Only")
-    elif facts.fast["total"] >= MIN_FAST_PROBES:
-        uptime_share = facts.fast["ok"] / facts.fast["total"]
+    elif facts.fast.runs >= MIN_FAST_PROBES:
+        uptime_share = facts.fast.ok / facts.fast.runs
         found.add("99%+ Uptime" if uptime_share >= 0.99 else "95%+ Uptime" if uptime_share >= 0.95 else "Degraded")
-        if facts.fast["latencies_ms"]:
-            p50 = median(facts.fast["latencies_ms"])
+        if facts.fast.samples:
+            p50 = facts.fast.percentile(0.5)
             if p50 < 200:
                 found.add("Fast (<200ms)")
             elif p50 > 500:
