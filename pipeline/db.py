@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
@@ -215,12 +216,15 @@ def upsert_catalog(db: Database, source: str, entries: Iterable[CatalogEntry], n
 
 
 def active_servers(db: Database, ids: Iterable[str] | None = None) -> list[Server]:
-    rows = db.query("select * from servers where is_active = 1 order by id")
-    servers = [_server_from_row(row) for row in rows]
-    if ids is not None:
-        wanted = set(ids)
-        servers = [s for s in servers if s.id in wanted]
-    return servers
+    if ids is None:
+        return [_server_from_row(row) for row in db.query("select * from servers where is_active = 1 order by id")]
+    wanted = sorted(set(ids))
+    servers: list[Server] = []
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" for _ in chunk)
+        servers += [_server_from_row(r) for r in db.query(f"select * from servers where is_active = 1 and id in ({marks}) order by id", chunk)]
+    return sorted(servers, key=lambda s: s.id)
 
 
 def all_servers(db: Database) -> list[Server]:
@@ -403,64 +407,78 @@ def judgements_for(db: Database, server_id: str) -> list[Judgement]:
 # ---------------------------------------------------------------- scores
 
 
-def write_scores(db: Database, cards: Iterable[ScoreCard], now: datetime) -> dict[str, int]:
-    """Store score cards, the day's history snapshot, and drop alerts, in one transaction."""
-    counts = {"scored": 0, "alerts": 0}
+SCORE_COLUMNS = ("server_id", "rubric", "composite", "grade", "visibility", "dimension_indicator", "dimensions", "rules", "flags",
+                 "badges", "rules_version", "engine_version", "scored_at")
+HISTORY_COLUMNS = ("server_id", "rubric", "day", "composite", "grade", "visibility", "rules_version", "scored_at")
+
+
+def _upsert_sql(table: str, columns: tuple[str, ...], keys: tuple[str, ...]) -> str:
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in keys)
+    return f"insert into {table} ({', '.join(columns)}) values ({', '.join('?' for _ in columns)}) on conflict ({', '.join(keys)}) do update set {updates}"
+
+
+@dataclass(frozen=True)
+class CardRow:
+    """A score card serialised for storage; made wherever the card was scored (a worker process too)."""
+
+    score: tuple
+    history: tuple
+    server_id: str
+    rubric: str
+    composite: float | None
+
+
+def card_row(card: ScoreCard, now: datetime) -> CardRow:
     day = now.astimezone(timezone.utc).date().isoformat()
+    scored_at = iso(card.scored_at)
+    return CardRow(
+        score=(
+            card.server_id, card.rubric, card.composite, card.grade, card.visibility, card.dimension_indicator,
+            dumps([vars(d) for d in card.dimensions]), dumps([vars(r) for r in card.rules]),
+            dumps([vars(f) for f in card.flags]), dumps(card.badges), card.rules_version, ENGINE_VERSION, scored_at,
+        ),
+        history=(card.server_id, card.rubric, day, card.composite, card.grade, card.visibility, card.rules_version, scored_at),
+        server_id=card.server_id,
+        rubric=card.rubric,
+        composite=card.composite,
+    )
+
+
+def write_scores(db: Database, cards: list[ScoreCard], now: datetime) -> dict[str, int]:
+    """Store score cards, the day's history snapshot, and drop alerts, in one transaction, in bulk."""
+    return write_card_rows(db, [card_row(c, now) for c in cards], now)
+
+
+def write_card_rows(db: Database, rows: list[CardRow], now: datetime) -> dict[str, int]:
+    counts = {"scored": len(rows), "alerts": 0}
+    if not rows:
+        return counts
+    stamp = iso(now)
+    previous: dict[tuple[str, str], float | None] = {}
+    ids = sorted({r.server_id for r in rows})
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" for _ in chunk)
+        for row in db.execute(f"select server_id, rubric, composite from scores where server_id in ({marks})", chunk).fetchall():
+            previous[(row[0], row[1])] = row[2]
+    alerts = []
+    for row in rows:
+        old = previous.get((row.server_id, row.rubric))
+        if old is not None and row.composite is not None and old - row.composite >= SCORE_DROP_ALERT:
+            alerts.append((row.server_id, row.rubric, "score_drop", stamp, old, row.composite,
+                           f"{row.rubric} score fell from {old:.1f} to {row.composite:.1f}"))
     with db.atomic():
-        for card in cards:
-            previous = next(
-                db.query(
-                    "select composite from scores where server_id = ? and rubric = ?",
-                    [card.server_id, card.rubric],
-                ),
-                None,
-            )
-            row = {
-                "server_id": card.server_id,
-                "rubric": card.rubric,
-                "composite": card.composite,
-                "grade": card.grade,
-                "visibility": card.visibility,
-                "dimension_indicator": card.dimension_indicator,
-                "dimensions": dumps([d.model_dump() for d in card.dimensions]),
-                "rules": dumps([r.model_dump() for r in card.rules]),
-                "flags": dumps([f.model_dump() for f in card.flags]),
-                "badges": dumps(card.badges),
-                "rules_version": card.rules_version,
-                "engine_version": ENGINE_VERSION,
-                "scored_at": iso(card.scored_at),
-            }
-            db["scores"].upsert(row, pk=("server_id", "rubric"))
-            db["score_history"].upsert(
-                {
-                    "server_id": card.server_id,
-                    "rubric": card.rubric,
-                    "day": day,
-                    "composite": card.composite,
-                    "grade": card.grade,
-                    "visibility": card.visibility,
-                    "rules_version": card.rules_version,
-                    "scored_at": iso(card.scored_at),
-                },
-                pk=("server_id", "rubric", "day"),
-            )
-            counts["scored"] += 1
-            old = previous["composite"] if previous else None
-            if old is not None and card.composite is not None and old - card.composite >= SCORE_DROP_ALERT:
-                db["alerts"].insert(
-                    {
-                        "server_id": card.server_id,
-                        "rubric": card.rubric,
-                        "kind": "score_drop",
-                        "created_at": iso(now),
-                        "old_value": old,
-                        "new_value": card.composite,
-                        "message": f"{card.rubric} score fell from {old:.1f} to {card.composite:.1f}",
-                    }
-                )
-                counts["alerts"] += 1
+        db.conn.executemany(_upsert_sql("scores", SCORE_COLUMNS, ("server_id", "rubric")), [r.score for r in rows])
+        db.conn.executemany(_upsert_sql("score_history", HISTORY_COLUMNS, ("server_id", "rubric", "day")), [r.history for r in rows])
+        db.conn.executemany(
+            "insert into alerts (server_id, rubric, kind, created_at, old_value, new_value, message) values (?, ?, ?, ?, ?, ?, ?)", alerts
+        )
+    counts["alerts"] = len(alerts)
     return counts
+
+
+def database_path(db: Database) -> str:
+    return db.execute("pragma database_list").fetchone()[2]
 
 
 def load_scores(db: Database, rubric: str) -> dict[str, dict[str, Any]]:

@@ -5,6 +5,7 @@ Stages never hand each other raw dicts from the database or the wire; they hand 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any, Literal
@@ -231,7 +232,10 @@ class Judgement(BaseModel):
     rationale: str | None = None
 
 
-class RuleOutcome(BaseModel):
+# Score results are plain dataclasses: a fleet rescore makes hundreds of thousands of them, and
+# they come from our own rules, so there is nothing to validate. vars(x) gives their JSON shape.
+@dataclass
+class RuleOutcome:
     """What one scoring rule concluded: points out of max, and why."""
 
     rule: str
@@ -244,7 +248,8 @@ class RuleOutcome(BaseModel):
     evidence: str | None = None  # where the facts came from, e.g. "probe_runs:12"
 
 
-class DimensionScore(BaseModel):
+@dataclass
+class DimensionScore:
     name: str
     label: str
     status: Literal["scored", "pending", "not_applicable"]
@@ -254,10 +259,11 @@ class DimensionScore(BaseModel):
     optional: bool = False  # counts toward the dimension indicator only once scored
 
 
-class FlagOutcome(BaseModel):
+@dataclass
+class FlagOutcome:
     name: str
     label: str
-    severity: Literal["critical", "warning"]
+    severity: str  # critical | warning
     reason: str
     cap: float | None = None
 
@@ -277,10 +283,22 @@ class ScoreCard(BaseModel):
     uncapped: float | None = None  # the composite before flag caps, when a cap lowered it
     extra: dict[str, Any] = Field(default_factory=dict)  # rubric-specific figures (rank score, status, …)
 
-    @field_validator("composite")
+    @field_validator("composite", "uncapped")
     @classmethod
     def _rounded(cls, value: float | None) -> float | None:
         return None if value is None else round(value, 1)
+
+    @classmethod
+    def build(cls, **fields: Any) -> "ScoreCard":
+        """Construct without re-validating what the rules produced (the fleet rescore's hot path)."""
+        for key in ("composite", "uncapped"):
+            if fields.get(key) is not None:
+                fields[key] = round(fields[key], 1)
+        fields.setdefault("flags", [])
+        fields.setdefault("badges", [])
+        fields.setdefault("uncapped", None)
+        fields.setdefault("extra", {})
+        return cls.model_construct(**fields)
 
     @property
     def dimension_indicator(self) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from datetime import datetime
-from typing import Sequence
+from typing import Iterable, Iterator, Sequence
 
 from sqlite_utils import Database
 
@@ -22,24 +24,116 @@ RUBRICS = {
 }
 
 
+WRITE_BATCH = 2000  # cards written per batch inside the rescore's transaction
+PARALLEL_FROM = 2000  # below this many servers, worker processes cost more than they save
+TASK_SIZE = 250  # servers per worker task
+
+
 def score_all(facts: Facts) -> list[ScoreCard]:
     """Every rubric's card for one server: pure, deterministic."""
     return [score(facts) for score in RUBRICS.values()]
 
 
-def run_score(db: Database, *, servers: Sequence[Server], now: datetime, progress: Progress | None = None) -> StageReport:
+def _summary(card: ScoreCard) -> str:
+    if card.composite is None:
+        return f"unscored ({card.dimension_indicator})"
+    return f"{card.composite:.1f} {card.grade} ({card.dimension_indicator}, {card.visibility})"
+
+
+def _score_rows(facts_iter: Iterator[Facts], now: datetime) -> list[tuple[str, str, bool, list[store.CardRow]]]:
+    out = []
+    for facts in facts_iter:
+        cards = score_all(facts)
+        out.append((facts.server.id, _summary(cards[0]), cards[0].grade is not None, [store.card_row(c, now) for c in cards]))
+    return out
+
+
+_worker: dict = {}
+
+
+def _worker_init(path: str) -> None:
+    # Each worker reads its own connection; the parent alone writes.
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    _worker["db"] = Database(conn)
+    _worker["duplicates"] = None
+
+
+def _worker_task(server_ids: list[str], now: datetime) -> list[tuple[str, str, bool, list[store.CardRow]]]:
+    db = _worker["db"]
+    if _worker["duplicates"] is None:
+        from pipeline.score.facts import duplicate_descriptions
+
+        _worker["duplicates"] = duplicate_descriptions(db)
+    servers = store.active_servers(db, server_ids)
+    return _score_rows(gather_many(db, servers, now, duplicates=_worker["duplicates"]), now)
+
+
+def _parallel(path: str, servers: Sequence[Server], now: datetime, workers: int) -> Iterator[tuple[str, str, bool, list[store.CardRow]]]:
+    ids = [s.id for s in servers]
+    tasks = [ids[i : i + TASK_SIZE] for i in range(0, len(ids), TASK_SIZE)]
+    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(path,)) as pool:
+        # Bounded in flight, so results never pile up in memory faster than they are written.
+        pending = set()
+        queue = iter(tasks)
+        for task in queue:
+            pending.add(pool.submit(_worker_task, task, now))
+            if len(pending) >= workers * 2:
+                break
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield from future.result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    pending.add(pool.submit(_worker_task, nxt, now))
+
+
+def run_score(
+    db: Database, *, servers: Sequence[Server], now: datetime, progress: Progress | None = None, workers: int | None = None
+) -> StageReport:
     started = time.monotonic()
     report = StageReport(stage="score")
     progress = progress or Progress("score", len(servers))
-    cards: list[ScoreCard] = []
-    for facts in gather_many(db, servers, now):
-        server_cards = score_all(facts)
-        cards.extend(server_cards)
-        headline = server_cards[0]
-        shown = f"{headline.composite:.1f} {headline.grade} ({headline.dimension_indicator}, {headline.visibility})" if headline.composite is not None else f"unscored ({headline.dimension_indicator})"
-        progress.step(facts.server.id, shown)
-    counts = store.write_scores(db, cards, now)
-    report.counts.update(counts)
-    report.counts["graded"] = sum(1 for c in cards if c.grade and c.rubric == scoreboard.RUBRIC)
+    report.counts = {"scored": 0, "alerts": 0, "graded": 0}
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    pending: list[store.CardRow] = []
+
+    def flush() -> None:
+        counts = store.write_card_rows(db, pending, now)
+        report.counts["scored"] += counts["scored"]
+        report.counts["alerts"] += counts["alerts"]
+        pending.clear()
+
+    if workers > 1 and len(servers) >= PARALLEL_FROM:
+        results: Iterable = _parallel(store.database_path(db), servers, now, workers)
+    else:
+        results = (row for chunk in _chunked(gather_many(db, servers, now), TASK_SIZE) for row in _score_rows(iter(chunk), now))
+    # One transaction for the whole rescore, written a batch at a time so memory stays flat:
+    # an interrupted rescore leaves the previous scores exactly as they were.
+    try:
+        with db.atomic():
+            for server_id, shown, graded, rows in results:
+                pending.extend(rows)
+                report.counts["graded"] += int(graded)
+                progress.step(server_id, shown)
+                if len(pending) >= WRITE_BATCH:
+                    flush()
+            flush()
+    except KeyboardInterrupt:
+        report.interrupted = True
+        report.counts = {"scored": 0, "alerts": 0, "graded": 0}
     report.seconds = time.monotonic() - started
     return report
+
+
+def _chunked(items: Iterator[Facts], size: int) -> Iterator[list[Facts]]:
+    chunk: list[Facts] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

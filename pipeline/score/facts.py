@@ -43,7 +43,8 @@ class Rollup:
         self.runs += runs
         self.reachable += reachable
         self.ok += ok
-        self.hist = latency.merge([self.hist, hist])
+        for key, n in hist.items():
+            self.hist[key] = self.hist.get(key, 0) + n
 
     @classmethod
     def of(cls, runs: int, ok: int, latencies: list[float], reachable: int | None = None) -> "Rollup":
@@ -66,7 +67,7 @@ class RunRow:
 class Snapshot:
     captured_at: datetime
     content_hash: str
-    tools: list[dict[str, Any]] | None = None  # loaded only where the hash changed
+    tools: list[dict[str, Any]] | None = None  # loaded only on either side of a change of hash
 
 
 @dataclass
@@ -86,6 +87,7 @@ class Facts:
     auth_history: list[tuple[datetime, bool]] = field(default_factory=list)  # (when, auth required) per deep probe
     duplicate_description: bool = False  # the same description on 3+ servers (fleet-level fact)
     yesterday: dict[str, float | None] = field(default_factory=dict)  # rubric -> composite of yesterday's snapshot
+    memo: dict[str, Any] = field(default_factory=dict)  # derived values shared by several rules of one scoring pass
 
     @property
     def tools(self) -> list[dict[str, Any]] | None:
@@ -126,9 +128,11 @@ def gather(db: Database, server: Server, now: datetime) -> Facts:
     return next(gather_many(db, [server], now))
 
 
-def gather_many(db: Database, servers: Sequence[Server], now: datetime, chunk: int = CHUNK) -> Iterator[Facts]:
+def gather_many(
+    db: Database, servers: Sequence[Server], now: datetime, chunk: int = CHUNK, duplicates: set[str] | None = None
+) -> Iterator[Facts]:
     """Facts for each server, in order, reading the database one chunk of servers at a time."""
-    duplicates = duplicate_descriptions(db)
+    duplicates = duplicate_descriptions(db) if duplicates is None else duplicates
     today = now.astimezone(timezone.utc).date()
     yesterday = (today - timedelta(days=1)).isoformat()
     for group in _chunks(servers, chunk):
@@ -180,16 +184,25 @@ def gather_many(db: Database, servers: Sequence[Server], now: datetime, chunk: i
             fact.runs.append(RunRow(row["kind"], started, row["outcome"], row["connect_ms"], row["tool_count"], invocations))
             if row["outcome"] in ("ok", "auth_required"):
                 fact.auth_history.append((started, bool(row["auth"]) or row["outcome"] == "auth_required"))
-        previous: dict[str, str] = {}
+        # Tool lists are parsed only around a change of hash: a surface that never changed needs none.
+        history: dict[str, list[tuple[int, str, str]]] = {}
         for row in db.query(
-            f"select server_id, captured_at, content_hash, tools from tool_snapshots where server_id in ({marks}) order by captured_at, id",
-            ids,
+            f"select server_id, id, captured_at, content_hash from tool_snapshots where server_id in ({marks}) order by captured_at, id", ids
         ):
-            changed = previous.get(row["server_id"]) != row["content_hash"]
-            previous[row["server_id"]] = row["content_hash"]
-            facts[row["server_id"]].snapshots.append(
-                Snapshot(parse_iso(row["captured_at"]), row["content_hash"], json.loads(row["tools"]) if changed else None)
-            )
+            history.setdefault(row["server_id"], []).append((row["id"], row["captured_at"], row["content_hash"]))
+        wanted: set[int] = set()
+        for rows in history.values():
+            for (id_a, _, hash_a), (id_b, _, hash_b) in zip(rows, rows[1:]):
+                if hash_a != hash_b:
+                    wanted.update((id_a, id_b))
+        parsed: dict[int, list[dict[str, Any]]] = {}
+        wanted_ids = sorted(wanted)
+        for start in range(0, len(wanted_ids), 500):
+            part = wanted_ids[start : start + 500]
+            for row in db.query(f"select id, tools from tool_snapshots where id in ({','.join('?' for _ in part)})", part):
+                parsed[row["id"]] = json.loads(row["tools"])
+        for server_id, rows in history.items():
+            facts[server_id].snapshots = [Snapshot(parse_iso(at), digest, parsed.get(id_)) for id_, at, digest in rows]
         for row in db.query(f"select * from judgements where server_id in ({marks}) order by tool_name, model", ids):
             facts[row["server_id"]].judgements.append(Judgement.model_validate({k: v for k, v in row.items() if k != "id"}))
         for row in db.query(f"select server_id, rubric, composite from score_history where day = ? and server_id in ({marks})", [yesterday, *ids]):

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Callable
 
 from pipeline.score.facts import Facts
-from pipeline.score.markers import injection_findings, tool_texts
+from pipeline.score.markers import findings
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,7 @@ def stale_analysis(facts: Facts) -> str | None:
 
 @flag("prompt_injection", "Prompt Injection", "critical", "Tool descriptions contain patterns consistent with prompt injection", cap=30)
 def prompt_injection(facts: Facts) -> str | None:
-    instructions = facts.probe.instructions if facts.probe else None
-    found = [f"{where}: {', '.join(markers)}" for where, text in tool_texts(facts.tools, instructions) if (markers := injection_findings(text))]
+    found = [f"{where}: {', '.join(markers)}" for where, markers in findings(facts)["injection"]]
     return "; ".join(found)[:300] if found else None
 
 

@@ -20,6 +20,11 @@ INJECTION_MARKERS: list[tuple[str, re.Pattern[str]]] = [
     ("hidden-tag", re.compile(r"<\s*(important|system|secret|hidden)\s*>", re.I)),
     ("override-tools", re.compile(r"\b(instead\s+of|rather\s+than)\s+(using|calling)\s+(the\s+)?(other|any\s+other)\s+tools?\b|\bthis\s+tool\s+(must|should)\s+(always\s+)?be\s+(called|used)\s+(first|before\s+any)", re.I)),
 ]
+# One cheap pass over all of a server's text decides whether any string needs the full marker
+# list: plain substring tests, since almost no server's text contains any of these words.
+_TRIGGERS = ("ignore", "disregard", "forget", "tell", "inform", "mention", "reveal", "show", "disclose", "without", "ssh", "id_rsa",
+             "aws", "passwd", ".env", "mcp.json", "<", "instead", "rather", "must", "should")
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _QUOTED = re.compile(r"\"[^\"\n]{0,400}\"|“[^”\n]{0,400}”|`[^`\n]{0,400}`")
 # Zero-width, bidi controls and other format characters that hide text from a human reader.
 _HIDDEN_CATEGORIES = {"Cf", "Co", "Cs"}
@@ -29,12 +34,17 @@ _ALLOWED_CONTROL = {"\n", "\r", "\t"}
 def injection_findings(text: str | None) -> list[str]:
     if not text:
         return []
+    lowered = text.lower()
+    if not any(trigger in lowered for trigger in _TRIGGERS):
+        return []
     unquoted = _QUOTED.sub(" ", text)
     return sorted({name for name, pattern in INJECTION_MARKERS if pattern.search(unquoted)})
 
 
 def hidden_characters(text: str | None) -> list[str]:
     """Invisible or control characters, named by code point."""
+    if not text or (text.isascii() and text.isprintable()):
+        return []  # printable ASCII cannot hide anything; newlines and tabs fall through to the full check
     found = []
     for char in text or "":
         category = unicodedata.category(char)
@@ -61,3 +71,20 @@ def tool_texts(tools: list[dict[str, Any]] | None, instructions: str | None = No
             for param, schema in properties.items():
                 if isinstance(schema, dict) and isinstance(schema.get("description"), str):
                     yield f"{name}.{param}.description", schema["description"]
+
+
+def findings(facts) -> dict[str, list[tuple[str, list[str]]]]:
+    """Marker and hidden-character findings over a server's agent-facing text, computed once per scoring pass."""
+    if "markers" not in facts.memo:
+        instructions = facts.probe.instructions if facts.probe else None
+        texts = list(tool_texts(facts.tools, instructions))
+        blob = "\n".join(text for _, text in texts)
+        lowered = blob.lower()
+        suspicious = any(trigger in lowered for trigger in _TRIGGERS)
+        hidden_possible = not blob.isascii() or _ASCII_CONTROL.search(blob) is not None
+        facts.memo["markers"] = {
+            "texts": texts,
+            "injection": [(where, m) for where, text in texts if (m := injection_findings(text))] if suspicious else [],
+            "hidden": [(where, h) for where, text in texts if (h := hidden_characters(text))] if hidden_possible else [],
+        }
+    return facts.memo["markers"]

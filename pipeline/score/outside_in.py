@@ -73,7 +73,13 @@ class Components:
 
 
 def components(facts: Facts) -> Components:
-    """Deep runs one by one; fast probes from their daily rollups."""
+    """Deep runs one by one; fast probes from their daily rollups. Computed once per scoring pass."""
+    if "outside-in.components" not in facts.memo:
+        facts.memo["outside-in.components"] = _components(facts)
+    return facts.memo["outside-in.components"]
+
+
+def _components(facts: Facts) -> Components:
     runs, fast = facts.runs, facts.fast30
     n = len(runs) + fast.runs
     if not n:
@@ -201,7 +207,7 @@ def score(facts: Facts) -> ScoreCard:
         trend = round(displayed - facts.yesterday[RUBRIC], 1)
     sample = "unrated" if c.n == 0 else "low sample" if c.n < LOW_SAMPLE else "rated"
     readiness = spec_readiness(facts)
-    return ScoreCard(
+    return ScoreCard.build(
         server_id=facts.server.id, rubric=RUBRIC, composite=displayed, grade=None, visibility=sample,
         dimensions=dimensions, rules=outcomes, rules_version=RULES_VERSION, scored_at=facts.now,
         extra={

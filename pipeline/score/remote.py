@@ -15,7 +15,7 @@ from typing import Any
 
 from pipeline.models import ScoreCard
 from pipeline.score.facts import Facts
-from pipeline.score.markers import injection_findings, tool_texts
+from pipeline.score.markers import findings
 from pipeline.score.rules import Verdict, rule, unmeasured
 from pipeline.score.scoreboard import Dimension, evaluate
 
@@ -255,12 +255,12 @@ def marker_scan(facts: Facts) -> Verdict:
     tools, why = _tools_or_why(facts)
     if why:
         return _zero(why)
-    texts = list(tool_texts(tools, facts.probe.instructions))
-    if not texts:
+    found = findings(facts)
+    if not found["texts"]:
         return _zero("inconclusive: no inspectable text captured")
-    findings = [f"{where}: {', '.join(m)}" for where, text in texts if (m := injection_findings(text))]
-    return Verdict(points=max(0, 50 - 10 * len(findings)), reason="; ".join(findings[:5]) or "no markers found",
-                   how_to_gain=("remove: " + "; ".join(findings[:3])) if findings else None)
+    found_markers = [f"{where}: {', '.join(m)}" for where, m in found["injection"]]
+    return Verdict(points=max(0, 50 - 10 * len(found_markers)), reason="; ".join(found_markers[:5]) or "no markers found",
+                   how_to_gain=("remove: " + "; ".join(found_markers[:3])) if found_markers else None)
 
 
 @rule(RUBRIC, "tool_safety", 25)
@@ -322,15 +322,13 @@ def breaking_changes(before: dict[str, Any], after: dict[str, Any]) -> int:
 
 def churn(facts: Facts) -> dict[str, int]:
     removed = breaking = 0
-    previous: dict[str, dict[str, Any]] | None = None
-    for snap in facts.snapshots:
-        if snap.tools is None:
+    for before, after in zip(facts.snapshots, facts.snapshots[1:]):
+        if before.content_hash == after.content_hash or before.tools is None or after.tools is None:
             continue
-        current = {str(t.get("name")): t for t in snap.tools}
-        if previous is not None:
-            removed += len(set(previous) - set(current))
-            breaking += sum(breaking_changes(previous[n], current[n]) for n in set(previous) & set(current))
-        previous = current
+        previous = {str(t.get("name")): t for t in before.tools}
+        current = {str(t.get("name")): t for t in after.tools}
+        removed += len(set(previous) - set(current))
+        breaking += sum(breaking_changes(previous[n], current[n]) for n in set(previous) & set(current))
     dropped = sum(1 for (_, a), (_, b) in zip(facts.auth_history, facts.auth_history[1:]) if a and not b)
     return {"removed_tool": removed, "breaking_change": breaking, "dropped_auth": dropped}
 
@@ -360,7 +358,7 @@ def score(facts: Facts) -> ScoreCard:
             d.weight = round(weights[d.name] / total, 4)
         composite = sum((d.score or 0) * weights[d.name] for d in scored) / total
     applicable = facts.server.transport != "stdio"
-    return ScoreCard(
+    return ScoreCard.build(
         server_id=facts.server.id, rubric=RUBRIC, composite=composite if applicable else None, grade=None,
         visibility="scored" if applicable and composite is not None else "not applicable" if not applicable else "unscored",
         dimensions=dimensions, rules=outcomes, rules_version=RULES_VERSION, scored_at=facts.now,

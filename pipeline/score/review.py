@@ -13,10 +13,9 @@ from typing import Any
 
 from pipeline.models import ScoreCard
 from pipeline.score.facts import Facts
-from pipeline.score.markers import hidden_characters, injection_findings, tool_texts
+from pipeline.score.markers import findings
 from pipeline.score.rules import Verdict, rule, unmeasured
 from pipeline.score.scoreboard import Dimension, evaluate
-from pipeline.probe.session import schema_problems
 
 RUBRIC = "review"
 RULES_VERSION = "review/1.0"
@@ -294,7 +293,7 @@ def no_hidden_characters(facts: Facts) -> Verdict:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
-    found = [f"{where} ({', '.join(chars)})" for where, text in tool_texts(tools, facts.probe.instructions) if (chars := hidden_characters(text))]
+    found = [f"{where} ({', '.join(chars)})" for where, chars in findings(facts)["hidden"]]
     return _pass(not found, "no hidden characters", f"hidden characters in {'; '.join(found[:5])}", "remove zero-width, bidi and control characters")
 
 
@@ -304,7 +303,7 @@ def no_prompt_injection(facts: Facts) -> Verdict:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
-    found = [f"{where}: {', '.join(m)}" for where, text in tool_texts(tools, facts.probe.instructions) if (m := injection_findings(text))]
+    found = [f"{where}: {', '.join(m)}" for where, m in findings(facts)["injection"]]
     return _pass(not found, "no tool-poisoning markers", "; ".join(found[:5]), "remove directives aimed at the agent from tool text")
 
 
@@ -314,8 +313,13 @@ def schemas(facts: Facts) -> Verdict:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
-    problems = [f"{t.get('name')}: {', '.join(p)}" for t in tools if (p := schema_problems(t))]
-    return _pass(not problems, "all schemas valid", "; ".join(problems[:5]), "make every inputSchema an object schema and every outputSchema valid")
+    # The probe validated every schema against JSON Schema 2020-12 when it listed the tools;
+    # the rule reads that stored verdict rather than validating again on every rescore.
+    check = facts.check("schema_validity")
+    if check is None:
+        problems = [f"{t.get('name')}: not an object schema" for t in tools if (t.get("inputSchema") or {}).get("type") != "object"]
+        return _pass(not problems, "all input schemas are object schemas", "; ".join(problems[:5]), "make every inputSchema an object schema")
+    return _pass(bool(check.passed), "all schemas valid", check.detail or check.outcome, "make every inputSchema an object schema and every outputSchema valid")
 
 
 # ---------------------------------------------------------------- Tool documentation quality (per tool)
@@ -355,11 +359,18 @@ def tool_doc_scores(tool: dict[str, Any]) -> dict[str, float]:
     return scores
 
 
+def doc_scores(facts: Facts) -> dict[str, dict[str, float]]:
+    """Per-tool documentation scores, computed once per server and shared by the five rules."""
+    if "review.docs" not in facts.memo:
+        facts.memo["review.docs"] = {str(t.get("name")): tool_doc_scores(t) for t in facts.tools or []}
+    return facts.memo["review.docs"]
+
+
 def _per_tool(facts: Facts, part: str, max_points: float, gain: str) -> Verdict:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
-    values = {str(t.get("name")): tool_doc_scores(t)[part] for t in tools}
+    values = {name: scores[part] for name, scores in doc_scores(facts).items()}
     mean = sum(values.values()) / len(values)
     weakest = sorted((v, k) for k, v in values.items() if v < max_points)[:5]
     return Verdict(points=mean, reason=f"average {mean:.1f}/{max_points:g} over {len(values)} tools",
@@ -450,8 +461,8 @@ def score(facts: Facts) -> ScoreCard:
     overall = sum(s.score or 0 for s in counted) / len(counted) if counted and is_listed else None
     for s in counted:
         s.weight = round(1 / len(counted), 4)
-    per_tool = {str(t.get("name")): tool_doc_scores(t) for t in facts.tools or []}
-    return ScoreCard(
+    per_tool = doc_scores(facts)
+    return ScoreCard.build(
         server_id=facts.server.id, rubric=RUBRIC, composite=overall, grade=grade_for(overall) if overall is not None else None,
         visibility="listed" if is_listed else "not listed", dimensions=sections, rules=outcomes,
         rules_version=RULES_VERSION, scored_at=facts.now,
