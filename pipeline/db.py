@@ -408,7 +408,7 @@ def judgements_for(db: Database, server_id: str) -> list[Judgement]:
 
 
 SCORE_COLUMNS = ("server_id", "rubric", "composite", "grade", "visibility", "dimension_indicator", "dimensions", "rules", "flags",
-                 "badges", "rules_version", "engine_version", "scored_at")
+                 "badges", "rules_version", "engine_version", "scored_at", "extra")
 HISTORY_COLUMNS = ("server_id", "rubric", "day", "composite", "grade", "visibility", "rules_version", "scored_at")
 
 
@@ -428,14 +428,20 @@ class CardRow:
     composite: float | None
 
 
+def _compact(rule: dict[str, Any]) -> dict[str, Any]:
+    """A rule outcome without its empty optional fields (how_to_gain, evidence): a fifth of a fleet's score bytes."""
+    return {k: v for k, v in rule.items() if v is not None}
+
+
 def card_row(card: ScoreCard, now: datetime) -> CardRow:
     day = now.astimezone(timezone.utc).date().isoformat()
     scored_at = iso(card.scored_at)
     return CardRow(
         score=(
             card.server_id, card.rubric, card.composite, card.grade, card.visibility, card.dimension_indicator,
-            dumps([vars(d) for d in card.dimensions]), dumps([vars(r) for r in card.rules]),
+            dumps([vars(d) for d in card.dimensions]), dumps([_compact(vars(r)) for r in card.rules]),
             dumps([vars(f) for f in card.flags]), dumps(card.badges), card.rules_version, ENGINE_VERSION, scored_at,
+            dumps({**card.extra, **({"uncapped": card.uncapped} if card.uncapped is not None else {})}),
         ),
         history=(card.server_id, card.rubric, day, card.composite, card.grade, card.visibility, card.rules_version, scored_at),
         server_id=card.server_id,

@@ -225,3 +225,9 @@ def m002_probe_daily(db: Database) -> None:
         not_null={"server_id", "day", "kind", "runs", "reachable", "ok", "latency_hist"},
         foreign_keys=[("server_id", "servers", "id")],
     )
+
+
+@migrations()
+def m003_score_extra(db: Database) -> None:
+    """Rubric-specific figures beside the composite: rank score, status chip, spec readiness, trend, uncapped composite."""
+    _table(db, "scores").add_column("extra", str, not_null_default="{}")

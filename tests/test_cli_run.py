@@ -67,6 +67,11 @@ def test_every_server_has_a_page_a_badge_and_json(two_runs):
         assert data["probe"]["outcome"] == "ok" and data["tools"]
         assert badge.get("role") == "img" and data["score"]["grade"] in badge.get("aria-label")
         assert {d["name"] for d in data["score"]["dimensions"]} >= {"schema_quality", "protocol_compliance", "security_hygiene"}
+        others = {o["rubric"]: o for o in data["other_rubrics"]}
+        assert set(others) == {"review", "outside-in", "remote"}
+        assert others["outside-in"]["extra"]["rank_score"] is not None and others["outside-in"]["extra"]["runs"] == 4  # two deep, two fast
+        assert others["review"]["grade"] and "Live review" in page
+        assert others["remote"]["visibility"] == ("scored" if server_id == "server-everything-http" else "not applicable")
 
 
 def test_two_runs_keep_one_row_per_server_and_two_runs_of_history(two_runs):

@@ -45,6 +45,7 @@ def run_build(db: Database, *, site_dir: Path, now: datetime) -> StageReport:
     writer = SiteWriter(site_dir)
     servers = store.active_servers(db)
     scores = store.load_scores(db, RUBRIC)
+    others = {rubric: store.load_scores(db, rubric) for rubric in ("review", "outside-in", "remote")}
     probes = {}
     for server in servers:
         latest = store.latest_probe(db, server.id)
@@ -62,6 +63,7 @@ def run_build(db: Database, *, site_dir: Path, now: datetime) -> StageReport:
         context = server_page(
             server, scores.get(server.id), probes.get(server.id), analysis,
             store.score_history(db, server.id, RUBRIC), now,
+            other_cards={rubric: cards[server.id] for rubric, cards in others.items() if server.id in cards},
         )
         writer.write(f"servers/{server.id}/index.html", env.get_template("server.html").render(page=context, root="../../", **base))
         writer.write(f"api/servers/{server.id}.json", _json(context))

@@ -65,6 +65,31 @@ def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], p
     return rows
 
 
+RUBRIC_LABELS = {
+    "scoreboard": "Scoreboard (headline)",
+    "review": "Live review",
+    "outside-in": "Outside-in",
+    "remote": "Remote endpoint",
+}
+
+
+def rubric_section(rubric: str, card: dict[str, Any]) -> dict[str, Any]:
+    """One rubric's card as the page shows it: score, dimensions with their rules, extras."""
+    dimensions = json.loads(card["dimensions"])
+    rules = json.loads(card["rules"])
+    return {
+        "rubric": rubric,
+        "label": RUBRIC_LABELS.get(rubric, rubric),
+        "composite": card["composite"],
+        "grade": card["grade"],
+        "visibility": card["visibility"],
+        "dimension_indicator": card["dimension_indicator"],
+        "rules_version": card["rules_version"],
+        "extra": json.loads(card.get("extra") or "{}"),
+        "dimensions": [{**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions],
+    }
+
+
 def server_page(
     server: Server,
     card: dict[str, Any] | None,
@@ -72,6 +97,7 @@ def server_page(
     analysis: dict[str, Any] | None,
     history: list[dict[str, Any]],
     now: datetime,
+    other_cards: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     dimensions = json.loads(card["dimensions"]) if card else []
     rules = json.loads(card["rules"]) if card else []
@@ -147,6 +173,7 @@ def server_page(
             "prompts": len(result.prompts or []),
         },
         "tools": tools,
+        "other_rubrics": [rubric_section(rubric, c) for rubric, c in sorted((other_cards or {}).items(), key=lambda kv: list(RUBRIC_LABELS).index(kv[0]) if kv[0] in RUBRIC_LABELS else 99)],
         "analysis": analysis,
         "history": history,
         "last_scored_at": scored_at,

@@ -9,7 +9,6 @@ Applies to servers reached over HTTP; a stdio package has no endpoint to score.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -169,7 +168,8 @@ def prompt_resource_descriptions(facts: Facts) -> Verdict:
 
 
 def estimated_tokens(item: dict[str, Any]) -> int:
-    return max(1, len(json.dumps(item, ensure_ascii=False)) // 4)
+    """About four characters a token; the length of the definition's repr is within a few percent of its JSON."""
+    return max(1, len(repr(item)) // 4)
 
 
 @rule(RUBRIC, "schema_quality", 50)

@@ -48,10 +48,14 @@ def rule(rubric: str, dimension: str, max_points: float) -> Callable[[Callable[[
         if any(r.rubric == rubric and r.name == name for r in REGISTRY):
             raise ValueError(f"rule {rubric}.{name} registered twice")
         REGISTRY.append(Rule(rubric, dimension, name, max_points, fn))
+        _BY_RUBRIC.pop(rubric, None)
         return fn
 
     return register
 
 
 def rules_for(rubric: str) -> list[Rule]:
-    return [r for r in REGISTRY if r.rubric == rubric]
+    return _BY_RUBRIC.get(rubric) or _BY_RUBRIC.setdefault(rubric, [r for r in REGISTRY if r.rubric == rubric])
+
+
+_BY_RUBRIC: dict[str, list[Rule]] = {}

@@ -465,10 +465,16 @@ def score(facts: Facts) -> ScoreCard:
 
 
 def evaluate(facts: Facts, rubric: str, dimension_list: list[Dimension]) -> tuple[list[RuleOutcome], list[DimensionScore]]:
-    """Run a rubric's rules and fold them into dimension scores (0–100, or pending / not applicable)."""
+    """Run a rubric's rules and fold them into dimension scores (0–100, or pending / not applicable).
+
+    The rules of a dimension that does not apply are not run: the dimension's reason says why.
+    """
     outcomes: list[RuleOutcome] = []
     by_dimension: dict[str, list[tuple[float, Verdict]]] = {}
+    not_applicable = {dim.name: why for dim in dimension_list if (why := dim.applicable(facts))}
     for r in rules_for(rubric):
+        if r.dimension in not_applicable:
+            continue
         verdict = r.fn(facts)
         by_dimension.setdefault(r.dimension, []).append((r.max_points, verdict))
         outcomes.append(
@@ -479,7 +485,7 @@ def evaluate(facts: Facts, rubric: str, dimension_list: list[Dimension]) -> tupl
         )
     dimensions: list[DimensionScore] = []
     for dim in dimension_list:
-        why_not = dim.applicable(facts)
+        why_not = not_applicable.get(dim.name)
         verdicts = by_dimension.get(dim.name, [])
         if why_not:
             dimensions.append(DimensionScore(name=dim.name, label=dim.label, status="not_applicable", score=None, weight=0, reason=why_not))
