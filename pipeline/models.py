@@ -46,29 +46,8 @@ class LaunchSpec(BaseModel):
         return f"{self.package}=={self.version}" if self.registry == "pypi" else f"{self.package}@{self.version}"
 
 
-class CatalogEntry(BaseModel):
-    """One server as a discovery source reports it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")
-    name: str
-    description: str | None = None
-    repository: str | None = None
-    subpath: str | None = None
-    homepage: str | None = None
-    transport: Transport
-    remote_url: str | None = None
-    launch: LaunchSpec | None = None
-    env_vars: list[EnvVar] = Field(default_factory=list)
-    external_links: dict[str, str] = Field(default_factory=dict)
-    source: str
-    source_key: str
-    raw: dict[str, Any] = Field(default_factory=dict)
-
-
-class Server(BaseModel):
-    """A row of the catalog, as later stages see it."""
+class ServerFields(BaseModel):
+    """What the catalog knows of a server, whether a source reports it or the database holds it."""
 
     id: str
     name: str
@@ -81,6 +60,22 @@ class Server(BaseModel):
     launch: LaunchSpec | None = None
     env_vars: list[EnvVar] = Field(default_factory=list)
     external_links: dict[str, str] = Field(default_factory=dict)
+
+
+class CatalogEntry(ServerFields):
+    """One server as a discovery source reports it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")
+    source: str
+    source_key: str
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class Server(ServerFields):
+    """A row of the catalog, as later stages see it."""
+
     sources: list[str] = Field(default_factory=list)
     is_active: bool = True
     first_seen_at: datetime

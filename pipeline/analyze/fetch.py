@@ -99,13 +99,7 @@ class InstalledPackageFetcher:
         manifest["classifiers"] = message.get_all("Classifier") or []
         manifest["project_urls"] = message.get_all("Project-URL") or []
         requires = message.get_all("Requires-Dist") or []
-        deps = {}
-        for requirement in requires:
-            name = requirement.split(";")[0].strip()
-            bare = name.split("[")[0]
-            for sep in ("<", ">", "=", "!", "~", " "):
-                bare = bare.split(sep)[0]
-            deps[bare.strip().lower()] = name[len(bare):].strip()
+        deps = dict(split_requirement(r) for r in requires)
         installed = {}
         for dist_info in site.glob("mcp-*.dist-info"):
             installed["mcp"] = dist_info.name[len("mcp-"): -len(".dist-info")]
@@ -122,6 +116,18 @@ class InstalledPackageFetcher:
             dependencies=deps,
             installed_versions=installed,
         )
+
+
+def split_requirement(requirement: str) -> tuple[str, str]:
+    """'mcp[cli]>=2.3,<3; python_version>"3.9"' -> ('mcp', '>=2.3,<3'): the name and its version spec."""
+    text = requirement.split(";")[0].strip()
+    name = text.split("[")[0]
+    for separator in ("<", ">", "=", "!", "~", " "):
+        name = name.split(separator)[0]
+    spec = text[len(name):].strip()
+    if spec.startswith("["):
+        spec = spec[spec.find("]") + 1:].strip()
+    return name.strip().lower(), spec
 
 
 def _safe(name: str) -> str:
@@ -188,12 +194,7 @@ class LocalDirectoryFetcher:
                 "project_urls": [f"{k}, {v}" for k, v in (project.get("urls") or {}).items()],
             }
             kind = "pypi-metadata"
-            for requirement in project.get("dependencies", []):
-                bare = requirement.split(";")[0].strip()
-                name = bare.split("[")[0]
-                for sep in ("<", ">", "=", "!", "~", " "):
-                    name = name.split(sep)[0]
-                deps[name.strip().lower()] = bare[len(name):].strip()
+            deps = dict(split_requirement(r) for r in project.get("dependencies", []))
         return SourceTree(
             fetcher=self.name,
             ref=manifest.get("version"),

@@ -138,19 +138,11 @@ def gather_many(
     for group in _chunks(servers, chunk):
         marks, ids = _in(s.id for s in group)
         facts = {s.id: Facts(server=s, now=now) for s in group}
-        for row in db.query(
-            f"select p.server_id, p.id, p.evidence from probe_runs p join (select server_id, max(id) id from probe_runs "
-            f"where kind in ('deep', 'sandbox') and server_id in ({marks}) group by server_id) latest on p.id = latest.id",
-            ids,
-        ):
+        for row in _latest(db, "probe_runs", "evidence", "kind in ('deep', 'sandbox')", marks, ids):
             fact = facts[row["server_id"]]
             fact.probe = ProbeResult.model_validate_json(row["evidence"])
             fact.probe_ref = f"probe_runs:{row['id']}"
-        for row in db.query(
-            f"select a.server_id, a.id, a.result from analyses a join (select server_id, max(id) id from analyses "
-            f"where server_id in ({marks}) group by server_id) latest on a.id = latest.id",
-            ids,
-        ):
+        for row in _latest(db, "analyses", "result", "1", marks, ids):
             fact = facts[row["server_id"]]
             fact.analysis = AnalysisResult.model_validate_json(row["result"])
             fact.analysis_ref = f"analyses:{row['id']}"
@@ -166,11 +158,7 @@ def gather_many(
             fact.fast30.add(row["runs"], row["reachable"], row["ok"], hist)
             if row["day"] >= day7:
                 fact.fast.add(row["runs"], row["reachable"], row["ok"], hist)
-        for row in db.query(
-            f"select p.server_id, p.started_at, p.outcome, p.connect_ms from probe_runs p join (select server_id, max(id) id from probe_runs "
-            f"where kind = 'fast' and server_id in ({marks}) group by server_id) latest on p.id = latest.id",
-            ids,
-        ):
+        for row in _latest(db, "probe_runs", "started_at, outcome, connect_ms", "kind = 'fast'", marks, ids):
             facts[row["server_id"]].latest_fast = RunRow("fast", parse_iso(row["started_at"]), row["outcome"], row["connect_ms"], None)
         for row in db.query(
             f"select server_id, kind, started_at, outcome, connect_ms, tool_count, json_extract(evidence, '$.invocations') invocations, "
@@ -211,6 +199,15 @@ def gather_many(
             fact = facts[server.id]
             fact.duplicate_description = _normalise(fact.description) in duplicates
             yield fact
+
+
+def _latest(db: Database, table: str, columns: str, where: str, marks: str, ids: list[str]):
+    """The newest row (highest id) per server of `table` matching `where`, for the servers in `ids`."""
+    return db.query(
+        f"select t.server_id, t.id, {', '.join('t.' + c.strip() for c in columns.split(','))} from {table} t join "
+        f"(select server_id, max(id) id from {table} where {where} and server_id in ({marks}) group by server_id) latest on t.id = latest.id",
+        ids,
+    )
 
 
 def _normalise(text: str | None) -> str:
