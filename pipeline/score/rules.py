@@ -12,7 +12,7 @@ from typing import Callable
 from pipeline.score.facts import Facts
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     points: float
     reason: str
