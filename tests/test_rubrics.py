@@ -363,3 +363,98 @@ def test_remote_annotation_gap_and_token_budget():
     assert next(r.points for r in remote.score(Facts(server=remote_server(), now=NOW, probe=probe(tools=huge))).rules if r.rule == "token_budget") == pytest.approx(25, abs=0.5)
     empty = remote.score(Facts(server=remote_server(), now=NOW, probe=probe(tools=[])))
     assert next(r for r in empty.rules if r.rule == "token_budget").measured and next(r.points for r in empty.rules if r.rule == "token_budget") == 0
+
+
+# ---------------------------------------------------------------- more rule tables
+
+
+def remote_probe(**http):
+    p = probe(tools=[GOOD_TOOL])
+    p.transport, p.protocol_version = "streamable-http", "2026-07-28"
+    p.http = HttpFacts(**http)
+    return p
+
+
+def points(card, rule):
+    return next(r for r in card.rules if r.rule == rule)
+
+
+@pytest.mark.parametrize("http,expected", [
+    ({"tls_version": "TLSv1.3", "cert_valid": True}, 40), ({"tls_version": "TLSv1.2", "cert_valid": True}, 40),
+    ({"tls_version": "TLSv1.1", "cert_valid": True}, 0), ({"tls_version": "TLSv1.3", "cert_valid": False}, 0), ({"tls_version": None}, 0),
+])
+def test_remote_tls(http, expected):
+    assert points(remote.score(Facts(server=remote_server(), now=NOW, probe=remote_probe(**http))), "tls").points == expected
+
+
+def test_remote_hsts_and_prm_applicability():
+    card = remote.score(Facts(server=remote_server(), now=NOW, probe=remote_probe(tls_version="TLSv1.3", cert_valid=True, hsts=False)))
+    assert points(card, "hsts").points == 0 and points(card, "hsts").how_to_gain
+    assert points(card, "protected_resource_metadata").measured is False  # open endpoint: not applicable, renormalised
+    assert dims(card)["endpoint_security"].score == pytest.approx(100 * 40 / 70, abs=0.05)
+    unobserved = remote.score(Facts(server=remote_server(), now=NOW, probe=probe(tools=[GOOD_TOOL])))
+    assert dims(unobserved)["endpoint_security"].status == "pending"  # our prober saw nothing: never charged to the server
+
+
+@pytest.mark.parametrize("version,expected", [("2026-07-28", 100), ("2025-11-25", 85), ("2025-06-18", 70), ("2025-03-26", 50), ("2024-11-05", 30), ("1999-01-01", 0)])
+def test_remote_protocol_recency(version, expected):
+    p = remote_probe()
+    p.protocol_version = version
+    assert points(remote.score(Facts(server=remote_server(), now=NOW, probe=p)), "protocol_recency").points == expected
+
+
+def test_remote_ui_bonus_is_credit_only():
+    with_ui = remote_probe()
+    with_ui.capabilities = {"tools": {}, "extensions": {"io.modelcontextprotocol/ui": {}}}
+    assert points(remote.score(Facts(server=remote_server(), now=NOW, probe=with_ui)), "ui_hint_bonus").points == 10
+    plain = remote.score(Facts(server=remote_server(), now=NOW, probe=remote_probe()))
+    assert points(plain, "ui_hint_bonus").points == 0 and dims(plain)["capabilities"].score == 100
+
+
+def test_remote_coverage_and_descriptions():
+    bare_tool = {"name": "ping_all", "inputSchema": {"type": "object"}}
+    p = remote_probe()
+    p.tools = [GOOD_TOOL, bare_tool]
+    p.prompts = [{"name": "summarise", "description": "Summarise an order."}, {"name": "other"}]
+    card = remote.score(Facts(server=remote_server(), now=NOW, probe=p))
+    assert points(card, "tool_description_coverage").points == 30
+    assert points(card, "parameter_description_coverage").points == 40  # the one parameter is described
+    assert points(card, "output_schema_credit").points == 5
+    assert points(card, "prompt_resource_descriptions").points == 25
+    no_params = remote_probe()
+    no_params.tools = [bare_tool]
+    assert points(remote.score(Facts(server=remote_server(), now=NOW, probe=no_params)), "parameter_description_coverage").measured is False
+
+
+def test_remote_judged_reading_needs_every_tool_read():
+    p = remote_probe()
+    p.tools = [GOOD_TOOL, dict(GOOD_TOOL, name="get_other")]
+    judged = Judgement(server_id="s", tool_name="get_order", tool_hash="h", provider="p", model="m", offline=False, judged_at=NOW,
+                       clarity=90, input_completeness=90, confidence=90)
+    card = remote.score(Facts(server=remote_server(), now=NOW, probe=p, judgements=[judged]))
+    assert points(card, "judged_reading").points == 0 and "unjudged: 1/2" in points(card, "judged_reading").reason
+    offline = judged.model_copy(update={"offline": True, "tool_name": "get_other"})
+    card = remote.score(Facts(server=remote_server(), now=NOW, probe=p, judgements=[judged, offline]))
+    assert points(card, "judged_reading").points == 0  # the offline heuristic is no judge
+
+
+def test_review_discoverability_for_http_servers():
+    facts = review_facts(transport="streamable-http")
+    facts.server = remote_server()
+    facts.probe.http = HttpFacts(server_card=True, html_setup_page=False)
+    card = review.score(facts)
+    assert dims(card)["discoverability"].score == 50
+    assert points(card, "setup_page").how_to_gain
+
+
+def test_scoreboard_visibility_levels_for_local_and_remote_servers():
+    remote_facts = Facts(server=remote_server(), now=NOW, probe=probe(), analysis=analysis(), fast=Rollup.of(10, 10, [90.0] * 10))
+    card = scoreboard.score(remote_facts)
+    assert card.visibility == "verified" and card.dimension_indicator == "5/5"
+    remote_facts.fast = Rollup()
+    card = scoreboard.score(remote_facts)
+    assert card.visibility == "limited" and card.dimension_indicator == "4/5"  # reliability applies, not yet measured
+    local = scoreboard.score(Facts(server=server(), now=NOW, analysis=analysis()))
+    assert local.visibility == "limited" and local.dimension_indicator == "3/4"
+    assessed = scoreboard.score(Facts(server=server(), now=NOW, analysis=analysis(), probe=probe(outcome=ProbeOutcome.start_failed, checks=[])))
+    assert assessed.visibility == "assessed"
