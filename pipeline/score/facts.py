@@ -7,11 +7,11 @@ few hundred queries rather than several per server, and memory stays bounded by 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Iterator, Sequence
 
+from pydantic_core import from_json
 from sqlite_utils import Database
 
 from pipeline import latency
@@ -154,7 +154,7 @@ def gather_many(
             [*ids, day30],
         ):
             fact = facts[row["server_id"]]
-            hist = json.loads(row["latency_hist"])
+            hist = from_json(row["latency_hist"])
             fact.fast30.add(row["runs"], row["reachable"], row["ok"], hist)
             if row["day"] >= day7:
                 fact.fast.add(row["runs"], row["reachable"], row["ok"], hist)
@@ -168,7 +168,7 @@ def gather_many(
         ):
             fact = facts[row["server_id"]]
             started = parse_iso(row["started_at"])
-            invocations = [Invocation.model_validate(i) for i in json.loads(row["invocations"])] if row["invocations"] else None
+            invocations = [Invocation.model_validate(i) for i in from_json(row["invocations"])] if row["invocations"] else None
             fact.runs.append(RunRow(row["kind"], started, row["outcome"], row["connect_ms"], row["tool_count"], invocations))
             if row["outcome"] in ("ok", "auth_required"):
                 fact.auth_history.append((started, bool(row["auth"]) or row["outcome"] == "auth_required"))
@@ -188,7 +188,7 @@ def gather_many(
         for start in range(0, len(wanted_ids), 500):
             part = wanted_ids[start : start + 500]
             for row in db.query(f"select id, tools from tool_snapshots where id in ({','.join('?' for _ in part)})", part):
-                parsed[row["id"]] = json.loads(row["tools"])
+                parsed[row["id"]] = from_json(row["tools"])
         for server_id, rows in history.items():
             facts[server_id].snapshots = [Snapshot(parse_iso(at), digest, parsed.get(id_)) for id_, at, digest in rows]
         for row in db.query(f"select * from judgements where server_id in ({marks}) order by tool_name, model", ids):
