@@ -27,6 +27,7 @@ from pipeline.probe.install import Installer
 from pipeline.render import run_build
 from pipeline.score import run_score
 
+
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 

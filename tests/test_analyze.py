@@ -9,7 +9,12 @@ import pytest
 from pipeline import db as store
 from pipeline.analyze import analyze_server, run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher, SourceTree
-from pipeline.analyze.metrics import description_quality, documentation_coverage, license_clarity, spec_version
+from pipeline.analyze.metrics import (
+    description_quality,
+    documentation_coverage,
+    license_clarity,
+    spec_version,
+)
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.progress import Progress

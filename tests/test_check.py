@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.probe.install import install_key
 from pipeline.discover.local import LocalCatalogSource
+from pipeline.probe.install import install_key
 
 REPO = Path(__file__).resolve().parent.parent
 

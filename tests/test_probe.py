@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +17,13 @@ from pipeline.models import CatalogEntry, LaunchSpec
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.progress import Progress
-from tests.conftest import NOW, TEST_SERVERS, StaticInstaller, python_installed, raw_server_spec
+from tests.conftest import (
+    NOW,
+    TEST_SERVERS,
+    StaticInstaller,
+    python_installed,
+    raw_server_spec,
+)
 from tests.test_discover import ListSource
 
 

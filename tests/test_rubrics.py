@@ -6,7 +6,16 @@ from datetime import timedelta
 
 import pytest
 
-from pipeline.models import AppsFacts, EnvVar, EraFacts, FuzzCase, HttpFacts, Invocation, Judgement, ProbeOutcome
+from pipeline.models import (
+    AppsFacts,
+    EnvVar,
+    EraFacts,
+    FuzzCase,
+    HttpFacts,
+    Invocation,
+    Judgement,
+    ProbeOutcome,
+)
 from pipeline.score import outside_in, remote, review, scoreboard
 from pipeline.score.facts import Facts, Rollup, RunRow, Snapshot
 from pipeline.score.markers import hidden_characters, injection_findings

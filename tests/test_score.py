@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.models import AnalysisResult, CheckResult, EnvVar, LaunchSpec, ProbeOutcome, ProbeResult, Server
+from pipeline.models import (
+    AnalysisResult,
+    CheckResult,
+    EnvVar,
+    LaunchSpec,
+    ProbeOutcome,
+    ProbeResult,
+    Server,
+)
 from pipeline.score import scoreboard
 from pipeline.score.facts import Facts, Rollup
 from pipeline.score.rules import rules_for

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 from pipeline.config import REPO_ROOT
 from pipeline.score import outside_in, remote, review, scoreboard
