@@ -9,10 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from pydantic_core import to_json
 from sqlite_utils import Database
@@ -413,13 +412,16 @@ SCORE_COLUMNS = ("server_id", "rubric", "composite", "grade", "visibility", "dim
 HISTORY_COLUMNS = ("server_id", "rubric", "day", "composite", "grade", "visibility", "rules_version", "scored_at")
 
 
+JSON_BYTES_COLUMNS = {"dimensions", "rules", "flags", "badges"}  # handed over as UTF-8 bytes, stored as TEXT
+
+
 def _upsert_sql(table: str, columns: tuple[str, ...], keys: tuple[str, ...]) -> str:
     updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in keys)
-    return f"insert into {table} ({', '.join(columns)}) values ({', '.join('?' for _ in columns)}) on conflict ({', '.join(keys)}) do update set {updates}"
+    values = ", ".join("cast(? as text)" if c in JSON_BYTES_COLUMNS else "?" for c in columns)
+    return f"insert into {table} ({', '.join(columns)}) values ({values}) on conflict ({', '.join(keys)}) do update set {updates}"
 
 
-@dataclass(frozen=True)
-class CardRow:
+class CardRow(NamedTuple):
     """A score card serialised for storage; made wherever the card was scored (a worker process too)."""
 
     score: tuple
@@ -429,15 +431,12 @@ class CardRow:
     composite: float | None
 
 
-def _compact(rule: dict[str, Any]) -> dict[str, Any]:
-    """A rule outcome without its empty optional fields (how_to_gain, evidence): a fifth of a fleet's score bytes."""
-    return {k: v for k, v in rule.items() if v is not None}
-
-
-def _card_json(value: Any) -> str:
-    # Score cards are built by our own code with fixed key order, so they need no key sorting to be
-    # stable, and pydantic-core's encoder is several times faster than json.dumps on a fleet rescore.
-    return to_json(value).decode()
+def _card_json(value: Any) -> bytes:
+    # Score cards are our own dataclasses with a fixed field order, so they need no key sorting to be
+    # stable, and pydantic-core encodes them directly, several times faster than json.dumps. The
+    # bytes cross from worker processes as they are (cheaper to pickle than text) and SQLite casts
+    # them to TEXT on insert.
+    return to_json(value)
 
 
 def card_row(card: ScoreCard, now: datetime) -> CardRow:
@@ -446,8 +445,8 @@ def card_row(card: ScoreCard, now: datetime) -> CardRow:
     return CardRow(
         score=(
             card.server_id, card.rubric, card.composite, card.grade, card.visibility, card.dimension_indicator,
-            _card_json([vars(d) for d in card.dimensions]), _card_json([_compact(vars(r)) for r in card.rules]),
-            _card_json([vars(f) for f in card.flags]), _card_json(card.badges), card.rules_version, ENGINE_VERSION, scored_at,
+            _card_json(card.dimensions), _card_json(card.rules), _card_json(card.flags), _card_json(card.badges),
+            card.rules_version, ENGINE_VERSION, scored_at,
             dumps({**card.extra, **({"uncapped": card.uncapped} if card.uncapped is not None else {})}),
         ),
         history=(card.server_id, card.rubric, day, card.composite, card.grade, card.visibility, card.rules_version, scored_at),
