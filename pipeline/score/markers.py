@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Iterator
+from typing import Any
 
 INJECTION_MARKERS: list[tuple[str, re.Pattern[str]]] = [
     ("ignore-instructions", re.compile(r"\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|directives)\b", re.I)),
@@ -53,38 +53,48 @@ def hidden_characters(text: str | None) -> list[str]:
     return sorted(set(found))
 
 
-def tool_texts(tools: list[dict[str, Any]] | None, instructions: str | None = None) -> Iterator[tuple[str, str]]:
-    """Every agent-facing string: (where, text) for instructions, tool names, titles, descriptions, parameters."""
+def tool_texts(tools: list[dict[str, Any]] | None, instructions: str | None = None) -> list[tuple[str, str, str]]:
+    """Every agent-facing string as (owner, field, text): instructions, tool names, titles, descriptions, parameters.
+
+    Places are kept in parts and only joined (`where`) for the few strings that have findings.
+    """
+    texts: list[tuple[str, str, str]] = []
     if instructions:
-        yield "server instructions", instructions
+        texts.append(("server", "instructions", instructions))
     for tool in tools or []:
         name = str(tool.get("name", "?"))
-        yield f"{name}.name", name
+        texts.append((name, "name", name))
         for key in ("title", "description"):
-            if isinstance(tool.get(key), str):
-                yield f"{name}.{key}", tool[key]
+            value = tool.get(key)
+            if isinstance(value, str):
+                texts.append((name, key, value))
         annotations = tool.get("annotations") or {}
         if isinstance(annotations.get("title"), str):
-            yield f"{name}.annotations.title", annotations["title"]
+            texts.append((name, "annotations.title", annotations["title"]))
         properties = (tool.get("inputSchema") or {}).get("properties") or {}
         if isinstance(properties, dict):
             for param, schema in properties.items():
                 if isinstance(schema, dict) and isinstance(schema.get("description"), str):
-                    yield f"{name}.{param}.description", schema["description"]
+                    texts.append((name, f"{param}.description", schema["description"]))
+    return texts
+
+
+def where(owner: str, field: str) -> str:
+    return f"{owner} {field}" if owner == "server" else f"{owner}.{field}"
 
 
 def findings(facts) -> dict[str, list[tuple[str, list[str]]]]:
     """Marker and hidden-character findings over a server's agent-facing text, computed once per scoring pass."""
     if "markers" not in facts.memo:
         instructions = facts.probe.instructions if facts.probe else None
-        texts = list(tool_texts(facts.tools, instructions))
-        blob = "\n".join(text for _, text in texts)
+        texts = tool_texts(facts.tools, instructions)
+        blob = "\n".join(text for _, _, text in texts)
         lowered = blob.lower()
         suspicious = any(trigger in lowered for trigger in _TRIGGERS)
         hidden_possible = not blob.isascii() or _ASCII_CONTROL.search(blob) is not None
         facts.memo["markers"] = {
             "texts": texts,
-            "injection": [(where, m) for where, text in texts if (m := injection_findings(text))] if suspicious else [],
-            "hidden": [(where, h) for where, text in texts if (h := hidden_characters(text))] if hidden_possible else [],
+            "injection": [(where(o, f), m) for o, f, text in texts if (m := injection_findings(text))] if suspicious else [],
+            "hidden": [(where(o, f), h) for o, f, text in texts if (h := hidden_characters(text))] if hidden_possible else [],
         }
     return facts.memo["markers"]

@@ -237,16 +237,24 @@ def output_schema_credit(facts: Facts) -> Verdict:
 # ---------------------------------------------------------------- Tool safety
 
 
+_CAMEL = re.compile(r"([a-z])([A-Z])")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+_FIRST_WORD = re.compile(r"[A-Za-z]+")
+_MUTATING = frozenset(MUTATING)
+
+
 def _words(text: str) -> list[str]:
-    return [w for w in re.split(r"[^a-z0-9]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", text).lower()) if w]
+    return _NON_WORD.split(_CAMEL.sub(r"\1_\2", text).lower())
 
 
 def implied_destructive(tool: dict[str, Any]) -> bool:
     """A tool whose name, or the verb its description opens with, suggests a change, unless it claims to be read-only."""
     if (tool.get("annotations") or {}).get("readOnlyHint") is True:
         return False
-    opening = _words(str(tool.get("description") or ""))[:1]
-    return any(word in MUTATING for word in _words(str(tool.get("name", ""))) + opening)
+    opening = _FIRST_WORD.search(str(tool.get("description") or ""))
+    if opening and opening.group(0).lower() in _MUTATING:
+        return True
+    return not _MUTATING.isdisjoint(_words(str(tool.get("name", ""))))
 
 
 @rule(RUBRIC, "tool_safety", 50)
