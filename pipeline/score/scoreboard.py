@@ -470,38 +470,37 @@ def evaluate(facts: Facts, rubric: str, dimension_list: list[Dimension]) -> tupl
     The rules of a dimension that does not apply are not run: the dimension's reason says why.
     """
     outcomes: list[RuleOutcome] = []
-    by_dimension: dict[str, list[tuple[float, Verdict]]] = {}
+    # Per dimension: [points of measured rules, their maxima, bonus/penalty points, reasons of unmeasured rules]
+    totals: dict[str, list] = {dim.name: [0.0, 0.0, 0.0, []] for dim in dimension_list}
     not_applicable = {dim.name: why for dim in dimension_list if (why := dim.applicable(facts))}
     for r in rules_for(rubric):
         if r.dimension in not_applicable:
             continue
         verdict = r.fn(facts)
-        by_dimension.setdefault(r.dimension, []).append((r.max_points, verdict))
+        maximum = verdict.max_points or r.max_points
+        total = totals[r.dimension]
+        if not verdict.measured:
+            total[3].append(verdict.reason)
+        elif r.max_points > 0:
+            total[0] += verdict.points
+            total[1] += maximum
+        else:
+            total[2] += verdict.points
         outcomes.append(
-            RuleOutcome(
-                rule=r.name, dimension=r.dimension, points=round(verdict.points, 2), max_points=verdict.max_points or r.max_points,
-                measured=verdict.measured, reason=verdict.reason, how_to_gain=verdict.how_to_gain, evidence=verdict.evidence,
-            )
+            RuleOutcome(r.name, r.dimension, round(verdict.points, 2), maximum, verdict.measured, verdict.reason, verdict.how_to_gain, verdict.evidence)
         )
     dimensions: list[DimensionScore] = []
     for dim in dimension_list:
         why_not = not_applicable.get(dim.name)
-        verdicts = by_dimension.get(dim.name, [])
         if why_not:
-            dimensions.append(DimensionScore(name=dim.name, label=dim.label, status="not_applicable", score=None, weight=0, reason=why_not))
+            dimensions.append(DimensionScore(dim.name, dim.label, "not_applicable", None, 0, why_not))
             continue
-        measured = [(mx, v) for mx, v in verdicts if v.measured and mx > 0]
-        if not measured:
-            reasons = "; ".join(v.reason for _, v in verdicts if not v.measured)
-            dimensions.append(
-                DimensionScore(name=dim.name, label=dim.label, status="pending", score=None, weight=0, reason=reasons[:300], optional=dim.optional)
-            )
+        points, maximum, adjustments, pending = totals[dim.name]
+        if not maximum:
+            dimensions.append(DimensionScore(dim.name, dim.label, "pending", None, 0, "; ".join(pending)[:300], dim.optional))
             continue
-        total_max = sum(v.max_points or mx for mx, v in measured)
-        base = 100 * sum(v.points for _, v in measured) / total_max
-        adjustments = sum(v.points for mx, v in verdicts if mx == 0 and v.measured)
-        value = max(0.0, min(100.0, base + adjustments))
-        dimensions.append(DimensionScore(name=dim.name, label=dim.label, status="scored", score=round(value, 1), weight=0, optional=dim.optional))
+        value = max(0.0, min(100.0, 100 * points / maximum + adjustments))
+        dimensions.append(DimensionScore(dim.name, dim.label, "scored", round(value, 1), 0, None, dim.optional))
     return outcomes, dimensions
 
 
