@@ -182,3 +182,20 @@ def test_real_installer_records_failures(tmp_path):
     results = Installer(tmp_path, timeout=120).install([bad])
     result = results[install_key(bad)]
     assert result.ok is False and "pip install" in result.error
+
+
+class ExplodingSandbox:
+    """A sandbox whose start fails in an unforeseen way (not a StartFailed)."""
+
+    def start(self, spec, installed):
+        raise PermissionError("cannot create the scratch directory")
+
+
+def test_an_unforeseen_sandbox_error_is_recorded_and_the_run_goes_on(db, settings):
+    entries = [faulty_entry(f"raw-{i}", raw_server_spec("good").model_copy(update={"package": f"raw-{i}"})) for i in range(3)]
+    run_discover(db, sources=[ListSource("test", entries)], now=NOW, progress=quiet("discover", 1))
+    installer = StaticInstaller({install_key(e.launch): python_installed() for e in entries})
+    servers = store.active_servers(db)
+    report = run_probe(db, servers=servers, installer=installer, sandbox=ExplodingSandbox(), settings=settings, now=NOW, progress=quiet("probe", 3))
+    assert report.counts == {"start_failed": 3}
+    assert all("PermissionError" in store.latest_probe(db, s.id)[1].detail for s in servers)

@@ -101,6 +101,9 @@ async def probe_server(
     except StartFailed as exc:
         result = _failed(server, kind, now, ProbeOutcome.start_failed, str(exc))
         result.duration_ms = (time.perf_counter() - started) * 1000
+    except Exception as exc:  # noqa: BLE001 - whatever one server does, the others are still probed
+        result = _failed(server, kind, now, ProbeOutcome.start_failed, f"{type(exc).__name__}: {exc}"[:1000])
+        result.duration_ms = (time.perf_counter() - started) * 1000
     if result.outcome == ProbeOutcome.start_failed and result.stderr_tail:
         result.detail = f"{result.detail}; stderr: {result.stderr_tail[-500:]}"
     result.package_version = version
