@@ -156,12 +156,14 @@ def _client(running: Running, call_timeout: float, watcher: _StreamWatcher) -> C
     )
 
 
-async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime) -> ProbeResult:
-    """Handshake in whichever era the server speaks, list everything, run the basic checks."""
+async def _probe(
+    kind: str, server_id: str, running: Running, call_timeout: float, total_timeout: float, now: datetime,
+    body: Callable[[ProbeResult, Client], Awaitable[None]],
+) -> ProbeResult:
+    """Connect, record the handshake, run `body`; classify whatever goes wrong, within `total_timeout`."""
     started = time.perf_counter()
     result = ProbeResult(
-        server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport=running.transport,
-        outcome=ProbeOutcome.ok,
+        server_id=server_id, kind=kind, started_at=now, duration_ms=0, transport=running.transport, outcome=ProbeOutcome.ok,
     )
     watcher = _StreamWatcher()
     connected = False
@@ -172,7 +174,7 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
                 _, result.connect_ms = await _timed(lambda: stack.enter_async_context(client))
                 connected = True
                 _record_handshake(result, client)
-                await _run_checks(result, client)
+                await body(result, client)
     except Exception as exc:  # noqa: BLE001 - every failure of an untrusted server is classified
         result.outcome, result.detail = classify(exc, connected)
     crashed = next((c for c in result.checks if c.outcome == ProbeOutcome.crashed.value), None)
@@ -184,29 +186,19 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
     return result
 
 
+async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime) -> ProbeResult:
+    """Handshake in whichever era the server speaks, list everything, run the basic checks."""
+    return await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
+
+
 async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime) -> ProbeResult:
-    """Health check: connect + handshake (+ ping in the legacy era). No lists, no tool calls."""
-    started = time.perf_counter()
-    result = ProbeResult(
-        server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport=running.transport,
-        outcome=ProbeOutcome.ok,
-    )
-    connected = False
-    try:
-        with anyio.fail_after(total_timeout):
-            async with AsyncExitStack() as stack:
-                client = _client(running, call_timeout, _StreamWatcher())
-                _, result.connect_ms = await _timed(lambda: stack.enter_async_context(client))
-                connected = True
-                result.era = "modern" if client.protocol_version in MODERN_VERSIONS else "legacy"
-                result.protocol_version = client.protocol_version
-                result.handshake = "server/discover" if client.session.discover_result else "initialize"
-                if result.era == "legacy":
-                    _, result.ping_ms = await _timed(client.session.send_ping)
-    except Exception as exc:  # noqa: BLE001
-        result.outcome, result.detail = classify(exc, connected)
-    result.duration_ms = (time.perf_counter() - started) * 1000
-    return result
+    """Health check: connect + handshake (+ ping in the legacy era, which has one). No lists, no tool calls."""
+
+    async def ping(result: ProbeResult, client: Client) -> None:
+        if result.era == "legacy":
+            _, result.ping_ms = await _timed(client.session.send_ping)
+
+    return await _probe("fast", server_id, running, call_timeout, total_timeout, now, ping)
 
 
 def _record_handshake(result: ProbeResult, client: Client) -> None:
