@@ -79,7 +79,7 @@ def _parallel(path: str, servers: Sequence[Server], now: datetime, workers: int)
         queue = iter(tasks)
         for task in queue:
             pending.add(pool.submit(_worker_task, task, now))
-            if len(pending) >= workers * 2:
+            if len(pending) >= workers * 4:
                 break
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)

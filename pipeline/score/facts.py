@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Iterator, Sequence
 
+from pydantic import TypeAdapter
 from pydantic_core import from_json
 from sqlite_utils import Database
 
@@ -21,6 +22,7 @@ from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult, 
 RELIABILITY_WINDOW = timedelta(days=7)  # seed 000: the 7-day figures feed the composite
 OUTSIDE_IN_WINDOW = timedelta(days=30)  # seed 003: 30 days of runs
 CHUNK = 400
+_INVOCATIONS = TypeAdapter(list[Invocation])  # one Rust-side parse per run, not one model per call
 
 
 @dataclass
@@ -168,7 +170,7 @@ def gather_many(
         ):
             fact = facts[row["server_id"]]
             started = parse_iso(row["started_at"])
-            invocations = [Invocation.model_validate(i) for i in from_json(row["invocations"])] if row["invocations"] else None
+            invocations = _INVOCATIONS.validate_json(row["invocations"]) if row["invocations"] else None
             fact.runs.append(RunRow(row["kind"], started, row["outcome"], row["connect_ms"], row["tool_count"], invocations))
             if row["outcome"] in ("ok", "auth_required"):
                 fact.auth_history.append((started, bool(row["auth"]) or row["outcome"] == "auth_required"))
