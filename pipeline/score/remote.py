@@ -12,11 +12,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pydantic_core import to_json
+
 from pipeline.models import ScoreCard
 from pipeline.score.facts import Facts
 from pipeline.score.markers import findings
 from pipeline.score.rules import Verdict, rule, unmeasured
 from pipeline.score.scoreboard import Dimension, evaluate
+from pipeline.score.tools import ToolView, tool_views
 
 RUBRIC = "remote"
 RULES_VERSION = "remote/1.0"
@@ -168,8 +171,8 @@ def prompt_resource_descriptions(facts: Facts) -> Verdict:
 
 
 def estimated_tokens(item: dict[str, Any]) -> int:
-    """About four characters a token; the length of the definition's repr is within a few percent of its JSON."""
-    return max(1, len(repr(item)) // 4)
+    """About four characters of JSON a token."""
+    return max(1, len(to_json(item)) // 4)
 
 
 @rule(RUBRIC, "schema_quality", 50)
@@ -178,23 +181,24 @@ def token_budget(facts: Facts) -> Verdict:
     why = _inconclusive(facts)
     if why:
         return _zero(why)
-    items = _items(facts)
-    if not items:
+    sizes = [(v.name, v.tokens) for v in tool_views(facts) or []]
+    sizes += [(str(i.get("name") or i.get("uri")), estimated_tokens(i)) for kind, i in _items(facts) if kind != "tool"]
+    if not sizes:
         return _zero("empty schema: nothing to assess")
-    shares = [min(1.0, TOKEN_BUDGET / estimated_tokens(i)) for _, i in items]
-    over = [str(i.get("name") or i.get("uri")) for _, i in items if estimated_tokens(i) > TOKEN_BUDGET]
-    return Verdict(points=50 * sum(shares) / len(shares), reason=f"{len(items) - len(over)}/{len(items)} definitions within ~{TOKEN_BUDGET} tokens",
+    shares = [min(1.0, TOKEN_BUDGET / tokens) for _, tokens in sizes]
+    over = [name for name, tokens in sizes if tokens > TOKEN_BUDGET]
+    return Verdict(points=50 * sum(shares) / len(shares), reason=f"{len(sizes) - len(over)}/{len(sizes)} definitions within ~{TOKEN_BUDGET} tokens",
                    how_to_gain=("trim: " + ", ".join(over[:5])) if over else None)
 
 
 # ---------------------------------------------------------------- Tool coverage
 
 
-def _tools_or_why(facts: Facts) -> tuple[list[dict[str, Any]] | None, str | None]:
+def _tools_or_why(facts: Facts) -> tuple[list[ToolView] | None, str | None]:
     why = _inconclusive(facts)
     if why:
         return None, why
-    return facts.tools or [], None
+    return tool_views(facts) or [], None
 
 
 @rule(RUBRIC, "tool_coverage", 60)
@@ -205,7 +209,7 @@ def tool_description_coverage(facts: Facts) -> Verdict:
         return _zero(why)
     if not tools:
         return _zero("no tools listed")
-    described = sum(1 for t in tools if str(t.get("description") or "").strip())
+    described = sum(1 for v in tools if v.description)
     return Verdict(points=60 * described / len(tools), reason=f"{described}/{len(tools)} tools described",
                    how_to_gain=None if described == len(tools) else "describe every tool")
 
@@ -216,12 +220,12 @@ def parameter_description_coverage(facts: Facts) -> Verdict:
     tools, why = _tools_or_why(facts)
     if why:
         return _zero(why)
-    params = [p for t in tools for p in ((t.get("inputSchema") or {}).get("properties") or {}).values()]
+    params = sum(v.params for v in tools)
     if not params:
         return unmeasured("no parameters to document")
-    described = sum(1 for p in params if isinstance(p, dict) and str(p.get("description") or "").strip())
-    return Verdict(points=40 * described / len(params), reason=f"{described}/{len(params)} parameters described",
-                   how_to_gain=None if described == len(params) else "describe every parameter")
+    described = sum(v.params_described for v in tools)
+    return Verdict(points=40 * described / params, reason=f"{described}/{params} parameters described",
+                   how_to_gain=None if described == params else "describe every parameter")
 
 
 @rule(RUBRIC, "tool_coverage", 0)
@@ -230,7 +234,7 @@ def output_schema_credit(facts: Facts) -> Verdict:
     tools, why = _tools_or_why(facts)
     if why or not tools:
         return Verdict(points=0, reason=why or "no tools")
-    share = sum(1 for t in tools if t.get("outputSchema")) / len(tools)
+    share = sum(1 for v in tools if v.output_schema) / len(tools)
     return Verdict(points=10 * share, reason=f"{100 * share:.0f}% of tools declare an output schema")
 
 
@@ -279,11 +283,11 @@ def annotation_gap(facts: Facts) -> Verdict:
         return _zero(why)
     if not tools:
         return _zero("inconclusive: no tools captured")
-    risky = [t for t in tools if implied_destructive(t)]
+    risky = [v for v in tools if implied_destructive(v.tool)]
     if not risky:
         return Verdict(points=25, reason="no implied-destructive tools")
-    declared = [t for t in risky if isinstance((t.get("annotations") or {}).get("destructiveHint"), bool)]
-    gap = [str(t.get("name")) for t in risky if t not in declared]
+    declared = [v for v in risky if isinstance(v.hints.get("destructiveHint"), bool)]
+    gap = [v.name for v in risky if not isinstance(v.hints.get("destructiveHint"), bool)]
     return Verdict(points=25 * len(declared) / len(risky), reason=f"{len(declared)}/{len(risky)} implied-destructive tools declare destructiveHint",
                    how_to_gain=("declare destructiveHint on: " + ", ".join(gap[:5])) if gap else None)
 
@@ -295,7 +299,7 @@ def judged_reading(facts: Facts) -> Verdict:
     if why:
         return _zero(why)
     judged = {j.tool_name for j in facts.judgements if not j.offline}
-    names = {str(t.get("name")) for t in tools}
+    names = {v.name for v in tools}
     if not names:
         return _zero("inconclusive: no tools captured")
     if names <= judged:

@@ -16,6 +16,7 @@ from pipeline.score.facts import Facts
 from pipeline.score.markers import findings
 from pipeline.score.rules import Verdict, rule, unmeasured
 from pipeline.score.scoreboard import Dimension, evaluate
+from pipeline.score.tools import ToolView, tool_views
 
 RUBRIC = "review"
 RULES_VERSION = "review/1.0"
@@ -222,12 +223,13 @@ def tools_capability(facts: Facts) -> Verdict:
 # ---------------------------------------------------------------- Tools checks
 
 
-def _tools_or_unmeasured(facts: Facts):
-    return facts.tools if facts.tools else None
+def _tools_or_unmeasured(facts: Facts) -> list[ToolView] | None:
+    views = tool_views(facts)
+    return views if views else None
 
 
-def _all(tools, predicate, what: str, gain: str) -> Verdict:
-    failing = [str(t.get("name")) for t in tools if not predicate(t)]
+def _all(tools: list[ToolView], predicate, what: str, gain: str) -> Verdict:
+    failing = [v.name for v in tools if not predicate(v)]
     return _pass(not failing, f"all {len(tools)} tools {what}", f"{len(failing)} tools fail: {', '.join(failing[:8])}", gain)
 
 
@@ -237,7 +239,7 @@ def tool_descriptions(facts: Facts) -> Verdict:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
-    return _all(tools, lambda t: bool(str(t.get("description") or "").strip()), "have descriptions", "describe every tool")
+    return _all(tools, lambda v: bool(v.description), "have descriptions", "describe every tool")
 
 
 def _hints(tool: dict[str, Any]) -> dict[str, Any]:
@@ -250,8 +252,8 @@ def behavior_hints(facts: Facts) -> Verdict:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
-    return _all(tools, lambda t: all(isinstance(_hints(t).get(h), bool) for h in ("readOnlyHint", "destructiveHint", "openWorldHint")),
-                "declare the behaviour hints", "declare readOnlyHint, destructiveHint and openWorldHint on every tool")
+    return _all(tools, lambda v: v.behaviour_hints_declared, "declare the behaviour hints",
+                "declare readOnlyHint, destructiveHint and openWorldHint on every tool")
 
 
 @rule(RUBRIC, "tools", 1)
@@ -260,7 +262,7 @@ def display_titles(facts: Facts) -> Verdict:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
-    return _all(tools, lambda t: bool(str(t.get("title") or _hints(t).get("title") or "").strip()), "have display titles", "give every tool a title")
+    return _all(tools, lambda v: bool(v.title), "have display titles", "give every tool a title")
 
 
 @rule(RUBRIC, "tools", 1)
@@ -269,7 +271,7 @@ def name_rules(facts: Facts) -> Verdict:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
-    names = [str(t.get("name", "")) for t in tools]
+    names = [v.name for v in tools]
     bad = sorted({n for n in names if not NAME_RULE.match(n)} | {n for n in names if names.count(n) > 1})
     return _pass(not bad, f"{len(names)} valid, unique names", f"invalid or duplicate names: {', '.join(bad[:8])}",
                  "use unique names of up to 64 characters from A–Z, a–z, 0–9, _ - .")
@@ -281,7 +283,7 @@ def field_size(facts: Facts) -> Verdict:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
-    fields = [(f"{t.get('name')}.description", str(t.get("description") or "")) for t in tools]
+    fields = [(f"{v.name}.description", str(v.tool.get("description") or "")) for v in tools]
     fields.append(("server instructions", facts.probe.instructions or ""))
     big = [where for where, text in fields if len(text.encode()) >= FIELD_LIMIT]
     return _pass(not big, "every field under 2 KB", f"over 2 KB: {', '.join(big[:5])}", "keep each description and the instructions under 2 KB")
@@ -317,7 +319,7 @@ def schemas(facts: Facts) -> Verdict:
     # the rule reads that stored verdict rather than validating again on every rescore.
     check = facts.check("schema_validity")
     if check is None:
-        problems = [f"{t.get('name')}: not an object schema" for t in tools if (t.get("inputSchema") or {}).get("type") != "object"]
+        problems = [f"{v.name}: not an object schema" for v in tools if not v.input_is_object]
         return _pass(not problems, "all input schemas are object schemas", "; ".join(problems[:5]), "make every inputSchema an object schema")
     return _pass(bool(check.passed), "all schemas valid", check.detail or check.outcome, "make every inputSchema an object schema and every outputSchema valid")
 

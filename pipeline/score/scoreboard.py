@@ -15,6 +15,7 @@ from pipeline.models import DimensionScore, FlagOutcome, RuleOutcome, ScoreCard
 from pipeline.score.facts import Facts
 from pipeline.score.flags import raised
 from pipeline.score.rules import Verdict, rule, rules_for, unmeasured
+from pipeline.score.tools import ToolView, tool_views
 
 RUBRIC = "scoreboard"
 RULES_VERSION = "scoreboard/0.1"
@@ -94,22 +95,19 @@ def grade_for(score: float) -> str:
 # ---------------------------------------------------------------- Schema Quality
 
 
-def runtime_completeness(tools: list[dict[str, Any]]) -> tuple[float, str]:
+def runtime_completeness(tools: list[ToolView]) -> tuple[float, str]:
     """Base 40 when tools exist, +60 × the mean share of schema checks each tool meets."""
     if not tools:
         return 0.0, "the server listed no tools"
     shares = []
-    for tool in tools:
-        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        checks = [bool((tool.get("description") or "").strip()), schema.get("type") == "object"]
-        if props:
-            checks.append(all(isinstance(p, dict) and any(k in p for k in ("type", "enum", "anyOf", "oneOf", "$ref", "const")) for p in props.values()))
-            checks.append(all(isinstance(p, dict) and (p.get("description") or "").strip() for p in props.values()))
-            checks.append(isinstance(schema.get("required"), list))
-        shares.append(sum(checks) / len(checks))
+    for view in tools:
+        passed, checks = bool(view.description) + view.input_is_object, 2
+        if view.params:
+            passed += (view.params_typed == view.params) + (view.params_described == view.params) + view.has_required
+            checks += 3
+        shares.append(passed / checks)
     value = 40 + 60 * sum(shares) / len(shares)
-    if not any((t.get("description") or "").strip() for t in tools):
+    if not any(view.description for view in tools):
         value = min(value, 70)
     return value, f"{len(tools)} tools; {100 * sum(shares) / len(shares):.0f}% of schema checks met"
 
@@ -121,7 +119,8 @@ def schema_completeness(facts: Facts) -> Verdict:
     static = (facts.analysis.metrics.get("schema_completeness") or {}) if facts.analysis and facts.analysis.ok else {}
     if facts.tools is None and not static:
         return unmeasured("no runtime tool list and no tools found in source yet", "make the server reachable by the probe so its tools can be listed")
-    runtime = runtime_completeness(facts.tools) if facts.tools is not None else None
+    views = tool_views(facts)
+    runtime = runtime_completeness(views) if views is not None else None
     static_value = static.get("value")
     # Runtime override: runtime completeness wins whenever it is higher than the static reading.
     if runtime is not None and (static_value is None or runtime[0] >= static_value):
