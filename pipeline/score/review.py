@@ -16,7 +16,7 @@ from pipeline.score.facts import Facts
 from pipeline.score.markers import findings
 from pipeline.score.rules import Verdict, rule, unmeasured
 from pipeline.score.scoreboard import Dimension, evaluate
-from pipeline.score.tools import ToolView, tool_views
+from pipeline.score.tools import ToolView, read_tool, tool_views
 
 RUBRIC = "review"
 RULES_VERSION = "review/1.0"
@@ -242,10 +242,6 @@ def tool_descriptions(facts: Facts) -> Verdict:
     return _all(tools, lambda v: bool(v.description), "have descriptions", "describe every tool")
 
 
-def _hints(tool: dict[str, Any]) -> dict[str, Any]:
-    return tool.get("annotations") or {}
-
-
 @rule(RUBRIC, "tools", 1)
 def behavior_hints(facts: Facts) -> Verdict:
     """readOnlyHint, destructiveHint and openWorldHint declared as booleans."""
@@ -331,13 +327,10 @@ def _squash(text: str) -> str:
     return re.sub(r"[\s_.\-]+", "", text.lower())
 
 
-def tool_doc_scores(tool: dict[str, Any]) -> dict[str, float]:
+def tool_doc_scores(tool: dict[str, Any] | ToolView) -> dict[str, float]:
     """One tool's documentation: title 10, description 30, inputs 30, annotations 15, output schema 15."""
-    name = str(tool.get("name", ""))
-    title = str(tool.get("title") or _hints(tool).get("title") or "").strip()
-    description = str(tool.get("description") or "").strip()
-    schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
-    props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    view = tool if isinstance(tool, ToolView) else read_tool(tool)
+    name, title, description, props = view.name, view.title, view.description, view.props
     scores = {"title": 10.0 if title and _squash(title) != _squash(name) else 0.0}
     scores["description"] = (10.0 if len(description) >= 20 else 0.0) + (10.0 if WHEN_TO_USE.search(description) else 0.0) + (10.0 if RETURNS.search(description) else 0.0)
     if props:
@@ -349,9 +342,9 @@ def tool_doc_scores(tool: dict[str, Any]) -> dict[str, float]:
         scores["inputs"] = 20 * described + (5.0 if ids_explained else 0.0) + (0.0 if restated else 5.0)
     else:
         scores["inputs"] = 30.0  # no arguments, nothing to document
-    hints = _hints(tool)
+    hints = view.hints
     scores["annotations"] = 15 * sum(isinstance(hints.get(h), bool) for h in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")) / 4
-    output = tool.get("outputSchema") if isinstance(tool.get("outputSchema"), dict) else None
+    output = view.output_schema
     if output is None:
         scores["output_schema"] = 0.0
     else:
@@ -364,7 +357,7 @@ def tool_doc_scores(tool: dict[str, Any]) -> dict[str, float]:
 def doc_scores(facts: Facts) -> dict[str, dict[str, float]]:
     """Per-tool documentation scores, computed once per server and shared by the five rules."""
     if "review.docs" not in facts.memo:
-        facts.memo["review.docs"] = {str(t.get("name")): tool_doc_scores(t) for t in facts.tools or []}
+        facts.memo["review.docs"] = {v.name: tool_doc_scores(v) for v in tool_views(facts) or []}
     return facts.memo["review.docs"]
 
 

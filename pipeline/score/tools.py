@@ -14,7 +14,7 @@ from pydantic_core import to_json
 
 from pipeline.score.facts import Facts
 
-TYPE_KEYS = ("type", "enum", "anyOf", "oneOf", "$ref", "const")
+TYPE_KEYS = frozenset(("type", "enum", "anyOf", "oneOf", "$ref", "const"))
 BEHAVIOUR_HINTS = ("readOnlyHint", "destructiveHint", "openWorldHint")
 
 
@@ -25,6 +25,7 @@ class ToolView:
     description: str  # stripped
     title: str  # title or annotations.title, stripped
     hints: dict[str, Any]
+    props: dict[str, Any]
     input_is_object: bool
     params: int
     params_typed: int
@@ -49,8 +50,9 @@ def read_tool(tool: dict[str, Any]) -> ToolView:
     typed = described = 0
     for spec in props.values():
         if isinstance(spec, dict):
-            typed += any(k in spec for k in TYPE_KEYS)
-            described += bool(str(spec.get("description") or "").strip())
+            typed += not TYPE_KEYS.isdisjoint(spec)
+            text = spec.get("description")
+            described += isinstance(text, str) and not text.isspace() and text != ""
     output = tool.get("outputSchema") if isinstance(tool.get("outputSchema"), dict) else None
     return ToolView(
         tool=tool,
@@ -58,6 +60,7 @@ def read_tool(tool: dict[str, Any]) -> ToolView:
         description=str(tool.get("description") or "").strip(),
         title=str(tool.get("title") or hints.get("title") or "").strip(),
         hints=hints,
+        props=props,
         input_is_object=schema.get("type") == "object",
         params=len(props),
         params_typed=typed,
