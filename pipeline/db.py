@@ -63,6 +63,9 @@ def open_db(path: Path | str, *, create: bool = True) -> Database:
         if db.journal_mode != "wal":
             db.enable_wal()
         conn.execute("PRAGMA foreign_keys = ON")
+        # In WAL mode NORMAL keeps the database consistent through a crash or power loss (only the
+        # last commits can be lost); FULL would add an fsync per commit and per checkpoint.
+        conn.execute("PRAGMA synchronous = NORMAL")
         migrations.apply(db)
     except sqlite3.DatabaseError as exc:
         raise ScoreboardDatabaseError(f"{path}: cannot be read as a SQLite database: {exc}") from exc
