@@ -50,6 +50,9 @@ def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageRepor
         report = body(run_id)
     except KeyboardInterrupt:
         report = StageReport(stage=name, interrupted=True)
+    except Exception as exc:
+        store.fail_run(db, run_id, f"{type(exc).__name__}: {exc}", utcnow())
+        raise
     store.finish_run(db, run_id, report, utcnow())
     click.echo(report.summary_line())
     if report.interrupted:
@@ -300,6 +303,9 @@ def main(argv: list[str] | None = None) -> None:
     except Interrupted as exc:
         click.echo(f"interrupted during {exc}; everything committed before it is kept", err=True)
         sys.exit(130)
+    except store.ScoreboardDatabaseError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2)

@@ -268,6 +268,12 @@ def finish_run(db: Database, run_id: int, report: StageReport, now: datetime) ->
         )
 
 
+def fail_run(db: Database, run_id: int, error: str, now: datetime) -> None:
+    """A stage stopped on an error (a damaged database, a full disk): say so, with the error."""
+    with db.atomic():
+        db["runs"].update(run_id, {"finished_at": iso(now), "status": "failed", "counts": dumps({"error": error[:2000]})})
+
+
 # ---------------------------------------------------------------- evidence
 
 

@@ -82,3 +82,24 @@ def test_trim_caps_hostile_strings():
     trimmed = trim(value, limit=1000)
     assert len(trimmed["description"]) < 1100 and trimmed["description"].endswith("[trimmed, 100000 chars]")
     assert trimmed["nested"] == [{"k": "y" * 20}]
+
+
+def test_damaged_evidence_row_is_named_and_nothing_is_rescored(tmp_path):
+    from pipeline.discover import run_discover
+    from pipeline.discover.local import LocalCatalogSource
+    from tests.conftest import NOW
+    from tests.test_discover import quiet
+
+    path = tmp_path / "damaged.db"
+    db = open_db(path)
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
+    db["probe_runs"].insert({"server_id": "mcp-server-time", "kind": "deep", "started_at": "2026-11-29T00:00:00+00:00", "duration_ms": 1,
+                             "transport": "stdio", "outcome": "ok", "evidence": "{\"truncated", "engine_version": "x"})
+    db.close()
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "--db", str(path), "score"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "probe_runs row 1 (mcp-server-time): stored evidence cannot be read" in done.stderr
+    reopened = open_db(path)
+    assert reopened["scores"].count == 0
+    run = next(reopened.query("select status, counts from runs where stage = 'score'"))
+    assert run["status"] == "failed" and "probe_runs row 1" in run["counts"]

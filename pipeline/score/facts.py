@@ -16,7 +16,7 @@ from pydantic_core import from_json
 from sqlite_utils import Database
 
 from pipeline import latency
-from pipeline.db import iso, parse_iso
+from pipeline.db import ScoreboardDatabaseError, iso, parse_iso
 from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult, Server
 
 RELIABILITY_WINDOW = timedelta(days=7)  # seed 000: the 7-day figures feed the composite
@@ -142,11 +142,11 @@ def gather_many(
         facts = {s.id: Facts(server=s, now=now) for s in group}
         for row in _latest(db, "probe_runs", "evidence", "kind in ('deep', 'sandbox')", marks, ids):
             fact = facts[row["server_id"]]
-            fact.probe = ProbeResult.model_validate_json(row["evidence"])
+            fact.probe = _stored(ProbeResult, row["evidence"], f"probe_runs row {row['id']} ({row['server_id']})")
             fact.probe_ref = f"probe_runs:{row['id']}"
         for row in _latest(db, "analyses", "result", "1", marks, ids):
             fact = facts[row["server_id"]]
-            fact.analysis = AnalysisResult.model_validate_json(row["result"])
+            fact.analysis = _stored(AnalysisResult, row["result"], f"analyses row {row['id']} ({row['server_id']})")
             fact.analysis_ref = f"analyses:{row['id']}"
         # Windows are whole UTC days: the 7-day figures are today and the six days before.
         day7 = (today - (RELIABILITY_WINDOW - timedelta(days=1))).isoformat()
@@ -201,6 +201,14 @@ def gather_many(
             fact = facts[server.id]
             fact.duplicate_description = _normalise(fact.description) in duplicates
             yield fact
+
+
+def _stored(model, text: str, where: str):
+    """Read a stored model, or say exactly which row of the database is damaged."""
+    try:
+        return model.model_validate_json(text)
+    except ValueError as exc:
+        raise ScoreboardDatabaseError(f"{where}: stored evidence cannot be read ({str(exc).splitlines()[0][:200]})") from exc
 
 
 def _latest(db: Database, table: str, columns: str, where: str, marks: str, ids: list[str]):
