@@ -1,4 +1,8 @@
-"""Progress lines for long stages: counts, rate and time left, one line per finished item."""
+"""Progress lines for long stages: counts, rate and time left.
+
+The first item, every failure, the last item, and otherwise at most one line a second, so a
+25,000-server stage stays readable and cheap to print.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +12,26 @@ from typing import TextIO
 
 
 class Progress:
-    def __init__(self, stage: str, total: int, stream: TextIO | None = None, clock=time.monotonic) -> None:
+    def __init__(self, stage: str, total: int, stream: TextIO | None = None, clock=time.monotonic, interval: float = 1.0) -> None:
         self.stage = stage
         self.total = total
         self.done = 0
         self.failed = 0
+        self.interval = interval
         self._stream = stream if stream is not None else sys.stderr
         self._clock = clock
         self._started = clock()
+        self._last_line = float("-inf")
 
     def step(self, item: str, status: str, ok: bool = True) -> None:
         self.done += 1
         if not ok:
             self.failed += 1
-        elapsed = max(self._clock() - self._started, 1e-9)
+        now = self._clock()
+        if ok and self.done not in (1, self.total) and now - self._last_line < self.interval:
+            return
+        self._last_line = now
+        elapsed = max(now - self._started, 1e-9)
         rate = self.done / elapsed
         left = (self.total - self.done) / rate if rate > 0 else 0.0
         width = len(str(self.total))
