@@ -248,7 +248,7 @@ def check(settings: Settings, url: str | None, stdio_command: str | None, source
     command = shlex.split(stdio_command) if stdio_command else None
     probe_result, cards = run_check(url, command, source, dict(p.split("=", 1) for p in env_pairs), settings, utcnow())
     if as_json:
-        click.echo(json.dumps({"probe": probe_result.model_dump(mode="json"), "scores": [c.model_dump(mode="json") for c in cards]}, indent=2, sort_keys=True))
+        click.echo(json.dumps({"probe": probe_result.model_dump(mode="json"), "scores": [c.as_json() for c in cards]}, indent=2, sort_keys=True))
     else:
         click.echo(render_text(probe_result, cards))
     if min_score is not None:

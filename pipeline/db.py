@@ -6,6 +6,7 @@ what it had committed and nothing half-written.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import sqlite3
@@ -421,7 +422,7 @@ SCORE_COLUMNS = ("server_id", "rubric", "composite", "grade", "visibility", "dim
 HISTORY_COLUMNS = ("server_id", "rubric", "day", "composite", "grade", "visibility", "rules_version", "scored_at")
 
 
-JSON_BYTES_COLUMNS = {"dimensions", "rules", "flags", "badges"}  # handed over as UTF-8 bytes, stored as TEXT
+JSON_BYTES_COLUMNS = {"dimensions", "rules", "flags", "badges", "extra"}  # handed over as UTF-8 bytes, stored as TEXT
 
 
 def _upsert_sql(table: str, columns: tuple[str, ...], keys: tuple[str, ...]) -> str:
@@ -448,16 +449,21 @@ def _card_json(value: Any) -> bytes:
     return to_json(value)
 
 
+@functools.lru_cache(maxsize=8)
+def _stamps(scored_at: datetime) -> tuple[str, str]:
+    """(UTC day, ISO time) of a scoring pass: every card of a pass shares them."""
+    return scored_at.astimezone(timezone.utc).date().isoformat(), iso(scored_at)
+
+
 def card_row(card: ScoreCard, now: datetime) -> CardRow:
-    day = now.astimezone(timezone.utc).date().isoformat()
-    scored_at = iso(card.scored_at)
+    day, scored_at = _stamps(now)[0], _stamps(card.scored_at)[1]
     return CardRow(
         score=(
             card.server_id, card.rubric, card.composite, card.grade, card.visibility, card.dimension_indicator,
             _card_json([vars(d) for d in card.dimensions]), _card_json([vars(r) for r in card.rules]),
             _card_json([vars(f) for f in card.flags]), _card_json(card.badges),
             card.rules_version, ENGINE_VERSION, scored_at,
-            dumps({**card.extra, **({"uncapped": card.uncapped} if card.uncapped is not None else {})}),
+            _card_json({**card.extra, "uncapped": card.uncapped} if card.uncapped is not None else card.extra),
         ),
         history=(card.server_id, card.rubric, day, card.composite, card.grade, card.visibility, card.rules_version, scored_at),
         server_id=card.server_id,

@@ -5,12 +5,12 @@ Stages never hand each other raw dicts from the database or the wire; they hand 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 Transport = Literal["stdio", "streamable-http", "sse"]
 Registry = Literal["pypi", "npm"]
@@ -263,7 +263,10 @@ class FlagOutcome:
     cap: float | None = None
 
 
-class ScoreCard(BaseModel):
+@dataclass
+class ScoreCard:
+    """One server under one rubric: the composite, its dimensions, every rule's outcome, flags and badges."""
+
     server_id: str
     rubric: str
     composite: float | None
@@ -271,35 +274,27 @@ class ScoreCard(BaseModel):
     visibility: str
     dimensions: list[DimensionScore]
     rules: list[RuleOutcome]
-    flags: list[FlagOutcome] = Field(default_factory=list)
-    badges: list[str] = Field(default_factory=list)
     rules_version: str
     scored_at: datetime
+    flags: list[FlagOutcome] = field(default_factory=list)
+    badges: list[str] = field(default_factory=list)
     uncapped: float | None = None  # the composite before flag caps, when a cap lowered it
-    extra: dict[str, Any] = Field(default_factory=dict)  # rubric-specific figures (rank score, status, …)
+    extra: dict[str, Any] = field(default_factory=dict)  # rubric-specific figures (rank score, status, …)
 
-    @field_validator("composite", "uncapped")
-    @classmethod
-    def _rounded(cls, value: float | None) -> float | None:
-        return None if value is None else round(value, 1)
-
-    @classmethod
-    def build(cls, **fields: Any) -> "ScoreCard":
-        """Construct without re-validating what the rules produced (the fleet rescore's hot path)."""
-        for key in ("composite", "uncapped"):
-            if fields.get(key) is not None:
-                fields[key] = round(fields[key], 1)
-        fields.setdefault("flags", [])
-        fields.setdefault("badges", [])
-        fields.setdefault("uncapped", None)
-        fields.setdefault("extra", {})
-        return cls.model_construct(**fields)
+    def __post_init__(self) -> None:
+        if self.composite is not None:
+            self.composite = round(self.composite, 1)
+        if self.uncapped is not None:
+            self.uncapped = round(self.uncapped, 1)
 
     @property
     def dimension_indicator(self) -> str:
         applicable = [d for d in self.dimensions if d.status == "scored" or (d.status == "pending" and not d.optional)]
         scored = [d for d in applicable if d.status == "scored"]
         return f"{len(scored)}/{len(applicable)}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "scored_at": self.scored_at.isoformat(), "dimension_indicator": self.dimension_indicator}
 
 
 class StageReport(BaseModel):

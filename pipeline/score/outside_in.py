@@ -207,7 +207,7 @@ def score(facts: Facts) -> ScoreCard:
         trend = round(displayed - facts.yesterday[RUBRIC], 1)
     sample = "unrated" if c.n == 0 else "low sample" if c.n < LOW_SAMPLE else "rated"
     readiness = spec_readiness(facts)
-    return ScoreCard.build(
+    return ScoreCard(
         server_id=facts.server.id, rubric=RUBRIC, composite=displayed, grade=None, visibility=sample,
         dimensions=dimensions, rules=outcomes, rules_version=RULES_VERSION, scored_at=facts.now,
         extra={

@@ -370,7 +370,7 @@ def score(facts: Facts) -> ScoreCard:
             d.weight = round(weights[d.name] / total, 4)
         composite = sum((d.score or 0) * weights[d.name] for d in scored) / total
     applicable = facts.server.transport != "stdio"
-    return ScoreCard.build(
+    return ScoreCard(
         server_id=facts.server.id, rubric=RUBRIC, composite=composite if applicable else None, grade=None,
         visibility="scored" if applicable and composite is not None else "not applicable" if not applicable else "unscored",
         dimensions=dimensions, rules=outcomes, rules_version=RULES_VERSION, scored_at=facts.now,

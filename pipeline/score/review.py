@@ -457,7 +457,7 @@ def score(facts: Facts) -> ScoreCard:
     for s in counted:
         s.weight = round(1 / len(counted), 4)
     per_tool = doc_scores(facts)
-    return ScoreCard.build(
+    return ScoreCard(
         server_id=facts.server.id, rubric=RUBRIC, composite=overall, grade=grade_for(overall) if overall is not None else None,
         visibility="listed" if is_listed else "not listed", dimensions=sections, rules=outcomes,
         rules_version=RULES_VERSION, scored_at=facts.now,

@@ -447,7 +447,7 @@ def score(facts: Facts) -> ScoreCard:
     caps = [f.cap for f in flags if f.cap is not None]
     if composite is not None and caps:
         composite = min(composite, min(caps))  # critical flags cap the composite; dimension scores stay visible
-    return ScoreCard.build(
+    return ScoreCard(
         server_id=facts.server.id,
         rubric=RUBRIC,
         composite=composite,
