@@ -127,10 +127,12 @@ def run_score(
         results: Iterable = _parallel(store.database_path(db), servers, now, workers)
     else:
         results = (row for chunk in _chunked(gather_many(db, servers, now), TASK_SIZE) for row in _score_rows(iter(chunk), now))
-    # One transaction for the whole rescore, written a batch at a time so memory stays flat:
-    # an interrupted rescore leaves the previous scores exactly as they were.
+    # Each batch of whole servers is its own transaction: the write-ahead log is checkpointed a
+    # batch at a time while the workers score the next servers, instead of all at once at the
+    # end. An interrupted rescore leaves every server with either all its new cards or all its
+    # old ones, and says how many it wrote.
     try:
-        with _without_cyclic_gc(), db.atomic():
+        with _without_cyclic_gc():
             for server_id, shown, graded, rows in results:
                 pending.extend(rows)
                 report.counts["graded"] += int(graded)
@@ -140,7 +142,6 @@ def run_score(
             flush()
     except KeyboardInterrupt:
         report.interrupted = True
-        report.counts = {"scored": 0, "alerts": 0, "graded": 0}
     report.seconds = time.monotonic() - started
     return report
 
