@@ -26,7 +26,7 @@ RUBRICS = {
 }
 
 
-WRITE_BATCH = 2000  # cards written per batch inside the rescore's transaction
+WRITE_BATCH = 2000  # cards (of whole servers) per write transaction
 PARALLEL_FROM = 2000  # below this many servers, worker processes cost more than they save
 TASK_SIZE = 250  # servers per worker task
 
