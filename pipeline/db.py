@@ -513,6 +513,31 @@ def load_scores(db: Database, rubric: str) -> dict[str, dict[str, Any]]:
     return {r["server_id"]: r for r in db.query("select * from scores where rubric = ?", [rubric])}
 
 
+def score_changes(db: Database, rubric: str, since_day: str) -> list[dict[str, Any]]:
+    """Day-to-day composite changes since `since_day`, newest first (each server against its previous day)."""
+    return list(
+        db.query(
+            """
+            select server_id, day, previous_day, previous, composite, grade from (
+              select server_id, day, composite, grade,
+                     lag(day) over w as previous_day, lag(composite) over w as previous
+              from score_history where rubric = ? window w as (partition by server_id order by day)
+            )
+            where previous_day is not null and day >= ? and coalesce(previous, -1) != coalesce(composite, -1)
+            order by day desc, server_id
+            """,
+            [rubric, since_day],
+        )
+    )
+
+
+def snapshot(db: Database, target: Path) -> None:
+    """A consistent copy of the whole database (VACUUM INTO), for download."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    db.execute("vacuum into ?", [str(target)])
+
+
 def score_history(db: Database, server_id: str, rubric: str) -> list[dict[str, Any]]:
     return list(
         db.query(

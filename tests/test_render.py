@@ -82,3 +82,64 @@ def test_hostile_server_text_is_escaped_everywhere(db, tmp_path):
     data = json.loads((tmp_path / "site" / "api" / "servers" / "evil.json").read_text())
     assert data["server"]["name"] == HOSTILE and data["server"]["repository"] is None
     ET.fromstring((tmp_path / "site" / "badge" / "evil.svg").read_text())
+
+
+def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
+    import csv as _csv
+    from datetime import timedelta
+
+    from pipeline.db import open_db
+    from pipeline.discover.local import LocalCatalogSource
+    from tests.test_score import analysis, probe
+
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
+    servers = store.active_servers(db)
+    store.record_analysis(db, analysis().model_copy(update={"server_id": "mcp-server-time"}))
+    run_score(db, servers=servers, now=NOW - timedelta(days=1))
+    store.record_probe(db, probe().model_copy(update={"server_id": "mcp-server-time"}), None)
+    run_score(db, servers=servers, now=NOW)
+    site = tmp_path / "site"
+    run_build(db, site_dir=site, now=NOW, site_url="https://scores.example/board")
+
+    changes = json.loads((site / "api" / "changes.json").read_text())["changes"]
+    time_change = next(c for c in changes if c["id"] == "mcp-server-time")
+    assert time_change["day"] == "2026-11-29" and time_change["previous_day"] == "2026-11-28"
+    assert time_change["delta"] == round(time_change["composite"] - time_change["previous"], 1) and time_change["delta"] > 0
+
+    atom = "{http://www.w3.org/2005/Atom}"
+    feed = ET.fromstring((site / "feed.xml").read_text())
+    entries = feed.findall(f"{atom}entry")
+    assert any("mcp-server-time" in e.find(f"{atom}id").text for e in entries)
+    assert feed.find(f"{atom}updated").text == "2026-11-29T00:00:00Z"
+
+    sitemap = ET.fromstring((site / "sitemap.xml").read_text())
+    locations = {loc.text for loc in sitemap.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")}
+    assert "https://scores.example/board/" in locations and "https://scores.example/board/servers/mcp-server-time/" in locations
+    assert len(locations) == 1 + 7 + 1  # leaderboard, servers, downloads
+    assert "Sitemap: https://scores.example/board/sitemap.xml" in (site / "robots.txt").read_text()
+    assert "https://scores.example/board/index.html" in (site / "404.html").read_text()
+
+    rows = list(_csv.DictReader((site / "downloads" / "leaderboard.csv").open()))
+    assert {r["id"] for r in rows} == {s.id for s in servers} and rows[0]["rank"] == "1"
+    snapshots = list((site / "downloads").glob("scoreboard-2026-11-29-engine-*.db"))
+    assert len(snapshots) == 1
+    copy = open_db(snapshots[0], create=False)
+    assert copy["servers"].count == 7 and copy["scores"].count == 28
+    assert snapshots[0].name in (site / "downloads" / "index.html").read_text()
+
+
+def test_hostile_names_in_the_feed_are_escaped(db, tmp_path):
+    from datetime import timedelta
+
+    entry = CatalogEntry(id="evil", name=HOSTILE + "]]>&", transport="stdio", source="test", source_key="evil")
+    run_discover(db, sources=[ListSource("test", [entry])], now=NOW, progress=quiet(1))
+    servers = store.active_servers(db)
+    run_score(db, servers=servers, now=NOW - timedelta(days=1))
+    store.record_probe(db, ProbeResult(server_id="evil", kind="deep", started_at=NOW, duration_ms=1, transport="stdio", outcome=ProbeOutcome.ok,
+                                       tools=[{"name": "t", "description": "Get a thing.", "inputSchema": {"type": "object"}}],
+                                       checks=[CheckResult(name="schema_validity", outcome="valid", passed=True)]), None)
+    run_score(db, servers=servers, now=NOW)
+    run_build(db, site_dir=tmp_path / "site", now=NOW)
+    feed = (tmp_path / "site" / "feed.xml").read_text()
+    ET.fromstring(feed)  # still well-formed XML
+    assert "<script>" not in feed and "&lt;script&gt;" in feed

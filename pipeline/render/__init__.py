@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import time
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from sqlite_utils import Database
@@ -15,7 +18,7 @@ from pipeline import db as store
 from pipeline.config import REPO_ROOT
 from pipeline.models import StageReport
 from pipeline.render.badges import score_badge
-from pipeline.render.contexts import leaderboard_rows, server_page
+from pipeline.render.contexts import leaderboard_rows, score_changes, server_page
 from pipeline.render.writer import SiteWriter
 from pipeline.score.scoreboard import RUBRIC
 
@@ -39,8 +42,31 @@ def _json(value: object) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def run_build(db: Database, *, site_dir: Path, now: datetime) -> StageReport:
+def _csv(rows: list[dict]) -> str:
+    out = io.StringIO()
+    table = csv.DictWriter(out, fieldnames=LEADERBOARD_CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    table.writeheader()
+    table.writerows(rows)
+    return out.getvalue()
+
+
+def _feed_updated(changes: list[dict], now: datetime) -> str:
+    return changes[0]["day"] + "T00:00:00Z" if changes else now.astimezone(timezone.utc).date().isoformat() + "T00:00:00Z"
+
+
+def sitemap(site_url: str, pages: list[str]) -> str:
+    urls = "".join(f"<url><loc>{escape(site_url + page.removesuffix('index.html'))}</loc></url>" for page in pages)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>\n'
+
+
+CHANGES_WINDOW_DAYS = 30
+LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibility", "dimension_indicator", "transport", "era",
+                           "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
+
+
+def run_build(db: Database, *, site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/") -> StageReport:
     started = time.monotonic()
+    site_url = site_url.rstrip("/") + "/"
     env = environment()
     writer = SiteWriter(site_dir)
     servers = store.active_servers(db)
@@ -72,8 +98,21 @@ def run_build(db: Database, *, site_dir: Path, now: datetime) -> StageReport:
             f"badge/{server.id}.svg",
             score_badge(card.get("composite"), card.get("grade"), card.get("dimension_indicator") or "0/0"),
         )
+    names = {s.id: s.name for s in servers}
+    since = (now.astimezone(timezone.utc).date() - timedelta(days=CHANGES_WINDOW_DAYS)).isoformat()
+    changes = score_changes(store.score_changes(db, RUBRIC, since), names)
+    writer.write("api/changes.json", _json({"engine_version": ENGINE_VERSION, "rubric": RUBRIC, "since": since, "changes": changes}))
+    writer.write("feed.xml", env.get_template("feed.xml.j2").render(changes=changes, site_url=site_url, updated=_feed_updated(changes, now)))
+    writer.write("downloads/leaderboard.csv", _csv(rows))
+    snapshot_name = f"scoreboard-{now.astimezone(timezone.utc).date().isoformat()}-engine-{ENGINE_VERSION}.db"
+    store.snapshot(db, writer.path_for(f"downloads/{snapshot_name}"))
+    writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name, root="../", **base))
+    writer.write("404.html", env.get_template("404.html").render(root=site_url, **base))  # served at any path: absolute links
+    writer.write("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {site_url}sitemap.xml\n")
     for path in sorted(STATIC.rglob("*")):
         if path.is_file():
             writer.write(f"static/{path.relative_to(STATIC).as_posix()}", path.read_bytes())
+    pages = sorted(p for p in writer.claimed if p.endswith(".html") and p != "404.html")
+    writer.write("sitemap.xml", sitemap(site_url, pages))
     writer.remove_stale()
     return StageReport(stage="build", counts={"servers": len(servers), **writer.counts}, seconds=time.monotonic() - started)

@@ -180,3 +180,23 @@ def server_page(
         "score_age_days": _score_age_days(scored_at, now),
         "engine_version": ENGINE_VERSION,
     }
+
+
+def score_changes(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
+    """Recent day-to-day score changes, as the changes API and the Atom feed show them."""
+    changes = []
+    for row in rows:
+        old, new = row["previous"], row["composite"]
+        changes.append(
+            {
+                "id": row["server_id"],
+                "name": names.get(row["server_id"], row["server_id"]),
+                "day": row["day"],
+                "previous_day": row["previous_day"],
+                "previous": old,
+                "composite": new,
+                "grade": row["grade"],
+                "delta": round(new - old, 1) if old is not None and new is not None else None,
+            }
+        )
+    return changes

@@ -38,6 +38,17 @@ class SiteWriter:
         os.replace(temporary, target)  # readers never see half a file
         self.counts["written"] += 1
 
+    def path_for(self, relpath: str) -> Path:
+        """Claim a path for a file made in place (a database snapshot), and say where to make it."""
+        path = PurePosixPath(relpath)
+        if path.is_absolute() or ".." in path.parts or not path.parts or str(path) in self.claimed:
+            raise SiteWriteError(f"cannot claim {relpath!r}")
+        self.claimed.add(str(path))
+        self.counts["written"] += 1
+        target = self.root / str(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
     def remove_stale(self) -> None:
         """Delete files this build did not write (pages of servers that disappeared)."""
         if not self.root.exists():
