@@ -20,6 +20,7 @@ class Settings(BaseModel):
     site_dir: Path = REPO_ROOT / "_site"
     cache_dir: Path = _default_cache_dir()
     site_url: str = "http://localhost:8000/"  # where the site is published: absolute links in the sitemap and feed
+    datasette_url: str = "http://localhost:8001/"  # where Datasette serves the database: server pages link to their rows
     # Probing untrusted servers: every wait is bounded.
     start_timeout: float = 30.0  # spawn until an HTTP server accepts connections
     call_timeout: float = 10.0  # one request/response
@@ -36,6 +37,7 @@ class Settings(BaseModel):
             "site_dir": os.environ.get("SCOREBOARD_SITE"),
             "cache_dir": os.environ.get("SCOREBOARD_CACHE"),
             "site_url": os.environ.get("SCOREBOARD_SITE_URL"),
+            "datasette_url": os.environ.get("SCOREBOARD_DATASETTE_URL"),
         }
         values = {k: v for k, v in env.items() if v}
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import socket
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
+
+from pipeline.render.datasette import metadata
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
@@ -33,8 +36,10 @@ class Serving:
     datasette_url: str
     _http: ThreadingHTTPServer
     _datasette: subprocess.Popen[bytes]
+    _metadata: Path
 
     def stop(self) -> None:
+        self._metadata.unlink(missing_ok=True)
         self._http.shutdown()
         self._http.server_close()
         self._datasette.terminate()
@@ -51,14 +56,17 @@ def start(site_dir: Path, db_path: Path, site_port: int = 0, datasette_port: int
     site_url = f"http://127.0.0.1:{http.server_address[1]}/"
     port = datasette_port or free_port()
     log = tempfile.TemporaryFile()  # a pipe nobody reads would fill and stall Datasette
+    described = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)
+    json.dump(metadata(Path(db_path).stem), described)
+    described.close()
     datasette = subprocess.Popen(
-        [sys.executable, "-m", "datasette", "serve", str(db_path), "--host", "127.0.0.1", "--port", str(port)],
+        [sys.executable, "-m", "datasette", "serve", str(db_path), "--host", "127.0.0.1", "--port", str(port), "--metadata", described.name],
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=log,
     )
     datasette_url = f"http://127.0.0.1:{port}/"
-    serving = Serving(site_url, datasette_url, http, datasette)
+    serving = Serving(site_url, datasette_url, http, datasette, Path(described.name))
     deadline = time.monotonic() + ready_timeout
     while time.monotonic() < deadline:
         if datasette.poll() is not None:

@@ -46,6 +46,12 @@ def test_serve_prints_both_urls_and_both_answer(tmp_path):
         assert page.status_code == 200 and "server-everything" in page.text
         rows = httpx.get(urls["datasette"] + "scoreboard/servers.json?_shape=array", timeout=10)
         assert rows.status_code == 200 and {r["id"] for r in rows.json()} >= {"mcp-server-time", "server-memory"}
+        described = httpx.get(urls["datasette"] + "-/metadata.json", timeout=10).json()
+        tables = described["databases"]["scoreboard"]["tables"]
+        assert tables["probe_runs"]["columns"]["era"].startswith("modern (2026-07-28)")
+        for query in ("top_servers", "recent_score_drops", "critical_flags", "tools_by_server", "failing_rule", "top_servers_by_transport"):
+            answer = httpx.get(urls["datasette"] + f"scoreboard/{query}.json?_shape=array&limit=5&server_id=&rule=error_handling", timeout=10)
+            assert answer.status_code == 200, (query, answer.text[:300])
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=20)

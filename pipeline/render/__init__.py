@@ -19,6 +19,7 @@ from pipeline.config import REPO_ROOT
 from pipeline.models import StageReport
 from pipeline.render.badges import score_badge
 from pipeline.render.contexts import leaderboard_rows, score_changes, server_page
+from pipeline.render.datasette import metadata
 from pipeline.render.writer import SiteWriter
 from pipeline.score.scoreboard import RUBRIC
 
@@ -64,9 +65,13 @@ LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibili
                            "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
 
 
-def run_build(db: Database, *, site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/") -> StageReport:
+def run_build(
+    db: Database, *, site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/", datasette_url: str = "http://localhost:8001/"
+) -> StageReport:
     started = time.monotonic()
     site_url = site_url.rstrip("/") + "/"
+    database = Path(store.database_path(db)).stem
+    rows_url = f"{datasette_url.rstrip('/')}/{database}"
     env = environment()
     writer = SiteWriter(site_dir)
     servers = store.active_servers(db)
@@ -91,6 +96,8 @@ def run_build(db: Database, *, site_dir: Path, now: datetime, site_url: str = "h
             store.score_history(db, server.id, RUBRIC), now,
             other_cards={rubric: cards[server.id] for rubric, cards in others.items() if server.id in cards},
         )
+        context["datasette"] = {"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
+                                "scores": f"{rows_url}/scores?server_id={server.id}"}
         writer.write(f"servers/{server.id}/index.html", env.get_template("server.html").render(page=context, root="../../", **base))
         writer.write(f"api/servers/{server.id}.json", _json(context))
         card = scores.get(server.id) or {}
@@ -106,7 +113,8 @@ def run_build(db: Database, *, site_dir: Path, now: datetime, site_url: str = "h
     writer.write("downloads/leaderboard.csv", _csv(rows))
     snapshot_name = f"scoreboard-{now.astimezone(timezone.utc).date().isoformat()}-engine-{ENGINE_VERSION}.db"
     store.snapshot(db, writer.path_for(f"downloads/{snapshot_name}"))
-    writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name, root="../", **base))
+    writer.write("downloads/metadata.json", _json(metadata(database)))
+    writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name, site_url=site_url, root="../", **base))
     writer.write("404.html", env.get_template("404.html").render(root=site_url, **base))  # served at any path: absolute links
     writer.write("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {site_url}sitemap.xml\n")
     for path in sorted(STATIC.rglob("*")):
