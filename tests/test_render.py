@@ -115,7 +115,8 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     sitemap = ET.fromstring((site / "sitemap.xml").read_text())
     locations = {loc.text for loc in sitemap.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")}
     assert "https://scores.example/board/" in locations and "https://scores.example/board/servers/mcp-server-time/" in locations
-    assert len(locations) == 1 + 7 + 1  # leaderboard, servers, downloads
+    assert len(locations) == 1 + 7 + 3 + 1 + 1  # leaderboard, servers, three rubric boards, methodology, downloads
+    assert "https://scores.example/board/outside-in/" in locations and "https://scores.example/board/methodology/" in locations
     assert "Sitemap: https://scores.example/board/sitemap.xml" in (site / "robots.txt").read_text()
     assert "https://scores.example/board/index.html" in (site / "404.html").read_text()
 
@@ -143,3 +144,27 @@ def test_hostile_names_in_the_feed_are_escaped(db, tmp_path):
     feed = (tmp_path / "site" / "feed.xml").read_text()
     ET.fromstring(feed)  # still well-formed XML
     assert "<script>" not in feed and "&lt;script&gt;" in feed
+
+
+def test_rubric_boards_and_methodology_page(db, tmp_path):
+    from datetime import timedelta
+
+    from pipeline.discover.local import LocalCatalogSource
+    from pipeline.render.contexts import methodology_html
+    from tests.test_score import analysis, probe
+
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
+    for server_id in ("mcp-server-time", "server-everything-http"):
+        store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
+        store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
+    run_score(db, servers=store.active_servers(db), now=NOW - timedelta(hours=1))
+    run_build(db, site_dir=tmp_path / "site", now=NOW)
+    outside = json.loads((tmp_path / "site" / "api" / "outside-in.json").read_text())["servers"]
+    ranked = [row for row in outside if row["rank"] is not None]
+    assert [r["id"] for r in ranked][:2] and all(r["extra"]["rank_score"] is not None for r in ranked)
+    assert [r["extra"]["rank_score"] for r in ranked] == sorted((r["extra"]["rank_score"] for r in ranked), reverse=True)
+    remote = json.loads((tmp_path / "site" / "api" / "remote.json").read_text())["servers"]
+    assert [r["id"] for r in remote if r["rank"]] == ["server-everything-http"]  # the only HTTP server
+    html = (tmp_path / "site" / "methodology" / "index.html").read_text()
+    assert "<table>" in html and "schema_completeness" in html and "generated:" not in html
+    assert "&lt;script&gt;" in methodology_html("<script>alert(1)</script>") and "<script>" not in methodology_html("<script>x</script>")

@@ -11,6 +11,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION
@@ -18,7 +19,7 @@ from pipeline import db as store
 from pipeline.config import REPO_ROOT
 from pipeline.models import StageReport
 from pipeline.render.badges import score_badge
-from pipeline.render.contexts import leaderboard_rows, score_changes, server_page
+from pipeline.render.contexts import BOARDS, board_rows, leaderboard_rows, methodology_html, score_changes, server_page
 from pipeline.render.datasette import metadata
 from pipeline.render.writer import SiteWriter
 from pipeline.score.scoreboard import RUBRIC
@@ -105,6 +106,12 @@ def run_build(
             f"badge/{server.id}.svg",
             score_badge(card.get("composite"), card.get("grade"), card.get("dimension_indicator") or "0/0"),
         )
+    for rubric, (title, intro, columns) in BOARDS.items():
+        board = board_rows(rubric, servers, others[rubric])
+        writer.write(f"{rubric}/index.html", env.get_template("board.html").render(rows=board, title=title, intro=intro, columns=columns, root="../", **base))
+        writer.write(f"api/{rubric}.json", _json({"engine_version": ENGINE_VERSION, "rubric": rubric, "servers": board}))
+    methodology = methodology_html((REPO_ROOT / "docs" / "methodology.md").read_text(encoding="utf-8"))
+    writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), root="../", **base))
     names = {s.id: s.name for s in servers}
     since = (now.astimezone(timezone.utc).date() - timedelta(days=CHANGES_WINDOW_DAYS)).isoformat()
     changes = score_changes(store.score_changes(db, RUBRIC, since), names)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -200,3 +201,42 @@ def score_changes(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dic
             }
         )
     return changes
+
+
+BOARDS = {
+    # rubric: (title, intro, extra columns shown as (label, key in card extra))
+    "review": ("Live review", "Seed 001's six sections; only servers that completed a handshake and list a tool are ranked.", []),
+    "outside-in": ("Outside-in", "Seed 003's score over 30 days of runs, ordered by Rank Score (thin evidence shrunk toward 50%).",
+                   [("Rank", "rank_score"), ("Status", "status"), ("Runs", "runs"), ("P95 ms", "p95_ms"), ("Spec readiness", "spec_readiness")]),
+    "remote": ("Remote endpoint", "Seed 004's rubric for servers reached over HTTP.", []),
+}
+
+
+def board_rows(rubric: str, servers: list[Server], cards: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One rubric's leaderboard: ranked rows first (by rank score for outside-in, else composite), then the rest."""
+    rows = []
+    for server in servers:
+        card = cards.get(server.id)
+        if card is None:
+            continue
+        extra = json.loads(card.get("extra") or "{}")
+        rows.append({"id": server.id, "name": server.name, "composite": card["composite"], "grade": card["grade"],
+                     "visibility": card["visibility"], "dimension_indicator": card["dimension_indicator"], "extra": extra})
+    def order(row: dict[str, Any]) -> tuple:
+        value = row["extra"].get("rank_score") if rubric == "outside-in" else row["composite"]
+        return (value is None, -(value or 0), row["id"])
+    rows.sort(key=order)
+    for rank, row in enumerate(rows, start=1):
+        row["rank"] = rank if (row["extra"].get("rank_score") if rubric == "outside-in" else row["composite"]) is not None else None
+    return rows
+
+
+GENERATED_MARKER = re.compile(r"^<!-- /?generated:[\w-]+ -->\n", re.M)
+
+
+def methodology_html(markdown_text: str) -> str:
+    """The methodology document as HTML: raw HTML in the Markdown is shown as text, never rendered."""
+    from markdown_it import MarkdownIt
+
+    renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
+    return renderer.render(GENERATED_MARKER.sub("", markdown_text))
