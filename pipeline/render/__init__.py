@@ -26,6 +26,7 @@ from pipeline.score.scoreboard import RUBRIC
 
 TEMPLATES = REPO_ROOT / "site" / "templates"
 STATIC = REPO_ROOT / "site" / "static"
+SCHEMAS = REPO_ROOT / "site" / "schemas"  # JSON Schemas of the API files, published with them
 
 
 def environment() -> Environment:
@@ -127,6 +128,8 @@ def run_build(
     for path in sorted(STATIC.rglob("*")):
         if path.is_file():
             writer.write(f"static/{path.relative_to(STATIC).as_posix()}", path.read_bytes())
+    for path in sorted(SCHEMAS.glob("*.schema.json")):
+        writer.write(f"api/schema/{path.name}", path.read_bytes())
     pages = sorted(p for p in writer.claimed if p.endswith(".html") and p != "404.html")
     writer.write("sitemap.xml", sitemap(site_url, pages))
     writer.remove_stale()

@@ -1,0 +1,67 @@
+"""Every API file the build writes is valid against the JSON Schema published beside it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import timedelta
+
+import jsonschema
+import pytest
+
+from pipeline import db as store
+from pipeline.discover import run_discover
+from pipeline.discover.local import LocalCatalogSource
+from pipeline.render import run_build
+from pipeline.score import run_score
+from tests.conftest import NOW
+from tests.test_discover import quiet
+from tests.test_score import analysis, probe
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    db = store.open_db(tmp_path_factory.mktemp("api") / "scoreboard.db")
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
+    run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1))
+    for server_id in ("mcp-server-time", "server-everything-http"):
+        store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
+        store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
+    run_score(db, servers=store.active_servers(db), now=NOW)
+    root = tmp_path_factory.mktemp("site")
+    run_build(db, site_dir=root, now=NOW)
+    return root
+
+
+def validator(site, name):
+    schema = json.loads((site / "api" / "schema" / name).read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def cases(site):
+    yield "servers.schema.json", site / "api" / "servers.json"
+    yield "changes.schema.json", site / "api" / "changes.json"
+    for rubric in ("review", "outside-in", "remote"):
+        yield "board.schema.json", site / "api" / f"{rubric}.json"
+    for path in sorted((site / "api" / "servers").glob("*.json")):
+        yield "server.schema.json", path
+
+
+def test_every_api_file_matches_its_schema(site):
+    checked = 0
+    for schema, path in cases(site):
+        errors = sorted(validator(site, schema).iter_errors(json.loads(path.read_text())), key=str)
+        assert not errors, f"{path.name}: {errors[0].message} at {list(errors[0].absolute_path)}"
+        checked += 1
+    assert checked == 5 + 7
+    assert json.loads((site / "api" / "changes.json").read_text())["changes"]  # the fixture has a change to describe
+
+
+def test_the_schemas_reject_a_broken_file(site):
+    data = json.loads((site / "api" / "servers" / "mcp-server-time.json").read_text())
+    broken = copy.deepcopy(data)
+    broken["score"]["grade"] = "Z"
+    del broken["score"]["dimensions"][0]["rules"][0]["reason"]
+    messages = [e.message for e in validator(site, "server.schema.json").iter_errors(broken)]
+    assert any("'Z'" in m for m in messages) and any("'reason' is a required property" in m for m in messages)
