@@ -65,3 +65,39 @@ def test_the_schemas_reject_a_broken_file(site):
     del broken["score"]["dimensions"][0]["rules"][0]["reason"]
     messages = [e.message for e in validator(site, "server.schema.json").iter_errors(broken)]
     assert any("'Z'" in m for m in messages) and any("'reason' is a required property" in m for m in messages)
+
+
+def test_no_broken_internal_links(site):
+    """Every relative href and src of every page points at a file the build wrote."""
+    import re
+    from urllib.parse import unquote, urldefrag, urlparse
+
+    pages = sorted(site.rglob("*.html"))
+    checked = 0
+    for page in pages:
+        for target in re.findall(r'(?:href|src)="([^"]+)"', page.read_text()):
+            if urlparse(target).scheme or target.startswith(("#", "mailto:")):
+                continue
+            path = unquote(urldefrag(target)[0].split("?")[0])
+            resolved = (page.parent / path).resolve()
+            if path.endswith("/") or resolved.is_dir():
+                resolved = resolved / "index.html"
+            assert resolved.is_file(), f"{page.relative_to(site)} links to missing {target}"
+            checked += 1
+    assert len(pages) >= 13 and checked > 100
+
+
+def test_rebuilding_unchanged_evidence_rewrites_nothing_but_the_snapshot(site, tmp_path):
+    import shutil
+
+    from pipeline.render import run_build
+
+    database = next(site.glob("downloads/scoreboard-*.db"))
+    copy = tmp_path / "scoreboard.db"
+    shutil.copy(database, copy)
+    db = store.open_db(copy)
+    first = run_build(db, site_dir=tmp_path / "a", now=NOW)
+    second = run_build(db, site_dir=tmp_path / "a", now=NOW)
+    assert first.counts["written"] > 20
+    assert second.counts["written"] == 1 and second.counts["removed"] == 0  # the dated snapshot is made anew each build
+    assert second.counts["unchanged"] == first.counts["written"] - 1

@@ -18,7 +18,8 @@ from pipeline import ENGINE_VERSION
 from pipeline import db as store
 from pipeline.config import REPO_ROOT
 from pipeline.models import StageReport
-from pipeline.render.badges import score_badge
+from pipeline.render.badges import embed_snippets, score_badge, shields_endpoint
+from pipeline.render.charts import trend_svg
 from pipeline.render.contexts import BOARDS, board_rows, leaderboard_rows, methodology_html, score_changes, server_page
 from pipeline.render.datasette import metadata
 from pipeline.render.writer import SiteWriter
@@ -98,6 +99,7 @@ def run_build(
             store.score_history(db, server.id, RUBRIC), now,
             other_cards={rubric: cards[server.id] for rubric, cards in others.items() if server.id in cards},
         )
+        context["embed"] = embed_snippets(site_url, server.id)
         context["datasette"] = {"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
                                 "scores": f"{rows_url}/scores?server_id={server.id}"}
         writer.write(f"servers/{server.id}/index.html", env.get_template("server.html").render(page=context, root="../../", **base))
@@ -107,6 +109,9 @@ def run_build(
             f"badge/{server.id}.svg",
             score_badge(card.get("composite"), card.get("grade"), card.get("dimension_indicator") or "0/0"),
         )
+        writer.write(f"badge/{server.id}.json", _json(shields_endpoint(card.get("composite"), card.get("grade"), card.get("dimension_indicator") or "0/0")))
+        if context["history"]:
+            writer.write(f"servers/{server.id}/trend.svg", trend_svg(f"trend-{server.id}", context["history"]))
     for rubric, (title, intro, columns) in BOARDS.items():
         board = board_rows(rubric, servers, others[rubric])
         writer.write(f"{rubric}/index.html", env.get_template("board.html").render(rows=board, title=title, intro=intro, columns=columns, root="../", **base))

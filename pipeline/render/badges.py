@@ -54,5 +54,23 @@ def badge_svg(label: str, message: str, colour: str) -> str:
 
 
 def score_badge(composite: float | None, grade: str | None, indicator: str) -> str:
-    message = f"{grade} {composite:.0f} ({indicator})" if composite is not None and grade else "unscored"
-    return badge_svg("mcp score", message, GRADE_COLOURS.get(grade, GRADE_COLOURS[None]))
+    return badge_svg("mcp score", _message(composite, grade, indicator), GRADE_COLOURS.get(grade, GRADE_COLOURS[None]))
+
+
+def _message(composite: float | None, grade: str | None, indicator: str) -> str:
+    return f"{grade} {composite:.0f} ({indicator})" if composite is not None and grade else "unscored"
+
+
+def shields_endpoint(composite: float | None, grade: str | None, indicator: str) -> dict[str, object]:
+    """The shields.io endpoint-badge JSON, for those who prefer shields' rendering and caching."""
+    return {"schemaVersion": 1, "label": "mcp score", "message": _message(composite, grade, indicator),
+            "color": GRADE_COLOURS.get(grade, GRADE_COLOURS[None]).lstrip("#")}
+
+
+def embed_snippets(site_url: str, server_id: str) -> dict[str, str]:
+    badge, page = f"{site_url}badge/{server_id}.svg", f"{site_url}servers/{server_id}/"
+    return {
+        "markdown": f"[![MCP score]({badge})]({page})",
+        "html": f'<a href="{page}"><img src="{badge}" alt="MCP score"></a>',
+        "shields": f"https://img.shields.io/endpoint?url={site_url}badge/{server_id}.json",
+    }
