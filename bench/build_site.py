@@ -1,0 +1,66 @@
+"""Build the static site from a synthetic fleet: full build, then a rebuild after 1% of servers change.
+
+python bench/build_site.py [--servers 25000] [--db PATH]
+Targets (issue 4): full build ≤ 60 s and ≤ 1.5 GB on 2 cores; rebuild after 1% changes ≤ 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.synthetic import NOW, generate  # noqa: E402
+from pipeline import db as store  # noqa: E402
+from pipeline.progress import Progress  # noqa: E402
+from pipeline.render import run_build  # noqa: E402
+from pipeline.score import run_score  # noqa: E402
+
+
+def size_of(root: Path) -> tuple[int, int]:
+    files = [p for p in root.rglob("*") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--servers", type=int, default=25_000)
+    parser.add_argument("--db", type=Path, help="an existing synthetic database to copy")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "fleet.db"
+        if args.db:
+            shutil.copy(args.db, path)
+        else:
+            generate(path, args.servers)
+        db = store.open_db(path)
+        servers = store.active_servers(db)
+        run_score(db, servers=servers, now=NOW - timedelta(days=1), progress=Progress("score", len(servers), stream=io.StringIO()))
+        run_score(db, servers=servers, now=NOW, progress=Progress("score", len(servers), stream=io.StringIO()))
+        site = Path(tmp) / "site"
+        started = time.perf_counter()
+        report = run_build(db, site_dir=site, now=NOW)
+        full = time.perf_counter() - started
+        files, size = size_of(site)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"full build: {len(servers)} servers, {full:.1f}s, {files / full:,.0f} files/s, {files:,} files, {size / 1e6:,.0f} MB, peak {peak:.0f} MB")
+        print(f"  {report.summary_line()}")
+        changed = servers[: max(1, len(servers) // 100)]
+        with db.atomic():
+            for server in changed:
+                db["servers"].update(server.id, {"description": (server.description or "") + " (updated)"})
+        started = time.perf_counter()
+        report = run_build(db, site_dir=site, now=NOW)
+        print(f"rebuild after {len(changed)} servers changed: {time.perf_counter() - started:.1f}s; {report.summary_line()}")
+
+
+if __name__ == "__main__":
+    main()
