@@ -358,6 +358,21 @@ def latest_probe(db: Database, server_id: str, kinds: tuple[str, ...] = ("deep",
     return row["id"], ProbeResult.model_validate_json(row["evidence"])
 
 
+def latest_probe_summaries(db: Database) -> dict[str, dict[str, Any]]:
+    """The latest deep/sandbox probe of every server, from its columns only (no evidence parsed)."""
+    return {
+        row["server_id"]: row
+        for row in db.query(
+            "select p.server_id, p.id, p.era, p.protocol_version, p.tool_count, p.outcome from probe_runs p join "
+            "(select server_id, max(id) id from probe_runs where kind in ('deep', 'sandbox') group by server_id) latest on p.id = latest.id"
+        )
+    }
+
+
+def latest_analysis_ids(db: Database) -> dict[str, int]:
+    return {row["server_id"]: row["id"] for row in db.query("select server_id, max(id) id from analyses group by server_id")}
+
+
 def record_analysis(db: Database, result: AnalysisResult) -> int:
     with db.atomic():
         table = db["analyses"]

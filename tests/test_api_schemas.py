@@ -101,3 +101,23 @@ def test_rebuilding_unchanged_evidence_rewrites_nothing_but_the_snapshot(site, t
     assert first.counts["written"] > 20
     assert second.counts["written"] == 1 and second.counts["removed"] == 0  # the dated snapshot is made anew each build
     assert second.counts["unchanged"] == first.counts["written"] - 1
+
+
+def test_only_servers_whose_inputs_changed_are_rendered_again(site, tmp_path):
+    import shutil
+
+    from pipeline.render import run_build
+
+    copy = tmp_path / "scoreboard.db"
+    shutil.copy(next(site.glob("downloads/scoreboard-*.db")), copy)
+    db = store.open_db(copy)
+    out = tmp_path / "out"
+    run_build(db, site_dir=out, now=NOW)
+    db["servers"].update("mcp-server-git", {"description": "Reads and searches git repositories (changed)."})
+    report = run_build(db, site_dir=out, now=NOW)
+    # the git server's page, JSON, badge and shields JSON, plus every page listing it (leaderboards, CSV, API) and the snapshot
+    assert "(changed)" in (out / "servers" / "mcp-server-git" / "index.html").read_text()
+    assert report.counts["written"] < 20 and report.counts["unchanged"] > 30
+    (out / "servers" / "mcp-server-time" / "index.html").unlink()  # a missing output is always made again
+    run_build(db, site_dir=out, now=NOW)
+    assert (out / "servers" / "mcp-server-time" / "index.html").exists()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
-import json
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -12,11 +12,13 @@ from xml.sax.saxutils import escape
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
+from pydantic_core import from_json, to_json
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION
 from pipeline import db as store
 from pipeline.config import REPO_ROOT
+from pipeline.db import content_hash
 from pipeline.models import StageReport
 from pipeline.render.badges import embed_snippets, score_badge, shields_endpoint
 from pipeline.render.charts import trend_svg
@@ -42,8 +44,58 @@ def environment() -> Environment:
     return env
 
 
-def _json(value: object) -> str:
-    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def _json(value: object) -> bytes:
+    # Every API dict is built in a fixed key order (stored evidence was written with sorted keys),
+    # so the output is stable without sorting; pydantic-core encodes it many times faster.
+    return to_json(value, indent=2) + b"\n"
+
+
+MANIFEST = ".build-manifest.json"  # per-server input fingerprints of the last build
+
+
+def _server_outputs(server_id: str) -> list[str]:
+    return [f"servers/{server_id}/index.html", f"api/servers/{server_id}.json", f"badge/{server_id}.svg", f"badge/{server_id}.json"]
+
+
+def _read_manifest(path: Path) -> dict[str, str]:
+    try:
+        value = from_json(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _code_fingerprint(site_url: str, datasette_url: str) -> str:
+    """What every page depends on besides its server: templates, the engine, the URLs it links to."""
+    templates = sorted((p.name, p.read_bytes()) for p in TEMPLATES.glob("*"))
+    return content_hash([ENGINE_VERSION, site_url, datasette_url, [(name, hashlib.sha256(data).hexdigest()) for name, data in templates]])
+
+
+def _score_age(card: dict | None, now: datetime) -> int | None:
+    if not card or not card.get("scored_at"):
+        return None
+    return (now - datetime.fromisoformat(card["scored_at"])).days
+
+
+def _render_server(writer: SiteWriter, env: Environment, db: Database, server, cards: dict, now: datetime, site_url: str, rows_url: str, base: dict) -> None:
+    probe = store.latest_probe(db, server.id)
+    analysis_row = store.latest_analysis(db, server.id)
+    analysis = analysis_row[1].model_dump(mode="json", exclude={"files"}) if analysis_row else None
+    context = server_page(
+        server, cards[RUBRIC], probe, analysis, store.score_history(db, server.id, RUBRIC), now,
+        other_cards={rubric: card for rubric, card in cards.items() if rubric != RUBRIC and card is not None},
+    )
+    context["embed"] = embed_snippets(site_url, server.id)
+    context["datasette"] = {"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
+                            "scores": f"{rows_url}/scores?server_id={server.id}"}
+    writer.write(f"servers/{server.id}/index.html", env.get_template("server.html").render(page=context, root="../../", **base))
+    writer.write(f"api/servers/{server.id}.json", _json(context))
+    card = cards[RUBRIC] or {}
+    indicator = card.get("dimension_indicator") or "0/0"
+    writer.write(f"badge/{server.id}.svg", score_badge(card.get("composite"), card.get("grade"), indicator))
+    writer.write(f"badge/{server.id}.json", _json(shields_endpoint(card.get("composite"), card.get("grade"), indicator)))
+    if context["history"]:
+        writer.write(f"servers/{server.id}/trend.svg", trend_svg(f"trend-{server.id}", context["history"]))
 
 
 def _csv(rows: list[dict]) -> str:
@@ -80,38 +132,34 @@ def run_build(
     servers = store.active_servers(db)
     scores = store.load_scores(db, RUBRIC)
     others = {rubric: store.load_scores(db, rubric) for rubric in ("review", "outside-in", "remote")}
-    probes = {}
-    for server in servers:
-        latest = store.latest_probe(db, server.id)
-        if latest:
-            probes[server.id] = latest
-    rows = leaderboard_rows(servers, scores, {k: v[1] for k, v in probes.items()})
+    probes = store.latest_probe_summaries(db)
+    analyses = store.latest_analysis_ids(db)
+    rows = leaderboard_rows(servers, scores, probes)
+    manifest_path = site_dir / MANIFEST
+    previous = _read_manifest(manifest_path)
+    manifest: dict[str, str] = {}
+    code = _code_fingerprint(site_url, datasette_url)
     # No build timestamp in pages: a page changes only when what it shows changes.
     base = {"engine_version": ENGINE_VERSION}
 
     writer.write("index.html", env.get_template("leaderboard.html").render(rows=rows, root="", **base))
     writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}))
     for server in servers:
-        analysis_row = store.latest_analysis(db, server.id)
-        analysis = analysis_row[1].model_dump(mode="json", exclude={"files"}) if analysis_row else None
-        context = server_page(
-            server, scores.get(server.id), probes.get(server.id), analysis,
-            store.score_history(db, server.id, RUBRIC), now,
-            other_cards={rubric: cards[server.id] for rubric, cards in others.items() if server.id in cards},
-        )
-        context["embed"] = embed_snippets(site_url, server.id)
-        context["datasette"] = {"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
-                                "scores": f"{rows_url}/scores?server_id={server.id}"}
-        writer.write(f"servers/{server.id}/index.html", env.get_template("server.html").render(page=context, root="../../", **base))
-        writer.write(f"api/servers/{server.id}.json", _json(context))
-        card = scores.get(server.id) or {}
-        writer.write(
-            f"badge/{server.id}.svg",
-            score_badge(card.get("composite"), card.get("grade"), card.get("dimension_indicator") or "0/0"),
-        )
-        writer.write(f"badge/{server.id}.json", _json(shields_endpoint(card.get("composite"), card.get("grade"), card.get("dimension_indicator") or "0/0")))
-        if context["history"]:
-            writer.write(f"servers/{server.id}/trend.svg", trend_svg(f"trend-{server.id}", context["history"]))
+        cards = {RUBRIC: scores.get(server.id), **{rubric: cards.get(server.id) for rubric, cards in others.items()}}
+        probe_summary = probes.get(server.id)
+        fingerprint = content_hash([
+            code, server.model_dump(mode="json"), {r: (c or {}).get("scored_at") for r, c in cards.items()},
+            probe_summary["id"] if probe_summary else None, analyses.get(server.id),
+            _score_age(cards[RUBRIC], now),
+        ])
+        manifest[server.id] = fingerprint
+        outputs = _server_outputs(server.id)
+        # A page whose inputs have not changed since the last build is kept as it is, unrendered.
+        if previous.get(server.id) == fingerprint and all((site_dir / path).exists() for path in outputs):
+            for path in outputs + [p for p in (f"servers/{server.id}/trend.svg",) if (site_dir / p).exists()]:
+                writer.keep(path)
+            continue
+        _render_server(writer, env, db, server, cards, now, site_url, rows_url, base)
     for rubric, (title, intro, columns) in BOARDS.items():
         board = board_rows(rubric, servers, others[rubric])
         writer.write(f"{rubric}/index.html", env.get_template("board.html").render(rows=board, title=title, intro=intro, columns=columns, root="../", **base))
@@ -137,5 +185,6 @@ def run_build(
         writer.write(f"api/schema/{path.name}", path.read_bytes())
     pages = sorted(p for p in writer.claimed if p.endswith(".html") and p != "404.html")
     writer.write("sitemap.xml", sitemap(site_url, pages))
+    writer.write(MANIFEST, _json(manifest))
     writer.remove_stale()
     return StageReport(stage="build", counts={"servers": len(servers), **writer.counts}, seconds=time.monotonic() - started)

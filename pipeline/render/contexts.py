@@ -35,8 +35,11 @@ def _score_age_days(scored_at: str | None, now: datetime) -> int | None:
     return max(0, (now - datetime.fromisoformat(scored_at)).days)
 
 
-def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], probes: dict[str, ProbeResult]) -> list[dict[str, Any]]:
-    """One row per active server, ordered by visibility tier, then composite, then id."""
+def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], probes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per active server, ordered by visibility tier, then composite, then id.
+
+    `probes` holds each server's latest probe summary (era, protocol_version, tool_count, outcome).
+    """
     rows = []
     for server in servers:
         card = scores.get(server.id) or {}
@@ -53,10 +56,10 @@ def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], p
                 "visibility": visibility,
                 "visibility_icon": VISIBILITY_ICONS[visibility],
                 "dimension_indicator": card.get("dimension_indicator") or "0/0",
-                "era": probe.era if probe else None,
-                "protocol_version": probe.protocol_version if probe else None,
-                "tool_count": len(probe.tools) if probe and probe.tools is not None else None,
-                "probe_outcome": probe.outcome.value if probe else "not probed",
+                "era": probe["era"] if probe else None,
+                "protocol_version": probe["protocol_version"] if probe else None,
+                "tool_count": probe["tool_count"] if probe else None,
+                "probe_outcome": probe["outcome"] if probe else "not probed",
                 "last_scored_at": card.get("scored_at"),
             }
         )

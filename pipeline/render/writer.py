@@ -38,6 +38,14 @@ class SiteWriter:
         os.replace(temporary, target)  # readers never see half a file
         self.counts["written"] += 1
 
+    def keep(self, relpath: str) -> None:
+        """Claim a file the last build wrote and this one leaves as it is."""
+        key = str(PurePosixPath(relpath))
+        if key in self.claimed:
+            raise SiteWriteError(f"two outputs claim the same path: {key}")
+        self.claimed.add(key)
+        self.counts["unchanged"] += 1
+
     def path_for(self, relpath: str) -> Path:
         """Claim a path for a file made in place (a database snapshot), and say where to make it."""
         path = PurePosixPath(relpath)
