@@ -15,6 +15,7 @@ class SiteWriter:
         self.root = Path(root)
         self.claimed: set[str] = set()
         self.counts = {"written": 0, "unchanged": 0, "removed": 0}
+        self._made_dirs: set[Path] = set()
 
     def write(self, relpath: str, content: bytes | str) -> None:
         path = PurePosixPath(relpath)
@@ -32,7 +33,9 @@ class SiteWriter:
                 return
         except OSError:
             pass
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.parent not in self._made_dirs:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            self._made_dirs.add(target.parent)
         temporary = target.with_name(target.name + ".tmp")
         temporary.write_bytes(data)
         os.replace(temporary, target)  # readers never see half a file
