@@ -121,3 +121,22 @@ def test_only_servers_whose_inputs_changed_are_rendered_again(site, tmp_path):
     (out / "servers" / "mcp-server-time" / "index.html").unlink()  # a missing output is always made again
     run_build(db, site_dir=out, now=NOW)
     assert (out / "servers" / "mcp-server-time" / "index.html").exists()
+
+
+def test_parallel_rendering_writes_the_same_site(site, tmp_path, monkeypatch):
+    import shutil
+
+    import pipeline.render as render
+
+    copy = tmp_path / "scoreboard.db"
+    shutil.copy(next(site.glob("downloads/scoreboard-*.db")), copy)
+    db = store.open_db(copy)
+    serial = render.run_build(db, site_dir=tmp_path / "serial", now=NOW, workers=1)
+    monkeypatch.setattr(render, "PARALLEL_FROM", 1)
+    monkeypatch.setattr(render, "RENDER_TASK", 2)
+    parallel = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+    assert serial.counts == parallel.counts
+    files = sorted(p.relative_to(tmp_path / "serial") for p in (tmp_path / "serial").rglob("*") if p.is_file() and p.suffix != ".db")
+    assert files == sorted(p.relative_to(tmp_path / "parallel") for p in (tmp_path / "parallel").rglob("*") if p.is_file() and p.suffix != ".db")
+    for path in files:
+        assert (tmp_path / "serial" / path).read_bytes() == (tmp_path / "parallel" / path).read_bytes(), path

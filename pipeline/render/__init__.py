@@ -5,7 +5,10 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -77,7 +80,42 @@ def _score_age(card: dict | None, now: datetime) -> int | None:
     return (now - datetime.fromisoformat(card["scored_at"])).days
 
 
-def _render_server(writer: SiteWriter, env: Environment, db: Database, server, cards: dict, now: datetime, site_url: str, rows_url: str, base: dict) -> None:
+PARALLEL_FROM = 1000  # server pages to render before worker processes pay for themselves
+RENDER_TASK = 200
+
+
+@dataclass(frozen=True)
+class _RenderJob:
+    site_dir: str
+    database: str
+    now: datetime
+    site_url: str
+    rows_url: str
+
+
+_render_state: dict = {}
+
+
+def _render_worker_init(job: _RenderJob) -> None:
+    import sqlite3
+
+    _render_state.update(job=job, env=environment(), db=Database(sqlite3.connect(f"file:{job.database}?mode=ro", uri=True)))
+
+
+def _render_chunk(server_ids: list[str]) -> tuple[set[str], dict[str, int]]:
+    job, env, db = _render_state["job"], _render_state["env"], _render_state["db"]
+    writer = SiteWriter(Path(job.site_dir))
+    marks = ",".join("?" for _ in server_ids)
+    cards: dict[str, dict] = {sid: {RUBRIC: None, "review": None, "outside-in": None, "remote": None} for sid in server_ids}
+    for row in db.query(f"select * from scores where server_id in ({marks})", server_ids):
+        cards[row["server_id"]][row["rubric"]] = row
+    for server in store.active_servers(db, server_ids):
+        _render_server(writer, env, db, server, cards[server.id], job, {"engine_version": ENGINE_VERSION})
+    return writer.claimed, writer.counts
+
+
+def _render_server(writer: SiteWriter, env: Environment, db: Database, server, cards: dict, job: _RenderJob, base: dict) -> None:
+    now, site_url, rows_url = job.now, job.site_url, job.rows_url
     probe = store.latest_probe(db, server.id)
     analysis_row = store.latest_analysis(db, server.id)
     analysis = analysis_row[1].model_dump(mode="json", exclude={"files"}) if analysis_row else None
@@ -121,7 +159,8 @@ LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibili
 
 
 def run_build(
-    db: Database, *, site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/", datasette_url: str = "http://localhost:8001/"
+    db: Database, *, site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/", datasette_url: str = "http://localhost:8001/",
+    workers: int | None = None,
 ) -> StageReport:
     started = time.monotonic()
     site_url = site_url.rstrip("/") + "/"
@@ -144,6 +183,7 @@ def run_build(
 
     writer.write("index.html", env.get_template("leaderboard.html").render(rows=rows, root="", **base))
     writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}))
+    todo: list[str] = []
     for server in servers:
         cards = {RUBRIC: scores.get(server.id), **{rubric: cards.get(server.id) for rubric, cards in others.items()}}
         probe_summary = probes.get(server.id)
@@ -159,7 +199,21 @@ def run_build(
             for path in outputs + [p for p in (f"servers/{server.id}/trend.svg",) if (site_dir / p).exists()]:
                 writer.keep(path)
             continue
-        _render_server(writer, env, db, server, cards, now, site_url, rows_url, base)
+        todo.append(server.id)
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    job = _RenderJob(str(site_dir), store.database_path(db), now, site_url, rows_url)
+    if workers > 1 and len(todo) >= PARALLEL_FROM:
+        # Server pages are most of a full build: two processes render them, each writing its own files.
+        chunks = [todo[i : i + RENDER_TASK] for i in range(0, len(todo), RENDER_TASK)]
+        with ProcessPoolExecutor(max_workers=workers, initializer=_render_worker_init, initargs=(job,)) as pool:
+            for claimed, counts in pool.map(_render_chunk, chunks):
+                writer.adopt(claimed, counts)
+    else:
+        by_id = {s.id: s for s in servers}
+        for server_id in todo:
+            server = by_id[server_id]
+            cards = {RUBRIC: scores.get(server_id), **{rubric: cards.get(server_id) for rubric, cards in others.items()}}
+            _render_server(writer, env, db, server, cards, job, base)
     for rubric, (title, intro, columns) in BOARDS.items():
         board = board_rows(rubric, servers, others[rubric])
         writer.write(f"{rubric}/index.html", env.get_template("board.html").render(rows=board, title=title, intro=intro, columns=columns, root="../", **base))

@@ -41,6 +41,15 @@ class SiteWriter:
         os.replace(temporary, target)  # readers never see half a file
         self.counts["written"] += 1
 
+    def adopt(self, claimed: set[str], counts: dict[str, int]) -> None:
+        """Take over what another writer (in a worker process) wrote into the same site."""
+        overlap = self.claimed & claimed
+        if overlap:
+            raise SiteWriteError(f"two outputs claim the same path: {sorted(overlap)[0]}")
+        self.claimed |= claimed
+        for key, value in counts.items():
+            self.counts[key] += value
+
     def keep(self, relpath: str) -> None:
         """Claim a file the last build wrote and this one leaves as it is."""
         key = str(PurePosixPath(relpath))
