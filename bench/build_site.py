@@ -6,10 +6,8 @@ Targets (issue 4): full build ≤ 60 s and ≤ 1.5 GB on 2 cores; rebuild after 
 
 from __future__ import annotations
 
-import argparse
 import io
 import resource
-import shutil
 import sys
 import tempfile
 import time
@@ -18,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.synthetic import NOW, generate  # noqa: E402
+from bench.synthetic import NOW, fleet_arguments, prepared_fleet  # noqa: E402
 from pipeline import db as store  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.render import run_build  # noqa: E402
@@ -31,16 +29,9 @@ def size_of(root: Path) -> tuple[int, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--servers", type=int, default=25_000)
-    parser.add_argument("--db", type=Path, help="an existing synthetic database to copy")
-    args = parser.parse_args()
+    args = fleet_arguments(__doc__.splitlines()[0])
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "fleet.db"
-        if args.db:
-            shutil.copy(args.db, path)
-        else:
-            generate(path, args.servers)
+        path = prepared_fleet(args, Path(tmp))
         db = store.open_db(path)
         servers = store.active_servers(db)
         run_score(db, servers=servers, now=NOW - timedelta(days=1), progress=Progress("score", len(servers), stream=io.StringIO()))

@@ -7,10 +7,8 @@ one (a copy is scored, so the input stays as it was). Target: ≤ 15 s and ≤ 1
 
 from __future__ import annotations
 
-import argparse
 import io
 import resource
-import shutil
 import sys
 import tempfile
 import time
@@ -18,24 +16,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.synthetic import NOW, generate  # noqa: E402
+from bench.synthetic import NOW, fleet_arguments, prepared_fleet  # noqa: E402
 from pipeline import db as store  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--servers", type=int, default=25_000)
-    parser.add_argument("--db", type=Path, help="an existing synthetic database to copy and score")
-    args = parser.parse_args()
+    args = fleet_arguments(__doc__.splitlines()[0])
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "fleet.db"
-        if args.db:
-            shutil.copy(args.db, path)
-        else:
-            print(f"generating {args.servers} synthetic servers …", flush=True)
-            generate(path, args.servers)
+        path = prepared_fleet(args, Path(tmp))
         db = store.open_db(path)
         servers = store.active_servers(db)
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

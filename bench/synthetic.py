@@ -154,6 +154,27 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
     return counts
 
 
+def fleet_arguments(description: str) -> argparse.Namespace:
+    """The options every fleet benchmark takes: a size to generate, or an existing synthetic DB to copy."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--servers", type=int, default=25_000)
+    parser.add_argument("--db", type=Path, help="an existing synthetic database to copy (it stays as it was)")
+    return parser.parse_args()
+
+
+def prepared_fleet(args: argparse.Namespace, directory: Path) -> Path:
+    """A synthetic fleet database in `directory`: a copy of --db, or a newly generated one."""
+    import shutil
+
+    path = Path(directory) / "fleet.db"
+    if args.db:
+        shutil.copy(args.db, path)
+    else:
+        print(f"generating {args.servers} synthetic servers …", flush=True)
+        generate(path, args.servers)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("db", type=Path)
