@@ -524,8 +524,22 @@ def database_path(db: Database) -> str:
     return db.execute("pragma database_list").fetchone()[2]
 
 
+SCORE_SUMMARY = "server_id, rubric, composite, grade, visibility, dimension_indicator, rules_version, scored_at, extra"
+
+
 def load_scores(db: Database, rubric: str) -> dict[str, dict[str, Any]]:
-    return {r["server_id"]: r for r in db.query("select * from scores where rubric = ?", [rubric])}
+    """Every server's card under `rubric`, without its per-rule detail (what leaderboards need)."""
+    return {r["server_id"]: r for r in db.query(f"select {SCORE_SUMMARY} from scores where rubric = ?", [rubric])}
+
+
+def score_cards(db: Database, server_ids: list[str]) -> dict[str, dict[str, dict[str, Any] | None]]:
+    """Full score rows (rules included) of some servers: {server_id: {rubric: row}}."""
+    cards: dict[str, dict[str, dict[str, Any] | None]] = {sid: {} for sid in server_ids}
+    for start in range(0, len(server_ids), 500):
+        chunk = server_ids[start : start + 500]
+        for row in db.query(f"select * from scores where server_id in ({','.join('?' for _ in chunk)})", chunk):
+            cards[row["server_id"]][row["rubric"]] = row
+    return cards
 
 
 def score_changes(db: Database, rubric: str, since_day: str) -> list[dict[str, Any]]:

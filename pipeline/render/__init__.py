@@ -103,15 +103,16 @@ def _render_worker_init(job: _RenderJob) -> None:
 
 
 def _render_chunk(server_ids: list[str]) -> tuple[set[str], dict[str, int]]:
-    job, env, db = _render_state["job"], _render_state["env"], _render_state["db"]
-    writer = SiteWriter(Path(job.site_dir))
-    marks = ",".join("?" for _ in server_ids)
-    cards: dict[str, dict] = {sid: {RUBRIC: None, "review": None, "outside-in": None, "remote": None} for sid in server_ids}
-    for row in db.query(f"select * from scores where server_id in ({marks})", server_ids):
-        cards[row["server_id"]][row["rubric"]] = row
+    writer = SiteWriter(Path(_render_state["job"].site_dir))
+    _render_servers(writer, _render_state["env"], _render_state["db"], _render_state["job"], server_ids)
+    return writer.claimed, writer.counts
+
+
+def _render_servers(writer: SiteWriter, env: Environment, db: Database, job: _RenderJob, server_ids: list[str]) -> None:
+    """Render some servers' pages, reading their full score cards only now (the build holds summaries)."""
+    cards = store.score_cards(db, server_ids)
     for server in store.active_servers(db, server_ids):
         _render_server(writer, env, db, server, cards[server.id], job, {"engine_version": ENGINE_VERSION})
-    return writer.claimed, writer.counts
 
 
 def _render_server(writer: SiteWriter, env: Environment, db: Database, server, cards: dict, job: _RenderJob, base: dict) -> None:
@@ -120,7 +121,7 @@ def _render_server(writer: SiteWriter, env: Environment, db: Database, server, c
     analysis_row = store.latest_analysis(db, server.id)
     analysis = analysis_row[1].model_dump(mode="json", exclude={"files"}) if analysis_row else None
     context = server_page(
-        server, cards[RUBRIC], probe, analysis, store.score_history(db, server.id, RUBRIC), now,
+        server, cards.get(RUBRIC), probe, analysis, store.score_history(db, server.id, RUBRIC), now,
         other_cards={rubric: card for rubric, card in cards.items() if rubric != RUBRIC and card is not None},
     )
     context["embed"] = embed_snippets(site_url, server.id)
@@ -128,7 +129,7 @@ def _render_server(writer: SiteWriter, env: Environment, db: Database, server, c
                             "scores": f"{rows_url}/scores?server_id={server.id}"}
     writer.write(f"servers/{server.id}/index.html", env.get_template("server.html").render(page=context, root="../../", **base))
     writer.write(f"api/servers/{server.id}.json", _json(context))
-    card = cards[RUBRIC] or {}
+    card = cards.get(RUBRIC) or {}
     indicator = card.get("dimension_indicator") or "0/0"
     writer.write(f"badge/{server.id}.svg", score_badge(card.get("composite"), card.get("grade"), indicator))
     writer.write(f"badge/{server.id}.json", _json(shields_endpoint(card.get("composite"), card.get("grade"), indicator)))
@@ -209,11 +210,8 @@ def run_build(
             for claimed, counts in pool.map(_render_chunk, chunks):
                 writer.adopt(claimed, counts)
     else:
-        by_id = {s.id: s for s in servers}
-        for server_id in todo:
-            server = by_id[server_id]
-            cards = {RUBRIC: scores.get(server_id), **{rubric: cards.get(server_id) for rubric, cards in others.items()}}
-            _render_server(writer, env, db, server, cards, job, base)
+        for start in range(0, len(todo), RENDER_TASK):
+            _render_servers(writer, env, db, job, todo[start : start + RENDER_TASK])
     for rubric, (title, intro, columns) in BOARDS.items():
         board = board_rows(rubric, servers, others[rubric])
         writer.write(f"{rubric}/index.html", env.get_template("board.html").render(rows=board, title=title, intro=intro, columns=columns, root="../", **base))
