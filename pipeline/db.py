@@ -18,6 +18,7 @@ from pydantic_core import to_json
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION, latency
+from pipeline.classify import classify
 from pipeline.migrations import MIGRATION_SET, migrations
 from pipeline.models import (
     AnalysisResult,
@@ -138,10 +139,19 @@ def _server_from_row(row: dict[str, Any]) -> Server:
         env_vars=json.loads(row["env_vars"] or "[]"),
         external_links=json.loads(row["external_links"] or "{}"),
         sources=json.loads(row["sources"] or "[]"),
+        category=row.get("category") or "Other",
+        platforms=json.loads(row.get("platforms") or "[]"),
         is_active=bool(row["is_active"]),
         first_seen_at=parse_iso(row["first_seen_at"]),
         last_seen_at=parse_iso(row["last_seen_at"]),
     )
+
+
+def classification_of(row: dict[str, Any]) -> dict[str, str]:
+    """The category and platforms columns for a stored server row."""
+    package = json.loads(row["launch"]).get("package") if row.get("launch") else None
+    found = classify(row["name"], row.get("description"), row.get("repository"), row.get("subpath"), package)
+    return {"category": found.category, "platforms": dumps(list(found.platforms))}
 
 
 def upsert_catalog(db: Database, source: str, entries: Iterable[CatalogEntry], now: datetime) -> dict[str, int]:
@@ -179,6 +189,7 @@ def upsert_catalog(db: Database, source: str, entries: Iterable[CatalogEntry], n
                         "first_seen_at": stamp,
                         "last_seen_at": stamp,
                         "deactivated_at": None,
+                        **classification_of(fields | {"name": entry.name}),
                     }
                 )
                 counts["new"] += 1
@@ -192,6 +203,7 @@ def upsert_catalog(db: Database, source: str, entries: Iterable[CatalogEntry], n
                     is_active=1,
                     deactivated_at=None,
                 )
+                merged.update(classification_of({**existing, **merged}))
                 changed = any(existing.get(k) != v for k, v in merged.items())
                 db["servers"].update(entry.id, {**merged, "last_seen_at": stamp})
                 counts["updated" if changed else "unchanged"] += 1
@@ -524,7 +536,7 @@ def database_path(db: Database) -> str:
     return db.execute("pragma database_list").fetchone()[2]
 
 
-SCORE_SUMMARY = "server_id, rubric, composite, grade, visibility, dimension_indicator, rules_version, scored_at, extra"
+SCORE_SUMMARY = "server_id, rubric, composite, grade, visibility, dimension_indicator, rules_version, scored_at, extra, flags"
 
 
 def load_scores(db: Database, rubric: str) -> dict[str, dict[str, Any]]:

@@ -231,3 +231,16 @@ def m002_probe_daily(db: Database) -> None:
 def m003_score_extra(db: Database) -> None:
     """Rubric-specific figures beside the composite: rank score, status chip, spec readiness, trend, uncapped composite."""
     _table(db, "scores").add_column("extra", str, not_null_default="{}")
+
+
+@migrations()
+def m004_classification(db: Database) -> None:
+    """Seed 000's category and target platforms per server, for leaderboard filters and Datasette."""
+    from pipeline.db import classification_of  # the catalog keeps them current; this fills existing rows once
+
+    servers = _table(db, "servers")
+    servers.add_column("category", str, not_null_default="Other")
+    servers.add_column("platforms", str, not_null_default="[]")
+    for row in list(db.query("select id, name, description, repository, subpath, launch from servers")):
+        servers.update(row["id"], classification_of(row))
+    servers.create_index(["category"])

@@ -77,6 +77,8 @@ class Server(ServerFields):
     """A row of the catalog, as later stages see it."""
 
     sources: list[str] = Field(default_factory=list)
+    category: str = "Other"  # seed 000 classification (pipeline.classify), kept current by the catalog
+    platforms: list[str] = Field(default_factory=list)
     is_active: bool = True
     first_seen_at: datetime
     last_seen_at: datetime

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import json
+import re
 import shutil
 import subprocess
 import threading
@@ -11,6 +13,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from tests.test_api_schemas import site  # noqa: F401 - the built fixture site
+from tests.test_board import FLEET, board_site  # noqa: F401 - the 231-server board fixture
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -56,3 +59,71 @@ def test_the_console_check_catches_a_script_error(served):
     _, profile = served
     _, log = render("data:text/html,<p>x</p><script>nonexistent()</script>", profile)
     assert any("CONSOLE" in line and "nonexistent" in line for line in log.splitlines())
+
+
+@pytest.fixture(scope="module")
+def served_board(board_site, tmp_path_factory):  # noqa: F811
+    root, _ = board_site
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", tmp_path_factory.mktemp("chromium-board"), root
+    server.shutdown()
+
+
+def scripted(url: str, profile) -> str:
+    """The DOM once the board script has fetched its JSON and drawn (virtual time lets the fetch finish)."""
+    done = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom", url],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if "CONSOLE" in line]
+    assert console == [], console
+    return done.stdout
+
+
+def shown(dom: str) -> list[str]:
+    body = dom.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    return re.findall(r'href="[./]*servers/([^/"]+)/index.html"', body)
+
+
+def status(dom: str) -> str:
+    return re.search(r'<p class="board-status"[^>]*>([^<]*)</p>', dom).group(1)
+
+
+def test_search_finds_by_description_and_keeps_hostile_text_inert(served_board):
+    base, profile, root = served_board
+    dom = scripted(base + "index.html?q=NEEDLE-zz", profile)
+    assert shown(dom) == ["evil"] and status(dom) == f"1 of {FLEET + 1} servers"
+    assert "&lt;script&gt;alert" in dom and "<script>alert" not in dom and "<img src=x" not in dom
+    assert 'name="q"' in dom and "<form" in dom and "hidden" not in re.search(r"<form[^>]*>", dom).group(0)
+    # several words must all match; accents and case fold
+    assert shown(scripted(base + "index.html?q=SLACK+chánnel+007", profile)) == []
+    assert shown(scripted(base + "index.html?q=slack+channel+slack-notify-009", profile)) == ["slack-notify-009"]
+
+
+def test_filters_combine_and_list_their_choices_with_counts(served_board):
+    base, profile, root = served_board
+    listed = json.loads((root / "api" / "servers.json").read_text())["servers"]
+    finance = [r["id"] for r in listed if r["category"] == "Finance"]
+    dom = scripted(base + "index.html?category=Finance", profile)
+    assert shown(dom) == finance[:100] and status(dom) == f"{len(finance)} of {FLEET + 1} servers"
+    assert f'<option value="Finance">Finance ({len(finance)})</option>' in dom
+    top_grade = listed[0]["grade"]
+    both = [r["id"] for r in listed if r["category"] == "Finance" and r["grade"] == top_grade]
+    assert shown(scripted(base + f"index.html?category=Finance&grade={top_grade}", profile)) == both[:100] and both
+    slack = [r["id"] for r in listed if "Slack" in r["platforms"]]
+    assert shown(scripted(base + "index.html?platform=Slack", profile)) == slack[:100] and slack
+    unflagged = [r["id"] for r in listed if not r["flags"]]
+    assert shown(scripted(base + "index.html?flag=no+flags", profile)) == unflagged[:100]
+
+
+def test_paging_and_category_and_rubric_boards_in_the_browser(served_board):
+    base, profile, root = served_board
+    listed = [r["id"] for r in json.loads((root / "api" / "servers.json").read_text())["servers"]]
+    dom = scripted(base + "index.html?page=3", profile)
+    assert shown(dom) == listed[200:] and "page 3 of 3" in status(dom) and "<button" in dom
+    assert shown(scripted(base + "page/2/index.html", profile)) == listed[100:200]  # a pre-rendered page keeps its place
+    database = [r["id"] for r in json.loads((root / "api" / "servers.json").read_text())["servers"] if r["category"] == "Database"]
+    assert shown(scripted(base + "category/database/index.html", profile)) == database[:100]
+    review = [r["id"] for r in json.loads((root / "api" / "review.json").read_text())["servers"]]
+    dom = scripted(base + "review/index.html?q=postgres", profile)
+    assert shown(dom) == [i for i in review if i.startswith("postgres")][:100] and shown(dom)

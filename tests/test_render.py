@@ -12,7 +12,7 @@ from pipeline.discover import run_discover
 from pipeline.models import CatalogEntry, CheckResult, ProbeOutcome, ProbeResult
 from pipeline.render import run_build
 from pipeline.render.badges import badge_svg, score_badge, text_width
-from pipeline.render.contexts import safe_url
+from pipeline.render.contexts import safe_url, slug
 from pipeline.render.writer import SiteWriteError, SiteWriter
 from pipeline.score import run_score
 from tests.conftest import NOW
@@ -115,7 +115,9 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     sitemap = ET.fromstring((site / "sitemap.xml").read_text())
     locations = {loc.text for loc in sitemap.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")}
     assert "https://scores.example/board/" in locations and "https://scores.example/board/servers/mcp-server-time/" in locations
-    assert len(locations) == 1 + 7 + 3 + 1 + 1  # leaderboard, servers, three rubric boards, methodology, downloads
+    category_pages = {loc for loc in locations if "/category/" in loc}
+    assert {loc.split("/")[-2] for loc in category_pages} == {slug(s.category) for s in servers}
+    assert len(locations) == 1 + 7 + 3 + 1 + 1 + len(category_pages)  # leaderboard, servers, rubric boards, methodology, downloads
     assert "https://scores.example/board/outside-in/" in locations and "https://scores.example/board/methodology/" in locations
     assert "Sitemap: https://scores.example/board/sitemap.xml" in (site / "robots.txt").read_text()
     assert "https://scores.example/board/index.html" in (site / "404.html").read_text()

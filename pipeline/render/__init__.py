@@ -25,7 +25,20 @@ from pipeline.db import content_hash
 from pipeline.models import StageReport
 from pipeline.render.badges import embed_snippets, score_badge, shields_endpoint
 from pipeline.render.charts import trend_svg
-from pipeline.render.contexts import BOARDS, board_rows, leaderboard_rows, methodology_html, score_changes, server_page
+from pipeline.render.contexts import (
+    BOARDS,
+    FILTERS,
+    HEADLINE_COLUMNS,
+    VISIBILITY_ICONS,
+    board_pages,
+    board_rows,
+    categories,
+    cell,
+    leaderboard_rows,
+    methodology_html,
+    score_changes,
+    server_page,
+)
 from pipeline.render.datasette import metadata
 from pipeline.render.writer import SiteWriter
 from pipeline.score.scoreboard import RUBRIC
@@ -44,13 +57,22 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["score"] = lambda v: "–" if v is None else f"{v:.1f}"
+    env.globals.update(cell=cell, icons=VISIBILITY_ICONS, filters=FILTERS)
     return env
 
 
-def _json(value: object) -> bytes:
+def _json(value: object, compact: bool = False) -> bytes:
     # Every API dict is built in a fixed key order (stored evidence was written with sorted keys),
     # so the output is stable without sorting; pydantic-core encodes it many times faster.
-    return to_json(value, indent=2) + b"\n"
+    # Board files are compact: the browser fetches them whole for search and filters.
+    return to_json(value, indent=None if compact else 2) + b"\n"
+
+
+def _write_board(writer: SiteWriter, env: Environment, prefix: str, rows: list[dict], **context) -> None:
+    template = env.get_template("board.html")
+    context.setdefault("category", None)
+    for page in board_pages(prefix, rows):
+        writer.write(page["path"], template.render(page=page, root=page["root"], **context))
 
 
 MANIFEST = ".build-manifest.json"  # per-server input fingerprints of the last build
@@ -182,8 +204,15 @@ def run_build(
     # No build timestamp in pages: a page changes only when what it shows changes.
     base = {"engine_version": ENGINE_VERSION}
 
-    writer.write("index.html", env.get_template("leaderboard.html").render(rows=rows, root="", **base))
-    writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}))
+    headline = ("MCP server leaderboard", "Ordered by visibility tier (how much we could measure), then by composite score.")
+    present = categories(rows)
+    _write_board(writer, env, "", rows, board=RUBRIC, title=headline[0], intro=headline[1], columns=HEADLINE_COLUMNS,
+                 categories=present, tiers=True, **base)
+    for found in present:
+        _write_board(writer, env, f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]], board=RUBRIC,
+                     title=f"{found['name']} servers", intro=headline[1], columns=HEADLINE_COLUMNS, categories=present,
+                     category=found["name"], tiers=True, **base)
+    writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}, compact=True))
     todo: list[str] = []
     for server in servers:
         cards = {RUBRIC: scores.get(server.id), **{rubric: cards.get(server.id) for rubric, cards in others.items()}}
@@ -212,10 +241,13 @@ def run_build(
     else:
         for start in range(0, len(todo), RENDER_TASK):
             _render_servers(writer, env, db, job, todo[start : start + RENDER_TASK])
+    by_id = {row["id"]: row for row in rows}
     for rubric, (title, intro, columns) in BOARDS.items():
         board = board_rows(rubric, servers, others[rubric])
-        writer.write(f"{rubric}/index.html", env.get_template("board.html").render(rows=board, title=title, intro=intro, columns=columns, root="../", **base))
-        writer.write(f"api/{rubric}.json", _json({"engine_version": ENGINE_VERSION, "rubric": rubric, "servers": board}))
+        shown = [{**by_id[row["id"]], **row} for row in board]  # description and filter fields come from the index
+        _write_board(writer, env, f"{rubric}/", shown, board=rubric, title=title, intro=intro, columns=columns, categories=[],
+                     tiers=False, **base)
+        writer.write(f"api/{rubric}.json", _json({"engine_version": ENGINE_VERSION, "rubric": rubric, "servers": board}, compact=True))
     methodology = methodology_html((REPO_ROOT / "docs" / "methodology.md").read_text(encoding="utf-8"))
     writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), root="../", **base))
     names = {s.id: s.name for s in servers}

@@ -45,11 +45,14 @@ def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], p
         card = scores.get(server.id) or {}
         probe = probes.get(server.id)
         visibility = card.get("visibility") or "unscored"
+        flags = json.loads(card.get("flags") or "[]")
         rows.append(
             {
                 "id": server.id,
                 "name": server.name,
                 "description": server.description or "",
+                "category": server.category,
+                "platforms": server.platforms,
                 "transport": server.transport,
                 "composite": card.get("composite"),
                 "grade": card.get("grade"),
@@ -60,6 +63,7 @@ def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], p
                 "protocol_version": probe["protocol_version"] if probe else None,
                 "tool_count": probe["tool_count"] if probe else None,
                 "probe_outcome": probe["outcome"] if probe else "not probed",
+                "flags": [{"label": f["label"], "severity": f["severity"]} for f in flags],
                 "last_scored_at": card.get("scored_at"),
             }
         )
@@ -206,13 +210,79 @@ def score_changes(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dic
     return changes
 
 
+def _column(key: str, label: str, kind: str = "text") -> dict[str, str]:
+    return {"key": key, "label": label, "kind": kind}
+
+
+# Columns are shared by the pre-rendered pages and site/static/board.js, so both draw the same table.
+HEADLINE_COLUMNS = [
+    _column("rank", "#", "num"), _column("name", "Server", "server"), _column("composite", "Score", "score"),
+    _column("grade", "Grade", "grade"), _column("visibility", "Visibility", "visibility"), _column("category", "Category"),
+    _column("transport", "Transport"), _column("era", "Era"), _column("tool_count", "Tools", "num"), _column("probe_outcome", "Probe"),
+]
+_RUBRIC_COLUMNS = [_column("rank", "#", "num"), _column("name", "Server", "server"), _column("composite", "Score", "score"),
+                   _column("grade", "Grade", "grade"), _column("visibility", "Coverage")]
+
 BOARDS = {
-    # rubric: (title, intro, extra columns shown as (label, key in card extra))
-    "review": ("Live review", "Seed 001's six sections; only servers that completed a handshake and list a tool are ranked.", []),
+    # rubric: (title, intro, columns)
+    "review": ("Live review", "Seed 001's six sections; only servers that completed a handshake and list a tool are ranked.", _RUBRIC_COLUMNS),
     "outside-in": ("Outside-in", "Seed 003's score over 30 days of runs, ordered by Rank Score (thin evidence shrunk toward 50%).",
-                   [("Rank", "rank_score"), ("Status", "status"), ("Runs", "runs"), ("P95 ms", "p95_ms"), ("Spec readiness", "spec_readiness")]),
-    "remote": ("Remote endpoint", "Seed 004's rubric for servers reached over HTTP.", []),
+                   _RUBRIC_COLUMNS + [_column("extra.rank_score", "Rank score", "num"), _column("extra.status", "Status"),
+                                      _column("extra.runs", "Runs", "num"), _column("extra.p95_ms", "P95 ms", "num"),
+                                      _column("extra.spec_readiness", "Spec readiness")]),
+    "remote": ("Remote endpoint", "Seed 004's rubric for servers reached over HTTP.", _RUBRIC_COLUMNS),
 }
+PAGE_SIZE = 100
+FILTERS = [("category", "Category"), ("platform", "Platform"), ("transport", "Transport"), ("grade", "Grade"), ("era", "Protocol era"),
+           ("flag", "Flags")]
+
+
+def cell(row: dict[str, Any], key: str) -> Any:
+    """A column's value in a row; dotted keys reach into nested objects (extra.rank_score)."""
+    value: Any = row
+    for part in key.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def slug(label: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "other"
+
+
+def page_path(prefix: str, number: int) -> str:
+    return f"{prefix}index.html" if number == 1 else f"{prefix}page/{number}/index.html"
+
+
+def board_pages(prefix: str, rows: list[dict[str, Any]], size: int = PAGE_SIZE) -> list[dict[str, Any]]:
+    """Split a board into pre-rendered pages: each with its path, link root, rows, tier groups and pager."""
+    count = max(1, -(-len(rows) // size))
+    pages = []
+    for number in range(1, count + 1):
+        path = page_path(prefix, number)
+        root = "../" * path.count("/")
+        chunk = rows[(number - 1) * size : number * size]
+        groups: list[dict[str, Any]] = []
+        for row in chunk:
+            if not groups or groups[-1]["tier"] != row.get("visibility"):
+                groups.append({"tier": row.get("visibility"), "icon": VISIBILITY_ICONS.get(row.get("visibility") or "", ""), "rows": []})
+            groups[-1]["rows"].append(row)
+        shown = sorted({1, count, *range(max(1, number - 2), min(count, number + 2) + 1)})
+        links = [{"number": n, "href": root + page_path(prefix, n), "current": n == number} for n in shown]
+        pages.append({
+            "path": path, "root": root, "number": number, "count": count, "groups": groups, "links": links,
+            "first": (number - 1) * size + 1 if chunk else 0, "last": (number - 1) * size + len(chunk), "total": len(rows),
+            "previous": root + page_path(prefix, number - 1) if number > 1 else None,
+            "next": root + page_path(prefix, number + 1) if number < count else None,
+        })
+    return pages
+
+
+def categories(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Categories present on the board, largest first, with the path of their own pre-rendered board."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row["category"]] = counts.get(row["category"], 0) + 1
+    return [{"name": name, "count": n, "slug": slug(name)} for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
 def board_rows(rubric: str, servers: list[Server], cards: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -222,7 +292,8 @@ def board_rows(rubric: str, servers: list[Server], cards: dict[str, dict[str, An
         card = cards.get(server.id)
         if card is None:
             continue
-        extra = json.loads(card.get("extra") or "{}")
+        # Per-tool and per-change detail stays on the server page; boards carry scalar figures only.
+        extra = {k: v for k, v in json.loads(card.get("extra") or "{}").items() if not isinstance(v, (dict, list))}
         rows.append({"id": server.id, "name": server.name, "composite": card["composite"], "grade": card["grade"],
                      "visibility": card["visibility"], "dimension_indicator": card["dimension_indicator"], "extra": extra})
     def order(row: dict[str, Any]) -> tuple:

@@ -21,6 +21,17 @@ order by case sc.visibility when 'complete' then 0 when 'verified' then 1 when '
 limit :limit""",
         "params": ["limit"],
     },
+    "top_servers_by_category": {
+        "title": "Top servers per category",
+        "description": "The best headline scores (how many: per_category) in each of seed 000's categories.",
+        "sql": """select category, rank, id, name, composite, grade, transport from (
+  select s.category, s.id, s.name, sc.composite, sc.grade, s.transport,
+         row_number() over (partition by s.category order by sc.composite desc, s.id) as rank
+  from scores sc join servers s on s.id = sc.server_id
+  where sc.rubric = 'scoreboard' and s.is_active = 1 and sc.composite is not null
+) where rank <= :per_category order by category, rank""",
+        "params": ["per_category"],
+    },
     "top_servers_by_transport": {
         "title": "Top servers per transport",
         "description": "The best headline score for each transport (stdio, Streamable HTTP, SSE).",

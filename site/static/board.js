@@ -1,0 +1,201 @@
+// Leaderboard enhancement: instant search, filters and paging over the whole board, client-side.
+// Without JavaScript the pre-rendered pages (100 rows each) still work; this script replaces the
+// table body and pager once the board's JSON has loaded. State lives in the URL query string, so a
+// filtered view is a link. Server text is inserted with textContent only, never as HTML.
+(function () {
+  "use strict";
+  var table = document.querySelector("table.board[data-board]");
+  if (!table || !window.fetch) return;
+  var root = table.getAttribute("data-root");
+  var board = table.getAttribute("data-board");
+  var columns = JSON.parse(table.getAttribute("data-columns"));
+  var category = table.getAttribute("data-category") || "";
+  var prerendered = parseInt(table.getAttribute("data-page"), 10) || 1;  // this pre-rendered page's number
+  var PAGE = 100;
+  var FILTERS = [
+    ["category", "Category"], ["platform", "Platform"], ["transport", "Transport"],
+    ["grade", "Grade"], ["era", "Protocol era"], ["flag", "Flags"]
+  ];
+  var TIERS = { complete: "◉", verified: "◎", assessed: "◐", limited: "◔", unscored: "○" };
+
+  function get(row, key) {
+    return key.split(".").reduce(function (v, k) { return v == null ? null : v[k]; }, row);
+  }
+  function values(row, name) {
+    if (name === "platform") return row.platforms || [];
+    if (name === "flag") {
+      var flags = row.flags || [];
+      var out = flags.map(function (f) { return f.label; });
+      out.push(flags.length ? "any flag" : "no flags");
+      if (flags.some(function (f) { return f.severity === "critical"; })) out.push("critical flags");
+      return out;
+    }
+    var v = row[name];
+    return [v == null || v === "" ? "–" : String(v)];
+  }
+  function fold(text) {
+    // Case- and accent-insensitive; zero-width and bidi controls removed so hidden characters cannot block a match.
+    return String(text || "").normalize("NFKD").replace(/[\u0300-\u036f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]/g, "").toLowerCase();
+  }
+
+  function load(url) {
+    return fetch(url).then(function (r) {
+      if (!r.ok) throw new Error(url + ": HTTP " + r.status);
+      return r.json();
+    });
+  }
+
+  var sources = [load(root + "api/servers.json")];
+  if (board !== "scoreboard") sources.push(load(root + "api/" + board + ".json"));
+  Promise.all(sources).then(function (data) {
+    var index = data[0].servers;
+    var rows = index;
+    if (data[1]) {
+      var common = {};
+      index.forEach(function (r) { common[r.id] = r; });
+      rows = data[1].servers.map(function (r) {
+        var base = common[r.id] || {};
+        var merged = {};
+        Object.keys(base).forEach(function (k) { merged[k] = base[k]; });
+        Object.keys(r).forEach(function (k) { merged[k] = r[k]; });
+        return merged;
+      });
+    }
+    if (category) rows = rows.filter(function (r) { return r.category === category; });
+    rows.forEach(function (r) { r._text = fold([r.name, r.id, r.description].join(" ")); });
+    start(rows);
+  }).catch(function (error) {
+    var note = document.querySelector(".board-status");
+    if (note) note.textContent = "Search and filters are unavailable (" + error.message + "); the pages below still work.";
+  });
+
+  function start(rows) {
+    var form = document.querySelector("form.board-controls");
+    var params = new URLSearchParams(location.search);
+    var state = { q: params.get("q") || "", page: Math.max(1, parseInt(params.get("page"), 10) || prerendered) };
+    FILTERS.forEach(function (f) { state[f[0]] = params.get(f[0]) || ""; });
+
+    var search = form.querySelector("input[name=q]");
+    search.value = state.q;
+    FILTERS.forEach(function (f) {
+      var select = form.querySelector("select[name=" + f[0] + "]");
+      var counts = {};
+      rows.forEach(function (r) { values(r, f[0]).forEach(function (v) { counts[v] = (counts[v] || 0) + 1; }); });
+      var names = Object.keys(counts).sort(function (a, b) { return counts[b] - counts[a] || (a < b ? -1 : 1); });
+      var all = document.createElement("option");
+      all.value = "";
+      all.textContent = f[1] + ": all";
+      select.appendChild(all);
+      names.forEach(function (name) {
+        var option = document.createElement("option");
+        option.value = name;
+        option.textContent = name + " (" + counts[name] + ")";
+        select.appendChild(option);
+      });
+      select.value = state[f[0]];
+      select.addEventListener("change", function () { state[f[0]] = select.value; state.page = 1; update(); });
+    });
+    search.addEventListener("input", function () { state.q = search.value; state.page = 1; update(); });
+    form.addEventListener("submit", function (e) { e.preventDefault(); });
+    form.hidden = false;
+    update();
+
+    function matches(r, words) {
+      for (var i = 0; i < FILTERS.length; i++) {
+        var want = state[FILTERS[i][0]];
+        if (want && values(r, FILTERS[i][0]).indexOf(want) < 0) return false;
+      }
+      for (var j = 0; j < words.length; j++) if (r._text.indexOf(words[j]) < 0) return false;
+      return true;
+    }
+
+    function update() {
+      var words = fold(state.q).split(/\s+/).filter(Boolean);
+      var found = rows.filter(function (r) { return matches(r, words); });
+      var pages = Math.max(1, Math.ceil(found.length / PAGE));
+      state.page = Math.min(state.page, pages);
+      var query = new URLSearchParams();
+      ["q"].concat(FILTERS.map(function (f) { return f[0]; })).forEach(function (k) { if (state[k]) query.set(k, state[k]); });
+      if (state.page !== prerendered) query.set("page", String(state.page));
+      var qs = query.toString();
+      history.replaceState(null, "", location.pathname + (qs ? "?" + qs : ""));
+      draw(found.slice((state.page - 1) * PAGE, state.page * PAGE));
+      document.querySelector(".board-status").textContent =
+        found.length + " of " + rows.length + " servers" + (pages > 1 ? " · page " + state.page + " of " + pages : "");
+      pager(pages);
+    }
+
+    function draw(slice) {
+      var body = document.createElement("tbody");
+      var tier = null;
+      slice.forEach(function (r) {
+        if (board === "scoreboard" && r.visibility !== tier) {
+          tier = r.visibility;
+          var head = body.insertRow();
+          head.className = "tier";
+          var th = document.createElement("th");
+          th.colSpan = columns.length;
+          th.textContent = (TIERS[tier] || "") + " " + tier;
+          head.appendChild(th);
+        }
+        var tr = body.insertRow();
+        columns.forEach(function (c) { tr.appendChild(cell(r, c)); });
+      });
+      if (!slice.length) {
+        var empty = body.insertRow().insertCell();
+        empty.colSpan = columns.length;
+        empty.textContent = "No server matches.";
+      }
+      table.replaceChild(body, table.tBodies[0]);
+    }
+
+    function cell(r, c) {
+      var td = document.createElement("td");
+      var v = get(r, c.key);
+      if (c.kind === "server") {
+        var a = document.createElement("a");
+        a.href = root + "servers/" + encodeURIComponent(r.id) + "/index.html";
+        a.textContent = r.name;
+        td.appendChild(a);
+        if (r.description) {
+          var d = document.createElement("div");
+          d.className = "desc";
+          d.textContent = r.description.length > 140 ? r.description.slice(0, 137) + "..." : r.description;
+          td.appendChild(d);
+        }
+      } else if (c.kind === "grade") {
+        var g = document.createElement("span");
+        g.className = "grade grade-" + (r.grade || "none").replace("+", "plus");
+        g.textContent = r.grade || "–";
+        td.appendChild(g);
+        var dims = document.createElement("span");
+        dims.className = "dims";
+        dims.textContent = " (" + r.dimension_indicator + ")";
+        td.appendChild(dims);
+      } else if (c.kind === "score") {
+        td.className = "num";
+        td.textContent = v == null ? "–" : Number(v).toFixed(1);
+      } else if (c.kind === "visibility") {
+        td.textContent = (TIERS[v] || "") + " " + v;
+      } else {
+        if (c.kind === "num") td.className = "num";
+        td.textContent = v == null || v === "" ? "–" : String(v);
+      }
+      return td;
+    }
+
+    function pager(pages) {
+      var nav = document.querySelector("nav.pager");
+      nav.textContent = "";
+      if (pages < 2) return;
+      [["← previous", state.page - 1], ["next →", state.page + 1]].forEach(function (p) {
+        var b = document.createElement("button");
+        b.type = "button";
+        b.textContent = p[0];
+        b.disabled = p[1] < 1 || p[1] > pages;
+        b.addEventListener("click", function () { state.page = p[1]; update(); window.scrollTo(0, 0); });
+        nav.appendChild(b);
+      });
+    }
+  }
+})();

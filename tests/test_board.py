@@ -1,0 +1,132 @@
+"""Leaderboards: classification, pre-rendered pages (paging, tier groups, category boards) that work without JavaScript."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from pipeline import db as store
+from pipeline.classify import classify
+from pipeline.discover import run_discover
+from pipeline.models import ProbeOutcome
+from pipeline.render import run_build
+from pipeline.render.contexts import PAGE_SIZE, board_pages
+from pipeline.score import run_score
+from tests.conftest import NOW
+from tests.test_discover import ListSource, entry, quiet
+from tests.test_score import analysis, probe
+
+HOSTILE = '<script>alert("x")</script>\u202e\u200b<img src=x onerror=alert(1)>'
+KINDS = [("postgres-query", "Run SQL against a Postgres database."), ("slack-notify", "Send Slack messages to a channel."),
+         ("stripe-billing", "Create invoices and payments with Stripe."), ("plain-tool", "Does a small thing.")]
+FLEET = 230
+
+
+def fleet_entries():
+    entries = []
+    for i in range(FLEET):
+        name, description = KINDS[i % len(KINDS)]
+        entries.append(entry(f"{name}-{i:03d}", name=f"{name} {i:03d}", description=description))
+    entries.append(entry("evil", name=HOSTILE, description=HOSTILE + " needle-zz"))
+    return entries
+
+
+@pytest.fixture(scope="session")
+def board_site(tmp_path_factory):
+    """231 servers in several categories and visibility tiers, one with hostile text; built once."""
+    db = store.open_db(tmp_path_factory.mktemp("board") / "scoreboard.db")
+    run_discover(db, sources=[ListSource("test", fleet_entries())], now=NOW, progress=quiet(1))
+    for i in range(0, FLEET, 3):  # a third probed and analysed: a higher tier than the rest
+        server_id = f"{KINDS[i % len(KINDS)][0]}-{i:03d}"
+        store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
+        store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
+    store.record_probe(db, probe(outcome=ProbeOutcome.timeout).model_copy(update={"server_id": "evil"}), None)
+    run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(FLEET + 1))
+    root = tmp_path_factory.mktemp("board-site")
+    run_build(db, site_dir=root, now=NOW)
+    return root, db
+
+
+def test_classification_weights_places_and_falls_back_to_other():
+    assert classify("postgres-mcp", "Query your database", None, None, None).category == "Database"
+    assert classify("x", "Send Slack messages", None, None, None).category == "Communication"
+    # the name counts three times the description: a Stripe server described with Slack words is Finance
+    assert classify("stripe-tools", "post to slack", None, None, None).category == "Finance"
+    assert classify("widget", "A Model Context Protocol server", None, None, None).category == "Other"
+    found = classify("notion-sync", "Copy Notion pages to Postgres", "https://github.com/acme/notion-sync", None, "@acme/notion-sync")
+    assert found.platforms == ("Notion", "PostgreSQL")  # Notion in name, repo path and description outweighs Postgres
+    assert classify("a", None, "https://github.com/supabase/mcp", None, None).platforms == ("Supabase",)
+
+
+def test_catalog_keeps_category_current(tmp_path):
+    db = store.open_db(tmp_path / "s.db")
+    run_discover(db, sources=[ListSource("test", [entry("one", description="Query a Postgres database")])], now=NOW, progress=quiet(1))
+    assert store.active_servers(db)[0].category == "Database" and store.active_servers(db)[0].platforms == ["PostgreSQL"]
+    run_discover(db, sources=[ListSource("test", [entry("one", description="Send Slack messages")])], now=NOW, progress=quiet(1))
+    assert (store.active_servers(db)[0].category, store.active_servers(db)[0].platforms) == ("Communication", ["Slack"])
+
+
+def test_pager_arithmetic():
+    rows = [{"id": str(i), "visibility": "limited" if i > 150 else "assessed"} for i in range(1, 251)]
+    pages = board_pages("review/", rows)
+    assert [p["path"] for p in pages] == ["review/index.html", "review/page/2/index.html", "review/page/3/index.html"]
+    assert [p["root"] for p in pages] == ["../", "../../../", "../../../"]
+    assert pages[1]["previous"] == "../../../review/index.html" and pages[1]["next"] == "../../../review/page/3/index.html"
+    assert (pages[2]["first"], pages[2]["last"], pages[2]["total"]) == (201, 250, 250)
+    assert [g["tier"] for g in pages[1]["groups"]] == ["assessed", "limited"]
+    assert board_pages("", [])[0]["groups"] == [] and len(board_pages("", [])) == 1
+
+
+def rows_of(html: str) -> list[str]:
+    return re.findall(r'<td><a href="[./]*servers/([^/]+)/index.html"', html)
+
+
+def test_headline_board_is_paged_grouped_by_tier_and_complete_without_javascript(board_site):
+    site, db = board_site
+    listed = json.loads((site / "api" / "servers.json").read_text())["servers"]
+    assert len(listed) == FLEET + 1
+    pages = [site / "index.html"] + [site / "page" / str(n) / "index.html" for n in range(2, 4)]
+    assert all(p.exists() for p in pages) and not (site / "page" / "4").exists()
+    seen = [server for page in pages for server in rows_of(page.read_text())]
+    assert seen == [row["id"] for row in listed]  # every server once, in rank order, across the pages
+    first = pages[0].read_text()
+    assert len(rows_of(first)) == PAGE_SIZE and 'href="page/2/index.html" rel="next"' in first
+    tiers = re.findall(r'<tr class="tier"><th colspan="10">\S+ (\w+)</th>', first + pages[1].read_text() + pages[2].read_text())
+    assert tiers[0] == listed[0]["visibility"] and len(set(tiers)) >= 2
+    # every row of a tier group sits under its heading: tier order on the pages follows the ranking
+    assert [row["visibility"] for row in listed] == sorted((row["visibility"] for row in listed), key=[*dict.fromkeys(tiers)].index)
+    assert 'href="../../index.html" rel="prev"' in pages[1].read_text()
+
+
+def test_category_boards_and_filter_fields(board_site):
+    site, db = board_site
+    listed = json.loads((site / "api" / "servers.json").read_text())["servers"]
+    by_category: dict[str, list[str]] = {}
+    for row in listed:
+        by_category.setdefault(row["category"], []).append(row["id"])
+    assert {"Database", "Communication", "Finance", "Other"} <= set(by_category)
+    database = (site / "category" / "database" / "index.html").read_text()
+    assert rows_of(database) == by_category["Database"][:PAGE_SIZE]
+    assert 'aria-current="page">Database</a>' in database and 'data-category="Database"' in database
+    stripe = next(r for r in listed if r["id"].startswith("stripe"))
+    assert stripe["platforms"] == ["Stripe"] and stripe["category"] == "Finance"
+    evil = next(r for r in listed if r["id"] == "evil")
+    assert evil["flags"] == [] or all(set(f) == {"label", "severity"} for f in evil["flags"])
+
+
+def test_rubric_boards_rank_only_their_servers_and_carry_scalar_figures(board_site):
+    site, db = board_site
+    review = json.loads((site / "api" / "review.json").read_text())["servers"]
+    assert all(not isinstance(v, (dict, list)) for row in review for v in row["extra"].values())
+    html = (site / "review" / "index.html").read_text()
+    assert rows_of(html) == [row["id"] for row in review][:PAGE_SIZE]
+    assert '<tr class="tier">' not in html  # tiers belong to the headline board
+
+
+def test_hostile_text_is_inert_on_boards(board_site):
+    site, db = board_site
+    for page in [site / "index.html", *site.glob("page/*/index.html"), *site.glob("category/*/index.html")]:
+        html = page.read_text()
+        assert "<script>alert" not in html and "<img src=x" not in html
