@@ -44,6 +44,7 @@ def main() -> None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"full build: {len(servers)} servers, {full:.1f}s, {files / full:,.0f} files/s, {files:,} files, {size / 1e6:,.0f} MB, peak {peak:.0f} MB")
         print(f"  {report.summary_line()}")
+        print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.phases.items()))
         changed = servers[: max(1, len(servers) // 100)]
         with db.atomic():
             for server in changed:
@@ -51,6 +52,7 @@ def main() -> None:
         started = time.perf_counter()
         report = run_build(db, site_dir=site, now=NOW)
         print(f"rebuild after {len(changed)} servers changed: {time.perf_counter() - started:.1f}s; {report.summary_line()}")
+        print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.phases.items()))
 
 
 if __name__ == "__main__":

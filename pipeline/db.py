@@ -381,6 +381,20 @@ def latest_probe_summaries(db: Database) -> dict[str, dict[str, Any]]:
     }
 
 
+def page_evidence_stamps(db: Database, since_day: str) -> dict[str, list[Any]]:
+    """Per server, what changes when its page's other evidence changes: recent monitoring counts, judgements, tool snapshots."""
+    stamps: dict[str, list[Any]] = {}
+    queries = [
+        "select server_id, group_concat(day || ':' || runs) from probe_daily where kind = 'fast' and day >= ? group by server_id",
+        "select server_id, max(judged_at) || ':' || count(*) from judgements group by server_id",
+        "select server_id, max(id) from tool_snapshots group by server_id",
+    ]
+    for position, sql in enumerate(queries):
+        for server_id, value in db.execute(sql, [since_day] if "?" in sql else []).fetchall():
+            stamps.setdefault(server_id, [None] * len(queries))[position] = value
+    return stamps
+
+
 def latest_analysis_ids(db: Database) -> dict[str, int]:
     return {row["server_id"]: row["id"] for row in db.query("select server_id, max(id) id from analyses group by server_id")}
 
@@ -584,5 +598,46 @@ def score_history(db: Database, server_id: str, rubric: str) -> list[dict[str, A
         db.query(
             "select day, composite, grade from score_history where server_id = ? and rubric = ? order by day",
             [server_id, rubric],
+        )
+    )
+
+
+# ---------------------------------------------------------------- server page evidence
+
+
+def tool_changes(db: Database, server_id: str, limit: int = 10) -> list[dict[str, Any]]:
+    """The tool surface's last `limit` changes: each capture whose hash differs from the one before, with both tool lists."""
+    rows = list(
+        db.query(
+            """
+            select captured_at, tools, previous_tools from (
+              select captured_at, content_hash, tools, lag(content_hash) over w as previous_hash, lag(tools) over w as previous_tools
+              from tool_snapshots where server_id = ? window w as (order by captured_at, id)
+            ) where previous_hash is not null and previous_hash != content_hash
+            order by captured_at desc limit ?
+            """,
+            [server_id, limit],
+        )
+    )
+    return [{"captured_at": r["captured_at"], "tools": json.loads(r["tools"]), "previous": json.loads(r["previous_tools"])} for r in rows]
+
+
+def daily_fast_probes(db: Database, server_id: str, since_day: str) -> list[dict[str, Any]]:
+    """Per-day rollups of a server's fast (monitoring) probes since `since_day`, oldest first."""
+    return [
+        {**r, "latency_hist": json.loads(r["latency_hist"])}
+        for r in db.query(
+            "select day, runs, reachable, ok, latency_hist from probe_daily where server_id = ? and kind = 'fast' and day >= ? order by day",
+            [server_id, since_day],
+        )
+    ]
+
+
+def fast_probes_since(db: Database, server_id: str, since: datetime) -> list[dict[str, Any]]:
+    """Raw fast probes since a moment (the 24-hour figures need hours, not days)."""
+    return list(
+        db.query(
+            "select outcome, connect_ms from probe_runs where server_id = ? and kind = 'fast' and started_at >= ?",
+            [server_id, iso(since)],
         )
     )

@@ -305,6 +305,7 @@ class StageReport(BaseModel):
     failures: int = 0
     seconds: float = 0.0
     interrupted: bool = False
+    phases: dict[str, float] = Field(default_factory=dict)  # wall seconds per phase, for benchmarks
 
     def summary_line(self) -> str:
         parts = ", ".join(f"{k} {v}" for k, v in self.counts.items())

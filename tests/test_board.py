@@ -15,6 +15,7 @@ from pipeline.render import run_build
 from pipeline.render.contexts import PAGE_SIZE, board_pages
 from pipeline.score import run_score
 from tests.conftest import NOW
+from tests.test_api_schemas import internal_links
 from tests.test_discover import ListSource, entry, quiet
 from tests.test_score import analysis, probe
 
@@ -130,3 +131,14 @@ def test_hostile_text_is_inert_on_boards(board_site):
     for page in [site / "index.html", *site.glob("page/*/index.html"), *site.glob("category/*/index.html")]:
         html = page.read_text()
         assert "<script>alert" not in html and "<img src=x" not in html
+
+
+def test_no_broken_internal_links_across_paged_boards(board_site):
+    site, db = board_site
+    pages, checked, broken = internal_links(site)
+    assert broken == [] and pages > FLEET and checked > 15 * FLEET
+    (site / "page" / "3" / "index.html").rename(site / "gone.html")  # the check itself notices a missing page
+    try:
+        assert any("page/3/index.html" in b for b in internal_links(site)[2])
+    finally:
+        (site / "gone.html").rename(site / "page" / "3" / "index.html")

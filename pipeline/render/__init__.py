@@ -7,7 +7,9 @@ import hashlib
 import io
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -24,12 +26,13 @@ from pipeline.config import REPO_ROOT
 from pipeline.db import content_hash
 from pipeline.models import StageReport
 from pipeline.render.badges import embed_snippets, score_badge, shields_endpoint
-from pipeline.render.charts import trend_svg
+from pipeline.render.charts import reliability_svg, trend_svg
 from pipeline.render.contexts import (
     BOARDS,
     FILTERS,
     HEADLINE_COLUMNS,
     VISIBILITY_ICONS,
+    Observed,
     board_pages,
     board_rows,
     categories,
@@ -80,6 +83,10 @@ MANIFEST = ".build-manifest.json"  # per-server input fingerprints of the last b
 
 def _server_outputs(server_id: str) -> list[str]:
     return [f"servers/{server_id}/index.html", f"api/servers/{server_id}.json", f"badge/{server_id}.svg", f"badge/{server_id}.json"]
+
+
+def _optional_outputs(server_id: str) -> list[str]:
+    return [f"servers/{server_id}/trend.svg", f"servers/{server_id}/reliability.svg"]
 
 
 def _read_manifest(path: Path) -> dict[str, str]:
@@ -142,9 +149,14 @@ def _render_server(writer: SiteWriter, env: Environment, db: Database, server, c
     probe = store.latest_probe(db, server.id)
     analysis_row = store.latest_analysis(db, server.id)
     analysis = analysis_row[1].model_dump(mode="json", exclude={"files"}) if analysis_row else None
+    observed = Observed(
+        judgements=store.judgements_for(db, server.id), changes=store.tool_changes(db, server.id),
+        daily=store.daily_fast_probes(db, server.id, (now.astimezone(timezone.utc).date() - timedelta(days=29)).isoformat()),
+        last_day=store.fast_probes_since(db, server.id, now - timedelta(hours=24)),
+    )
     context = server_page(
         server, cards.get(RUBRIC), probe, analysis, store.score_history(db, server.id, RUBRIC), now,
-        other_cards={rubric: card for rubric, card in cards.items() if rubric != RUBRIC and card is not None},
+        other_cards={rubric: card for rubric, card in cards.items() if rubric != RUBRIC and card is not None}, observed=observed,
     )
     context["embed"] = embed_snippets(site_url, server.id)
     context["datasette"] = {"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
@@ -155,8 +167,10 @@ def _render_server(writer: SiteWriter, env: Environment, db: Database, server, c
     indicator = card.get("dimension_indicator") or "0/0"
     writer.write(f"badge/{server.id}.svg", score_badge(card.get("composite"), card.get("grade"), indicator))
     writer.write(f"badge/{server.id}.json", _json(shields_endpoint(card.get("composite"), card.get("grade"), indicator)))
-    if context["history"]:
+    if context["trend_chart"]:
         writer.write(f"servers/{server.id}/trend.svg", trend_svg(f"trend-{server.id}", context["history"]))
+    if context["reliability"] and len(context["reliability"]["days"]) > 1:
+        writer.write(f"servers/{server.id}/reliability.svg", reliability_svg(f"reliability-{server.id}", context["reliability"]["days"]))
 
 
 def _csv(rows: list[dict]) -> str:
@@ -181,66 +195,9 @@ LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibili
                            "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
 
 
-def run_build(
-    db: Database, *, site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/", datasette_url: str = "http://localhost:8001/",
-    workers: int | None = None,
-) -> StageReport:
-    started = time.monotonic()
-    site_url = site_url.rstrip("/") + "/"
-    database = Path(store.database_path(db)).stem
-    rows_url = f"{datasette_url.rstrip('/')}/{database}"
-    env = environment()
-    writer = SiteWriter(site_dir)
-    servers = store.active_servers(db)
-    scores = store.load_scores(db, RUBRIC)
-    others = {rubric: store.load_scores(db, rubric) for rubric in ("review", "outside-in", "remote")}
-    probes = store.latest_probe_summaries(db)
-    analyses = store.latest_analysis_ids(db)
-    rows = leaderboard_rows(servers, scores, probes)
-    manifest_path = site_dir / MANIFEST
-    previous = _read_manifest(manifest_path)
-    manifest: dict[str, str] = {}
-    code = _code_fingerprint(site_url, datasette_url)
-    # No build timestamp in pages: a page changes only when what it shows changes.
-    base = {"engine_version": ENGINE_VERSION}
-
-    headline = ("MCP server leaderboard", "Ordered by visibility tier (how much we could measure), then by composite score.")
-    present = categories(rows)
-    _write_board(writer, env, "", rows, board=RUBRIC, title=headline[0], intro=headline[1], columns=HEADLINE_COLUMNS,
-                 categories=present, tiers=True, **base)
-    for found in present:
-        _write_board(writer, env, f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]], board=RUBRIC,
-                     title=f"{found['name']} servers", intro=headline[1], columns=HEADLINE_COLUMNS, categories=present,
-                     category=found["name"], tiers=True, **base)
-    writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}, compact=True))
-    todo: list[str] = []
-    for server in servers:
-        cards = {RUBRIC: scores.get(server.id), **{rubric: cards.get(server.id) for rubric, cards in others.items()}}
-        probe_summary = probes.get(server.id)
-        fingerprint = content_hash([
-            code, server.model_dump(mode="json"), {r: (c or {}).get("scored_at") for r, c in cards.items()},
-            probe_summary["id"] if probe_summary else None, analyses.get(server.id),
-            _score_age(cards[RUBRIC], now),
-        ])
-        manifest[server.id] = fingerprint
-        outputs = _server_outputs(server.id)
-        # A page whose inputs have not changed since the last build is kept as it is, unrendered.
-        if previous.get(server.id) == fingerprint and all((site_dir / path).exists() for path in outputs):
-            for path in outputs + [p for p in (f"servers/{server.id}/trend.svg",) if (site_dir / p).exists()]:
-                writer.keep(path)
-            continue
-        todo.append(server.id)
-    workers = workers if workers is not None else (os.cpu_count() or 1)
-    job = _RenderJob(str(site_dir), store.database_path(db), now, site_url, rows_url)
-    if workers > 1 and len(todo) >= PARALLEL_FROM:
-        # Server pages are most of a full build: two processes render them, each writing its own files.
-        chunks = [todo[i : i + RENDER_TASK] for i in range(0, len(todo), RENDER_TASK)]
-        with ProcessPoolExecutor(max_workers=workers, initializer=_render_worker_init, initargs=(job,)) as pool:
-            for claimed, counts in pool.map(_render_chunk, chunks):
-                writer.adopt(claimed, counts)
-    else:
-        for start in range(0, len(todo), RENDER_TASK):
-            _render_servers(writer, env, db, job, todo[start : start + RENDER_TASK])
+def _write_shared(writer: SiteWriter, env: Environment, db: Database, servers: list, rows: list[dict], others: dict, database: str,
+                  site_url: str, now: datetime, base: dict) -> None:
+    """Everything but the server pages and the headline boards: rubric boards, methodology, changes, feed, downloads, static files."""
     by_id = {row["id"]: row for row in rows}
     for rubric, (title, intro, columns) in BOARDS.items():
         board = board_rows(rubric, servers, others[rubric])
@@ -267,8 +224,87 @@ def run_build(
             writer.write(f"static/{path.relative_to(STATIC).as_posix()}", path.read_bytes())
     for path in sorted(SCHEMAS.glob("*.schema.json")):
         writer.write(f"api/schema/{path.name}", path.read_bytes())
+
+
+def run_build(
+    db: Database, *, site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/", datasette_url: str = "http://localhost:8001/",
+    workers: int | None = None,
+) -> StageReport:
+    started = time.monotonic()
+    laps = [("start", started)]
+
+    def lap(phase: str) -> None:
+        laps.append((phase, time.monotonic()))
+
+    site_url = site_url.rstrip("/") + "/"
+    database = Path(store.database_path(db)).stem
+    rows_url = f"{datasette_url.rstrip('/')}/{database}"
+    env = environment()
+    writer = SiteWriter(site_dir)
+    servers = store.active_servers(db)
+    scores = store.load_scores(db, RUBRIC)
+    others = {rubric: store.load_scores(db, rubric) for rubric in ("review", "outside-in", "remote")}
+    probes = store.latest_probe_summaries(db)
+    analyses = store.latest_analysis_ids(db)
+    stamps = store.page_evidence_stamps(db, (now.astimezone(timezone.utc).date() - timedelta(days=1)).isoformat())
+    rows = leaderboard_rows(servers, scores, probes)
+    manifest_path = site_dir / MANIFEST
+    previous = _read_manifest(manifest_path)
+    manifest: dict[str, str] = {}
+    code = _code_fingerprint(site_url, datasette_url)
+    # No build timestamp in pages: a page changes only when what it shows changes.
+    base = {"engine_version": ENGINE_VERSION}
+
+    lap("load")
+    headline = ("MCP server leaderboard", "Ordered by visibility tier (how much we could measure), then by composite score.")
+    present = categories(rows)
+    _write_board(writer, env, "", rows, board=RUBRIC, title=headline[0], intro=headline[1], columns=HEADLINE_COLUMNS,
+                 categories=present, tiers=True, **base)
+    for found in present:
+        _write_board(writer, env, f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]], board=RUBRIC,
+                     title=f"{found['name']} servers", intro=headline[1], columns=HEADLINE_COLUMNS, categories=present,
+                     category=found["name"], tiers=True, **base)
+    writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}, compact=True))
+    lap("headline boards")
+    todo: list[str] = []
+    for server in servers:
+        cards = {RUBRIC: scores.get(server.id), **{rubric: cards.get(server.id) for rubric, cards in others.items()}}
+        probe_summary = probes.get(server.id)
+        fingerprint = content_hash([
+            code, server.model_dump(mode="json"), {r: (c or {}).get("scored_at") for r, c in cards.items()},
+            probe_summary["id"] if probe_summary else None, analyses.get(server.id), stamps.get(server.id),
+            _score_age(cards[RUBRIC], now),
+        ])
+        manifest[server.id] = fingerprint
+        outputs = _server_outputs(server.id)
+        # A page whose inputs have not changed since the last build is kept as it is, unrendered.
+        if previous.get(server.id) == fingerprint and all((site_dir / path).exists() for path in outputs):
+            for path in outputs + [p for p in _optional_outputs(server.id) if (site_dir / p).exists()]:
+                writer.keep(path)
+            continue
+        todo.append(server.id)
+    lap("fingerprints")
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    job = _RenderJob(str(site_dir), store.database_path(db), now, site_url, rows_url)
+    with ExitStack() as stack:
+        rendered: Iterator[tuple[set[str], dict[str, int]]] = iter(())
+        if workers > 1 and len(todo) >= PARALLEL_FROM:
+            # Server pages are most of a full build: worker processes render them, each writing its own files,
+            # while this process writes the boards and the snapshot.
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers, initializer=_render_worker_init, initargs=(job,)))
+            rendered = pool.map(_render_chunk, [todo[i : i + RENDER_TASK] for i in range(0, len(todo), RENDER_TASK)])
+        else:
+            for start in range(0, len(todo), RENDER_TASK):
+                _render_servers(writer, env, db, job, todo[start : start + RENDER_TASK])
+        _write_shared(writer, env, db, servers, rows, others, database, site_url, now, base)
+        lap("boards, feeds and snapshot")
+        for claimed, counts in rendered:
+            writer.adopt(claimed, counts)
+    lap("server pages")
     pages = sorted(p for p in writer.claimed if p.endswith(".html") and p != "404.html")
     writer.write("sitemap.xml", sitemap(site_url, pages))
     writer.write(MANIFEST, _json(manifest))
     writer.remove_stale()
-    return StageReport(stage="build", counts={"servers": len(servers), **writer.counts}, seconds=time.monotonic() - started)
+    lap("finish")
+    phases = {name: round(t - laps[i][1], 2) for i, (name, t) in enumerate(laps[1:])}
+    return StageReport(stage="build", counts={"servers": len(servers), **writer.counts}, seconds=time.monotonic() - started, phases=phases)

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from pipeline import ENGINE_VERSION
-from pipeline.models import ProbeResult, Server
+from pipeline.models import Judgement, ProbeResult, Server
+from pipeline.render.evidence import protocol, reliability, schema_drift, tool_rows
+
+
+@dataclass
+class Observed:
+    """Stored evidence a server page shows beyond its score cards and latest probe."""
+
+    judgements: list[Judgement] = field(default_factory=list)
+    changes: list[dict[str, Any]] = field(default_factory=list)  # tool-surface changes, newest first (db.tool_changes)
+    daily: list[dict[str, Any]] = field(default_factory=list)  # fast-probe rollups, 30 days (db.daily_fast_probes)
+    last_day: list[dict[str, Any]] = field(default_factory=list)  # raw fast probes of the last 24 hours
 
 VISIBILITY_ORDER = ["complete", "verified", "assessed", "limited", "unscored"]
 VISIBILITY_ICONS = {"complete": "◉", "verified": "◎", "assessed": "◐", "limited": "◔", "unscored": "○"}
@@ -106,6 +118,7 @@ def server_page(
     history: list[dict[str, Any]],
     now: datetime,
     other_cards: dict[str, dict[str, Any]] | None = None,
+    observed: Observed | None = None,
 ) -> dict[str, Any]:
     dimensions = json.loads(card["dimensions"]) if card else []
     rules = json.loads(card["rules"]) if card else []
@@ -117,20 +130,11 @@ def server_page(
     ]
     gains.sort(key=lambda g: (-g["points"], g["rule"]))
     result = probe[1] if probe else None
-    tools = []
-    for tool in (result.tools or []) if result else []:
-        annotations = tool.get("annotations") or {}
-        tools.append(
-            {
-                "name": str(tool.get("name", "")),
-                "title": tool.get("title") or annotations.get("title"),
-                "description": str(tool.get("description") or ""),
-                "params": len((tool.get("inputSchema") or {}).get("properties") or {}),
-                "read_only": annotations.get("readOnlyHint"),
-                "destructive": annotations.get("destructiveHint"),
-                "output_schema": tool.get("outputSchema") is not None,
-            }
-        )
+    others = other_cards or {}
+    review_extra = json.loads((others.get("review") or {}).get("extra") or "{}")
+    outside_extra = json.loads((others.get("outside-in") or {}).get("extra") or "{}")
+    observed = observed or Observed()
+    tools = tool_rows(result.tools if result else None, review_extra.get("tool_docs") or {}, observed.judgements)
     scored_at = card["scored_at"] if card else None
     return {
         "server": {
@@ -181,9 +185,14 @@ def server_page(
             "prompts": len(result.prompts or []),
         },
         "tools": tools,
-        "other_rubrics": [rubric_section(rubric, c) for rubric, c in sorted((other_cards or {}).items(), key=lambda kv: list(RUBRIC_LABELS).index(kv[0]) if kv[0] in RUBRIC_LABELS else 99)],
+        "schema_drift": schema_drift(analysis, result.tools if result else None, observed.changes),
+        "protocol": protocol(result, outside_extra),
+        "reliability": reliability(observed.daily, observed.last_day, now.astimezone(timezone.utc).date()),
+        "other_rubrics": [rubric_section(rubric, c) for rubric, c in sorted(others.items(), key=lambda kv: list(RUBRIC_LABELS).index(kv[0]) if kv[0] in RUBRIC_LABELS else 99)],
         "analysis": analysis,
         "history": history,
+        # A chart only when the score moved: a flat line says no more than the sentence shown instead.
+        "trend_chart": len({row["composite"] for row in history}) > 1,
         "last_scored_at": scored_at,
         "score_age_days": _score_age_days(scored_at, now),
         "engine_version": ENGINE_VERSION,

@@ -151,10 +151,8 @@ def exfiltration_risk(facts: Facts) -> str | None:
     return behavioral.get("exfiltration") or None
 
 
-def tool_drift(facts: Facts) -> dict[str, list[str]] | None:
-    """Tools found in source (static extraction) vs tools listed at runtime; None when either is unknown."""
-    static = (facts.analysis.metrics.get("extracted_tools") if facts.analysis and facts.analysis.ok else None)
-    runtime = facts.tools
+def drift_between(static: list | None, runtime: list[dict] | None) -> dict[str, list[str]] | None:
+    """Tool names found in source (static extraction) vs listed at runtime; None when either is unknown."""
     if static is None or runtime is None:
         return None
     static_names = {str(name) for name in static}
@@ -162,22 +160,29 @@ def tool_drift(facts: Facts) -> dict[str, list[str]] | None:
     return {"missing_at_runtime": sorted(static_names - runtime_names), "extra_at_runtime": sorted(runtime_names - static_names)}
 
 
+def tool_drift(facts: Facts) -> dict[str, list[str]] | None:
+    static = (facts.analysis.metrics.get("extracted_tools") if facts.analysis and facts.analysis.ok else None)
+    return drift_between(static, facts.tools)
+
+
+AMBIGUITY_SPREAD = 25  # points between real models on any dimension
+
+
+def judge_spread(judged: list) -> float | None:
+    """The widest disagreement between real models on one tool, over the three dimensions; None under two models."""
+    counted = [j for j in judged if not j.offline]
+    if len({j.model for j in counted}) < 2:
+        return None
+    return max(max(getattr(j, d) for j in counted) - min(getattr(j, d) for j in counted)
+               for d in ("clarity", "input_completeness", "confidence"))
+
+
 def ambiguous_tools(facts: Facts) -> list[str]:
     """Tools judged by 2+ real models where any dimension spreads by more than 25 points."""
     by_tool: dict[str, list] = {}
     for j in facts.judgements:
-        if not j.offline:
-            by_tool.setdefault(j.tool_name, []).append(j)
-    found = []
-    for tool, judged in sorted(by_tool.items()):
-        if len({j.model for j in judged}) < 2:
-            continue
-        for dimension in ("clarity", "input_completeness", "confidence"):
-            values = [getattr(j, dimension) for j in judged]
-            if max(values) - min(values) > 25:
-                found.append(tool)
-                break
-    return found
+        by_tool.setdefault(j.tool_name, []).append(j)
+    return [tool for tool, judged in sorted(by_tool.items()) if (judge_spread(judged) or 0) > AMBIGUITY_SPREAD]
 
 
 def raised(facts: Facts) -> list[Flag]:

@@ -1,0 +1,120 @@
+"""Server page evidence beyond the score: per-tool quality, schema drift, protocol eras, reliability, and their charts."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from datetime import date, timedelta
+
+import pytest
+
+from pipeline import db as store
+from pipeline.discover import run_discover
+from pipeline.models import CheckResult, EraFacts, Judgement, ProbeOutcome, ProbeResult
+from pipeline.render import run_build
+from pipeline.render.evidence import reliability, schema_drift
+from pipeline.score import run_score
+from tests.conftest import NOW
+from tests.test_discover import ListSource, entry, quiet
+from tests.test_score import analysis
+
+SEARCH = {"name": "search_docs", "description": "Search the docs. Use this when the user asks a question; returns matching pages.",
+          "inputSchema": {"type": "object", "properties": {"query": {"type": "string", "description": "Words to look for."}}},
+          "annotations": {"readOnlyHint": True, "destructiveHint": False}}
+DELETE = {"name": "delete_page", "description": "Delete a page.", "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}}
+
+
+def deep(server_id, at, tools, eras=None):
+    return ProbeResult(server_id=server_id, kind="deep", started_at=at, duration_ms=50, transport="streamable-http", outcome=ProbeOutcome.ok,
+                       era="modern", protocol_version="2026-07-28", handshake="server/discover", connect_ms=40, tools=tools, eras=eras,
+                       checks=[CheckResult(name="schema_validity", outcome="valid", passed=True)])
+
+
+def fast(server_id, at, ok, ms):
+    return ProbeResult(server_id=server_id, kind="fast", started_at=at, duration_ms=ms, transport="streamable-http",
+                       outcome=ProbeOutcome.ok if ok else ProbeOutcome.timeout, connect_ms=ms if ok else None)
+
+
+def judgement(tool, model, value, offline=False):
+    return Judgement(server_id="docs", tool_name=tool, tool_hash="h", provider="offline" if offline else "p", model=model, offline=offline,
+                     judged_at=NOW, clarity=value, input_completeness=value, confidence=value)
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    db = store.open_db(tmp_path_factory.mktemp("page") / "scoreboard.db")
+    run_discover(db, sources=[ListSource("test", [entry("docs", description="Search documentation", remote_url="https://docs.example/mcp")])],
+                 now=NOW - timedelta(days=5), progress=quiet(1))
+    db["servers"].update("docs", {"transport": "streamable-http"})
+    old_search = {**SEARCH, "inputSchema": {"type": "object", "properties": {"query": {"type": "integer"}, "limit": {"type": "integer"}}}}
+    store.record_probe(db, deep("docs", NOW - timedelta(days=4), [old_search, {**DELETE, "name": "purge"}]), None)
+    store.record_probe(db, deep("docs", NOW - timedelta(days=2), [SEARCH, DELETE],
+                                EraFacts(modern=True, legacy=True, discover=True, header_routing=False, list_cache_hints=None)), None)
+    for day in range(10):  # ten days of monitoring: 4 probes a day, one failing on day 0
+        for k in range(4):
+            at = NOW - timedelta(days=day, hours=k * 5 + 1)
+            store.record_probe(db, fast("docs", at, ok=not (day == 0 and k == 0), ms=100 + 10 * k), None)
+    store.record_analysis(db, analysis().model_copy(update={"server_id": "docs"}).model_copy(
+        update={"metrics": {**analysis().metrics, "extracted_tools": ["search_docs", "delete_page", "export_all"]}}))
+    store.save_judgements(db, [judgement("search_docs", "m1", 90), judgement("search_docs", "m2", 50), judgement("delete_page", "offline", 40, True)])
+    run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1), progress=quiet(1))
+    run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(1))
+    site = tmp_path_factory.mktemp("site")
+    run_build(db, site_dir=site, now=NOW)
+    return site, json.loads((site / "api" / "servers" / "docs.json").read_text()), (site / "servers" / "docs" / "index.html").read_text()
+
+
+def test_per_tool_table_shows_documentation_annotations_interpretability_and_ambiguity(page):
+    site, data, html = page
+    tools = {t["name"]: t for t in data["tools"]}
+    assert tools["search_docs"]["annotations"] == {"read_only": True, "destructive": False, "idempotent": None, "open_world": None}
+    assert tools["search_docs"]["docs"]["total"] > tools["delete_page"]["docs"]["total"]
+    assert tools["search_docs"]["docs"]["total"] == pytest.approx(sum(tools["search_docs"]["docs"]["parts"].values()))
+    judged = tools["search_docs"]["interpretability"]
+    assert judged == {"value": pytest.approx(0.6 * 50 + 0.4 * 90), "models": 2, "offline": False, "spread": 40.0, "ambiguous": True}
+    assert tools["delete_page"]["interpretability"]["offline"] is True and tools["delete_page"]["interpretability"]["spread"] is None
+    assert "ambiguous</span> spread 40" in html and "(offline estimate)" in html
+
+
+def test_schema_drift_against_source_and_between_captures(page):
+    site, data, html = page
+    drift = data["schema_drift"]
+    assert drift["source_vs_runtime"] == {"missing_at_runtime": ["export_all"], "extra_at_runtime": []}
+    change = drift["changes"][0]
+    assert (change["added"], change["removed"], change["changed"]) == (["delete_page"], ["purge"], ["search_docs"])
+    assert change["breaking"] == 2  # "limit" removed, "query" retyped
+    assert "missing at runtime: export_all" in html and "<td>purge</td>" in html
+
+
+def test_protocol_eras_and_spec_readiness(page):
+    site, data, html = page
+    assert data["protocol"]["support"] == "dual" and data["protocol"]["negotiated"] == "2026-07-28"
+    assert data["protocol"]["signals"] == {"modern path": True, "server/discover": True, "header routing": False, "list-cache hints": None}
+    assert "header routing: no; list-cache hints: not tested" in html
+
+
+def test_reliability_windows_and_chart(page):
+    site, data, html = page
+    windows = data["reliability"]["windows"]
+    assert windows["24h"]["probes"] == 4 and windows["24h"]["uptime"] == 75.0
+    # whole UTC days: today holds 3 of day 0's probes (the fourth, at 20:00, fell yesterday), the six days before 4 each
+    assert windows["7d"]["probes"] == 3 + 4 * 6 and windows["30d"]["probes"] == 40 and windows["30d"]["uptime"] == 97.5
+    assert 100 <= windows["30d"]["p50_ms"] <= 125 and windows["30d"]["p95_ms"] >= windows["30d"]["p50_ms"]
+    assert len(data["reliability"]["days"]) == 11 and data["reliability"]["days"][-1]["uptime"] == pytest.approx(100 * 2 / 3, abs=0.1)
+    svg = ET.fromstring((site / "servers" / "docs" / "reliability.svg").read_text())
+    assert svg.tag.endswith("svg") and not svg.findall(".//{http://www.w3.org/2000/svg}script")
+    assert 'src="reliability.svg"' in html and "97.50%" in html
+
+
+def test_trend_chart_only_when_the_score_moved(page):
+    site, data, html = page
+    moved = len({row["composite"] for row in data["history"]}) > 1
+    assert data["trend_chart"] is moved and (site / "servers" / "docs" / "trend.svg").exists() is moved
+    assert ("Steady at" in html) is not moved
+
+
+def test_reliability_and_drift_functions_on_edges():
+    assert reliability([], [], date(2026, 11, 29)) is None
+    only_old = reliability([{"day": "2026-10-01", "runs": 3, "reachable": 3, "ok": 3, "latency_hist": {}}], [], date(2026, 11, 29))
+    assert only_old["windows"]["7d"] == {"probes": 0, "uptime": None, "p50_ms": None, "p95_ms": None}
+    assert schema_drift(None, None, []) == {"source_vs_runtime": None, "changes": []}
