@@ -51,8 +51,24 @@ STATIC = REPO_ROOT / "site" / "static"
 SCHEMAS = REPO_ROOT / "site" / "schemas"  # JSON Schemas of the API files, published with them
 
 
+class _DictFirstEnvironment(Environment):
+    """Page contexts are plain dicts: look `row.name` up as a key first, not after a failed attribute lookup.
+
+    Jinja's default tries getattr, catches the AttributeError, then subscripts; on a server page that
+    costs a third of the render time. Methods (`.items()`, `.get()`) still resolve when no key has their name.
+    """
+
+    def getattr(self, obj, attribute):  # noqa: A003 - Jinja's hook
+        if type(obj) is dict:
+            try:
+                return obj[attribute]
+            except KeyError:
+                pass
+        return super().getattr(obj, attribute)
+
+
 def environment() -> Environment:
-    env = Environment(
+    env = _DictFirstEnvironment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=select_autoescape(["html", "xml", "svg", "j2"], default_for_string=True),
         undefined=StrictUndefined,
@@ -67,7 +83,8 @@ def environment() -> Environment:
 def _json(value: object, compact: bool = False) -> bytes:
     # Every API dict is built in a fixed key order (stored evidence was written with sorted keys),
     # so the output is stable without sorting; pydantic-core encodes it many times faster.
-    # Board files are compact: the browser fetches them whole for search and filters.
+    # Board and server files are compact: the browser fetches boards whole for search and filters,
+    # and 25,000 indented server files would be half a gigabyte of spaces.
     return to_json(value, indent=None if compact else 2) + b"\n"
 
 
@@ -162,7 +179,7 @@ def _render_server(writer: SiteWriter, env: Environment, db: Database, server, c
     context["datasette"] = {"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
                             "scores": f"{rows_url}/scores?server_id={server.id}"}
     writer.write(f"servers/{server.id}/index.html", env.get_template("server.html").render(page=context, root="../../", **base))
-    writer.write(f"api/servers/{server.id}.json", _json(context))
+    writer.write(f"api/servers/{server.id}.json", _json(context, compact=True))
     card = cards.get(RUBRIC) or {}
     indicator = card.get("dimension_indicator") or "0/0"
     writer.write(f"badge/{server.id}.svg", score_badge(card.get("composite"), card.get("grade"), indicator))
@@ -197,7 +214,16 @@ LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibili
 
 def _write_shared(writer: SiteWriter, env: Environment, db: Database, servers: list, rows: list[dict], others: dict, database: str,
                   site_url: str, now: datetime, base: dict) -> None:
-    """Everything but the server pages and the headline boards: rubric boards, methodology, changes, feed, downloads, static files."""
+    """Everything but the server pages: boards, methodology, changes, feed, downloads, static files."""
+    headline = ("MCP server leaderboard", "Ordered by visibility tier (how much we could measure), then by composite score.")
+    present = categories(rows)
+    _write_board(writer, env, "", rows, board=RUBRIC, title=headline[0], intro=headline[1], columns=HEADLINE_COLUMNS,
+                 categories=present, tiers=True, **base)
+    for found in present:
+        _write_board(writer, env, f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]], board=RUBRIC,
+                     title=f"{found['name']} servers", intro=headline[1], columns=HEADLINE_COLUMNS, categories=present,
+                     category=found["name"], tiers=True, **base)
+    writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}, compact=True))
     by_id = {row["id"]: row for row in rows}
     for rubric, (title, intro, columns) in BOARDS.items():
         board = board_rows(rubric, servers, others[rubric])
@@ -256,16 +282,6 @@ def run_build(
     base = {"engine_version": ENGINE_VERSION}
 
     lap("load")
-    headline = ("MCP server leaderboard", "Ordered by visibility tier (how much we could measure), then by composite score.")
-    present = categories(rows)
-    _write_board(writer, env, "", rows, board=RUBRIC, title=headline[0], intro=headline[1], columns=HEADLINE_COLUMNS,
-                 categories=present, tiers=True, **base)
-    for found in present:
-        _write_board(writer, env, f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]], board=RUBRIC,
-                     title=f"{found['name']} servers", intro=headline[1], columns=HEADLINE_COLUMNS, categories=present,
-                     category=found["name"], tiers=True, **base)
-    writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}, compact=True))
-    lap("headline boards")
     todo: list[str] = []
     for server in servers:
         cards = {RUBRIC: scores.get(server.id), **{rubric: cards.get(server.id) for rubric, cards in others.items()}}
