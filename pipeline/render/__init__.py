@@ -88,14 +88,34 @@ def _json(value: object, compact: bool = False) -> bytes:
     return to_json(value, indent=None if compact else 2) + b"\n"
 
 
-def _write_board(writer: SiteWriter, env: Environment, prefix: str, rows: list[dict], **context) -> None:
+def _write_board(writer: SiteWriter, env: Environment, fingerprints: Fingerprints, prefix: str, rows: list[dict], **context) -> None:
     template = env.get_template("board.html")
     context.setdefault("category", None)
     for page in board_pages(prefix, rows):
-        writer.write(page["path"], template.render(page=page, root=page["root"], **context))
+        if fingerprints.unchanged(page["path"], [page, context]):
+            writer.keep(page["path"])
+        else:
+            writer.write(page["path"], template.render(page=page, root=page["root"], **context))
 
 
-MANIFEST = ".build-manifest.json"  # per-server input fingerprints of the last build
+MANIFEST = ".build-manifest.json"  # input fingerprints of the last build's pages
+
+
+class Fingerprints:
+    """Skips pages whose inputs match the last build's: a fingerprint per page, kept in the manifest."""
+
+    def __init__(self, site_dir: Path, code: str, existing: set[str]) -> None:
+        self.previous = _read_manifest(site_dir / MANIFEST).get("pages") or {}
+        self.current: dict[str, str] = {}
+        self.code, self.existing = code, existing
+
+    def unchanged(self, path: str, inputs: object, outputs: list[str] | None = None) -> bool:
+        digest = hashlib.sha256(to_json([self.code, inputs], fallback=str)).hexdigest()
+        self.current[path] = digest
+        return self.previous.get(path) == digest and all(p in self.existing for p in (outputs or [path]))
+
+    def manifest(self) -> bytes:
+        return to_json({"pages": dict(sorted(self.current.items()))}) + b"\n"
 
 
 def _server_outputs(server_id: str) -> list[str]:
@@ -106,7 +126,7 @@ def _optional_outputs(server_id: str) -> list[str]:
     return [f"servers/{server_id}/trend.svg", f"servers/{server_id}/reliability.svg"]
 
 
-def _read_manifest(path: Path) -> dict[str, str]:
+def _read_manifest(path: Path) -> dict:
     try:
         value = from_json(path.read_bytes())
     except (OSError, ValueError):
@@ -212,15 +232,15 @@ LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibili
                            "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
 
 
-def _write_shared(writer: SiteWriter, env: Environment, db: Database, servers: list, rows: list[dict], others: dict, database: str,
-                  site_url: str, now: datetime, base: dict) -> None:
+def _write_shared(writer: SiteWriter, env: Environment, fingerprints: Fingerprints, db: Database, servers: list, rows: list[dict],
+                  others: dict, database: str, site_url: str, now: datetime, base: dict) -> None:
     """Everything but the server pages: boards, methodology, changes, feed, downloads, static files."""
     headline = ("MCP server leaderboard", "Ordered by visibility tier (how much we could measure), then by composite score.")
     present = categories(rows)
-    _write_board(writer, env, "", rows, board=RUBRIC, title=headline[0], intro=headline[1], columns=HEADLINE_COLUMNS,
+    _write_board(writer, env, fingerprints, "", rows, board=RUBRIC, title=headline[0], intro=headline[1], columns=HEADLINE_COLUMNS,
                  categories=present, tiers=True, **base)
     for found in present:
-        _write_board(writer, env, f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]], board=RUBRIC,
+        _write_board(writer, env, fingerprints, f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]], board=RUBRIC,
                      title=f"{found['name']} servers", intro=headline[1], columns=HEADLINE_COLUMNS, categories=present,
                      category=found["name"], tiers=True, **base)
     writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}, compact=True))
@@ -228,7 +248,7 @@ def _write_shared(writer: SiteWriter, env: Environment, db: Database, servers: l
     for rubric, (title, intro, columns) in BOARDS.items():
         board = board_rows(rubric, servers, others[rubric])
         shown = [{**by_id[row["id"]], **row} for row in board]  # description and filter fields come from the index
-        _write_board(writer, env, f"{rubric}/", shown, board=rubric, title=title, intro=intro, columns=columns, categories=[],
+        _write_board(writer, env, fingerprints, f"{rubric}/", shown, board=rubric, title=title, intro=intro, columns=columns, categories=[],
                      tiers=False, **base)
         writer.write(f"api/{rubric}.json", _json({"engine_version": ENGINE_VERSION, "rubric": rubric, "servers": board}, compact=True))
     methodology = methodology_html((REPO_ROOT / "docs" / "methodology.md").read_text(encoding="utf-8"))
@@ -274,10 +294,7 @@ def run_build(
     analyses = store.latest_analysis_ids(db)
     stamps = store.page_evidence_stamps(db, (now.astimezone(timezone.utc).date() - timedelta(days=1)).isoformat())
     rows = leaderboard_rows(servers, scores, probes)
-    manifest_path = site_dir / MANIFEST
-    previous = _read_manifest(manifest_path)
-    manifest: dict[str, str] = {}
-    code = _code_fingerprint(site_url, datasette_url)
+    fingerprints = Fingerprints(site_dir, _code_fingerprint(site_url, datasette_url), writer.existing)
     # No build timestamp in pages: a page changes only when what it shows changes.
     base = {"engine_version": ENGINE_VERSION}
 
@@ -286,16 +303,14 @@ def run_build(
     for server in servers:
         cards = {RUBRIC: scores.get(server.id), **{rubric: cards.get(server.id) for rubric, cards in others.items()}}
         probe_summary = probes.get(server.id)
-        fingerprint = content_hash([
-            code, server.model_dump(mode="json"), {r: (c or {}).get("scored_at") for r, c in cards.items()},
-            probe_summary["id"] if probe_summary else None, analyses.get(server.id), stamps.get(server.id),
-            _score_age(cards[RUBRIC], now),
-        ])
-        manifest[server.id] = fingerprint
+        inputs = [
+            server.model_dump(mode="json"), {r: (c or {}).get("scored_at") for r, c in cards.items()},
+            probe_summary["id"] if probe_summary else None, analyses.get(server.id), stamps.get(server.id), _score_age(cards[RUBRIC], now),
+        ]
         outputs = _server_outputs(server.id)
         # A page whose inputs have not changed since the last build is kept as it is, unrendered.
-        if previous.get(server.id) == fingerprint and all((site_dir / path).exists() for path in outputs):
-            for path in outputs + [p for p in _optional_outputs(server.id) if (site_dir / p).exists()]:
+        if fingerprints.unchanged(outputs[0], inputs, outputs):
+            for path in outputs + [p for p in _optional_outputs(server.id) if p in writer.existing]:
                 writer.keep(path)
             continue
         todo.append(server.id)
@@ -312,14 +327,14 @@ def run_build(
         else:
             for start in range(0, len(todo), RENDER_TASK):
                 _render_servers(writer, env, db, job, todo[start : start + RENDER_TASK])
-        _write_shared(writer, env, db, servers, rows, others, database, site_url, now, base)
+        _write_shared(writer, env, fingerprints, db, servers, rows, others, database, site_url, now, base)
         lap("boards, feeds and snapshot")
         for claimed, counts in rendered:
             writer.adopt(claimed, counts)
     lap("server pages")
     pages = sorted(p for p in writer.claimed if p.endswith(".html") and p != "404.html")
     writer.write("sitemap.xml", sitemap(site_url, pages))
-    writer.write(MANIFEST, _json(manifest))
+    writer.write(MANIFEST, fingerprints.manifest())
     writer.remove_stale()
     lap("finish")
     phases = {name: round(t - laps[i][1], 2) for i, (name, t) in enumerate(laps[1:])}

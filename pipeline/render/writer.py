@@ -16,6 +16,19 @@ class SiteWriter:
         self.claimed: set[str] = set()
         self.counts = {"written": 0, "unchanged": 0, "removed": 0}
         self._made_dirs: set[Path] = set()
+        self._existing: set[str] | None = None
+
+    @property
+    def existing(self) -> set[str]:
+        """Every file in the site when the build began (one walk, shared by freshness checks and stale removal)."""
+        if self._existing is None:
+            self._existing = set()
+            if self.root.exists():
+                for dirpath, _, filenames in os.walk(self.root):
+                    base = Path(dirpath).relative_to(self.root).as_posix()
+                    prefix = "" if base == "." else base + "/"
+                    self._existing.update(prefix + name for name in filenames)
+        return self._existing
 
     def write(self, relpath: str, content: bytes | str) -> None:
         path = PurePosixPath(relpath)
@@ -70,14 +83,14 @@ class SiteWriter:
         return target
 
     def remove_stale(self) -> None:
-        """Delete files this build did not write (pages of servers that disappeared)."""
-        if not self.root.exists():
-            return
-        for dirpath, dirnames, filenames in os.walk(self.root, topdown=False):
-            for name in filenames:
-                full = Path(dirpath, name)
-                if str(PurePosixPath(full.relative_to(self.root).as_posix())) not in self.claimed:
-                    full.unlink()
-                    self.counts["removed"] += 1
-            if Path(dirpath) != self.root and not os.listdir(dirpath):
-                os.rmdir(dirpath)
+        """Delete files this build did not write (pages of servers that disappeared), then directories left empty."""
+        emptied: set[Path] = set()
+        for key in sorted(self.existing - self.claimed):
+            full = self.root / key
+            full.unlink(missing_ok=True)
+            self.counts["removed"] += 1
+            emptied.add(full.parent)
+        for directory in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
+            while directory != self.root and directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()
+                directory = directory.parent
