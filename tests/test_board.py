@@ -142,3 +142,26 @@ def test_no_broken_internal_links_across_paged_boards(board_site):
         assert any("page/3/index.html" in b for b in internal_links(site)[2])
     finally:
         (site / "gone.html").rename(site / "page" / "3" / "index.html")
+
+
+def test_boards_rendered_by_workers_match_serial_and_are_kept_when_unchanged(board_site, tmp_path, monkeypatch):
+    import pipeline.render as render
+
+    site, db = board_site
+    serial = render.run_build(db, site_dir=tmp_path / "serial", now=NOW, workers=1)
+    monkeypatch.setattr(render, "PARALLEL_BOARD_ROWS", 1)
+    monkeypatch.setattr(render, "BOARD_TASK", 1)  # every board page its own task
+    parallel = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+    assert serial.counts == parallel.counts
+    for path in sorted(p for p in (tmp_path / "serial").rglob("*") if p.is_file() and p.suffix != ".db"):
+        assert path.read_bytes() == (tmp_path / "parallel" / path.relative_to(tmp_path / "serial")).read_bytes(), path
+    again = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+    assert again.counts["written"] == 1  # the snapshot; every page kept unrendered
+    db["servers"].update("evil", {"description": "now harmless"})
+    try:
+        changed = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+        # the server's own four outputs, the board pages it appears on, the index JSON, snapshot, manifest
+        assert 4 < changed.counts["written"] < 20
+        assert "now harmless" in (tmp_path / "parallel" / "servers" / "evil" / "index.html").read_text()
+    finally:
+        db["servers"].update("evil", {"description": HOSTILE + " needle-zz"})

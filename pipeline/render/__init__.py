@@ -12,7 +12,9 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import escape
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
@@ -31,6 +33,7 @@ from pipeline.render.contexts import (
     BOARDS,
     FILTERS,
     HEADLINE_COLUMNS,
+    PAGE_SIZE,
     VISIBILITY_ICONS,
     Observed,
     board_pages,
@@ -88,14 +91,41 @@ def _json(value: object, compact: bool = False) -> bytes:
     return to_json(value, indent=None if compact else 2) + b"\n"
 
 
-def _write_board(writer: SiteWriter, env: Environment, fingerprints: Fingerprints, prefix: str, rows: list[dict], **context) -> None:
+@dataclass(frozen=True)
+class _BoardJob:
+    prefix: str
+    rows: list[dict]
+    context: dict
+
+
+def _boards(servers: list, rows: list[dict], others: dict, base: dict) -> tuple[list[_BoardJob], dict[str, list[dict]]]:
+    """Every board to pre-render (headline, one per category, one per rubric), and each rubric's rows for its JSON."""
+    headline = ("MCP server leaderboard", "Ordered by visibility tier (how much we could measure), then by composite score.")
+    present = categories(rows)
+    common = {"board": RUBRIC, "intro": headline[1], "columns": HEADLINE_COLUMNS, "categories": present, "tiers": True, **base}
+    jobs = [_BoardJob("", rows, {**common, "title": headline[0], "category": None})]
+    for found in present:
+        jobs.append(_BoardJob(f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]],
+                              {**common, "title": f"{found['name']} servers", "category": found["name"]}))
+    by_id = {row["id"]: row for row in rows}
+    rubric_rows = {}
+    for rubric, (title, intro, columns) in BOARDS.items():
+        rubric_rows[rubric] = board_rows(rubric, servers, others[rubric])
+        shown = [{**by_id[row["id"]], **row} for row in rubric_rows[rubric]]  # description and filter fields come from the index
+        jobs.append(_BoardJob(f"{rubric}/", shown, {"board": rubric, "title": title, "intro": intro, "columns": columns, "categories": [],
+                                                     "category": None, "tiers": False, **base}))
+    return jobs, rubric_rows
+
+
+def _render_board(writer: SiteWriter, env: Environment, fingerprints: Fingerprints, job: _BoardJob, numbers: range | None = None) -> None:
+    """Render a board's pages (or some of them), keeping those whose rows and context are unchanged."""
     template = env.get_template("board.html")
-    context.setdefault("category", None)
-    for page in board_pages(prefix, rows):
-        if fingerprints.unchanged(page["path"], [page, context]):
+    pages = board_pages(job.prefix, job.rows)
+    for page in pages if numbers is None else pages[numbers.start : numbers.stop]:
+        if fingerprints.unchanged(page["path"], [page, job.context]):
             writer.keep(page["path"])
         else:
-            writer.write(page["path"], template.render(page=page, root=page["root"], **context))
+            writer.write(page["path"], template.render(page=page, root=page["root"], **job.context))
 
 
 MANIFEST = ".build-manifest.json"  # input fingerprints of the last build's pages
@@ -113,6 +143,12 @@ class Fingerprints:
         digest = hashlib.sha256(to_json([self.code, inputs], fallback=str)).hexdigest()
         self.current[path] = digest
         return self.previous.get(path) == digest and all(p in self.existing for p in (outputs or [path]))
+
+    def fork(self) -> Fingerprints:
+        """The same last build with nothing taken yet: a worker's share, merged back by the parent."""
+        twin = Fingerprints.__new__(Fingerprints)
+        twin.previous, twin.code, twin.existing, twin.current = self.previous, self.code, self.existing, {}
+        return twin
 
     def manifest(self) -> bytes:
         return to_json({"pages": dict(sorted(self.current.items()))}) + b"\n"
@@ -147,7 +183,9 @@ def _score_age(card: dict | None, now: datetime) -> int | None:
 
 
 PARALLEL_FROM = 1000  # server pages to render before worker processes pay for themselves
-RENDER_TASK = 200
+PARALLEL_BOARD_ROWS = 10_000  # or board rows: at scale the boards are most of a rebuild
+RENDER_TASK = 200  # servers per task
+BOARD_TASK = 40  # board pages per task
 
 
 @dataclass(frozen=True)
@@ -159,19 +197,28 @@ class _RenderJob:
     rows_url: str
 
 
+# Filled before the pool forks, so workers inherit board rows and fingerprints rather than receive them pickled.
 _render_state: dict = {}
 
 
 def _render_worker_init(job: _RenderJob) -> None:
     import sqlite3
 
+    # The worker's own connection: the parent's, inherited through fork, is never used here.
     _render_state.update(job=job, env=environment(), db=Database(sqlite3.connect(f"file:{job.database}?mode=ro", uri=True)))
 
 
-def _render_chunk(server_ids: list[str]) -> tuple[set[str], dict[str, int]]:
+def _render_task(task: tuple[str, Any]) -> tuple[set[str], dict[str, int], dict[str, str]]:
+    """A worker's task: a chunk of servers, or a run of one board's pages. Returns what it wrote and the fingerprints it took."""
+    kind, payload = task
     writer = SiteWriter(Path(_render_state["job"].site_dir))
-    _render_servers(writer, _render_state["env"], _render_state["db"], _render_state["job"], server_ids)
-    return writer.claimed, writer.counts
+    fingerprints = _render_state["fingerprints"].fork()
+    if kind == "servers":
+        _render_servers(writer, _render_state["env"], _render_state["db"], _render_state["job"], payload)
+    else:
+        index, first, last = payload
+        _render_board(writer, _render_state["env"], fingerprints, _render_state["boards"][index], range(first, last))
+    return writer.claimed, writer.counts, fingerprints.current
 
 
 def _render_servers(writer: SiteWriter, env: Environment, db: Database, job: _RenderJob, server_ids: list[str]) -> None:
@@ -232,24 +279,11 @@ LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibili
                            "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
 
 
-def _write_shared(writer: SiteWriter, env: Environment, fingerprints: Fingerprints, db: Database, servers: list, rows: list[dict],
-                  others: dict, database: str, site_url: str, now: datetime, base: dict) -> None:
-    """Everything but the server pages: boards, methodology, changes, feed, downloads, static files."""
-    headline = ("MCP server leaderboard", "Ordered by visibility tier (how much we could measure), then by composite score.")
-    present = categories(rows)
-    _write_board(writer, env, fingerprints, "", rows, board=RUBRIC, title=headline[0], intro=headline[1], columns=HEADLINE_COLUMNS,
-                 categories=present, tiers=True, **base)
-    for found in present:
-        _write_board(writer, env, fingerprints, f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]], board=RUBRIC,
-                     title=f"{found['name']} servers", intro=headline[1], columns=HEADLINE_COLUMNS, categories=present,
-                     category=found["name"], tiers=True, **base)
+def _write_shared(writer: SiteWriter, env: Environment, db: Database, servers: list, rows: list[dict], rubric_rows: dict[str, list[dict]],
+                  database: str, site_url: str, now: datetime, base: dict) -> None:
+    """Everything but the pages: the board JSON files, methodology, changes, feed, downloads, static files."""
     writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}, compact=True))
-    by_id = {row["id"]: row for row in rows}
-    for rubric, (title, intro, columns) in BOARDS.items():
-        board = board_rows(rubric, servers, others[rubric])
-        shown = [{**by_id[row["id"]], **row} for row in board]  # description and filter fields come from the index
-        _write_board(writer, env, fingerprints, f"{rubric}/", shown, board=rubric, title=title, intro=intro, columns=columns, categories=[],
-                     tiers=False, **base)
+    for rubric, board in rubric_rows.items():
         writer.write(f"api/{rubric}.json", _json({"engine_version": ENGINE_VERSION, "rubric": rubric, "servers": board}, compact=True))
     methodology = methodology_html((REPO_ROOT / "docs" / "methodology.md").read_text(encoding="utf-8"))
     writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), root="../", **base))
@@ -315,23 +349,35 @@ def run_build(
             continue
         todo.append(server.id)
     lap("fingerprints")
+    boards, rubric_rows = _boards(servers, rows, others, base)
     workers = workers if workers is not None else (os.cpu_count() or 1)
     job = _RenderJob(str(site_dir), store.database_path(db), now, site_url, rows_url)
+    board_rows_total = sum(len(b.rows) for b in boards)
     with ExitStack() as stack:
-        rendered: Iterator[tuple[set[str], dict[str, int]]] = iter(())
-        if workers > 1 and len(todo) >= PARALLEL_FROM:
-            # Server pages are most of a full build: worker processes render them, each writing its own files,
-            # while this process writes the boards and the snapshot.
-            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers, initializer=_render_worker_init, initargs=(job,)))
-            rendered = pool.map(_render_chunk, [todo[i : i + RENDER_TASK] for i in range(0, len(todo), RENDER_TASK)])
+        rendered: Iterator[tuple[set[str], dict[str, int], dict[str, str]]] = iter(())
+        if workers > 1 and (len(todo) >= PARALLEL_FROM or board_rows_total >= PARALLEL_BOARD_ROWS):
+            # Server pages and board pages are nearly all of a build: worker processes render them, each writing
+            # its own files, while this process writes the JSON, the feeds and the snapshot.
+            _render_state.update(boards=boards, fingerprints=fingerprints)
+            stack.callback(_render_state.clear)
+            pool = stack.enter_context(ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork"),
+                                                           initializer=_render_worker_init, initargs=(job,)))
+            tasks: list[tuple[str, Any]] = [("servers", todo[i : i + RENDER_TASK]) for i in range(0, len(todo), RENDER_TASK)]
+            for index, board in enumerate(boards):
+                count = max(1, -(-len(board.rows) // PAGE_SIZE))
+                tasks += [("boards", (index, first, min(count, first + BOARD_TASK))) for first in range(0, count, BOARD_TASK)]
+            rendered = pool.map(_render_task, tasks)
         else:
             for start in range(0, len(todo), RENDER_TASK):
                 _render_servers(writer, env, db, job, todo[start : start + RENDER_TASK])
-        _write_shared(writer, env, fingerprints, db, servers, rows, others, database, site_url, now, base)
-        lap("boards, feeds and snapshot")
-        for claimed, counts in rendered:
+            for board in boards:
+                _render_board(writer, env, fingerprints, board)
+        _write_shared(writer, env, db, servers, rows, rubric_rows, database, site_url, now, base)
+        lap("feeds and snapshot")
+        for claimed, counts, taken in rendered:
             writer.adopt(claimed, counts)
-    lap("server pages")
+            fingerprints.current.update(taken)
+    lap("pages")
     pages = sorted(p for p in writer.claimed if p.endswith(".html") and p != "404.html")
     writer.write("sitemap.xml", sitemap(site_url, pages))
     writer.write(MANIFEST, fingerprints.manifest())
