@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -586,11 +587,27 @@ def score_changes(db: Database, rubric: str, since_day: str) -> list[dict[str, A
     )
 
 
-def snapshot(db: Database, target: Path) -> None:
-    """A consistent copy of the whole database (VACUUM INTO), for download."""
+def snapshot(source: str | Path, target: Path) -> None:
+    """A consistent copy of the whole database, for download.
+
+    SQLite's online backup on connections of its own, so it can run in a thread beside the build (the
+    copy releases the GIL); written under a temporary name and renamed, so a reader never sees half a
+    file; left in rollback-journal mode, so the download opens anywhere, read-only or in the browser.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.unlink(missing_ok=True)
-    db.execute("vacuum into ?", [str(target)])
+    partial = target.with_name(target.name + ".partial")
+    partial.unlink(missing_ok=True)
+    reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    try:
+        copy = sqlite3.connect(partial)
+        try:
+            reader.backup(copy)
+            copy.execute("pragma journal_mode = delete")
+        finally:
+            copy.close()
+    finally:
+        reader.close()
+    os.replace(partial, target)
 
 
 def score_history(db: Database, server_id: str, rubric: str) -> list[dict[str, Any]]:

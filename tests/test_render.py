@@ -125,7 +125,9 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     rows = list(_csv.DictReader((site / "downloads" / "leaderboard.csv").open()))
     assert {r["id"] for r in rows} == {s.id for s in servers} and rows[0]["rank"] == "1"
     snapshots = list((site / "downloads").glob("scoreboard-2026-11-29-engine-*.db"))
-    assert len(snapshots) == 1
+    assert len(snapshots) == 1 and not list((site / "downloads").glob("*.partial"))
+    with open(snapshots[0], "rb") as raw:
+        assert raw.read(20)[18:20] == b"\x01\x01"  # rollback-journal file format: opens read-only anywhere, no -wal needed
     copy = open_db(snapshots[0], create=False)
     assert copy["servers"].count == 7 and copy["scores"].count == 28
     assert snapshots[0].name in (site / "downloads" / "index.html").read_text()

@@ -6,8 +6,9 @@ import csv
 import hashlib
 import io
 import os
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -211,8 +212,8 @@ def _render_worker_init(job: _RenderJob) -> None:
 def _render_task(task: tuple[str, Any]) -> tuple[set[str], dict[str, int], dict[str, str]]:
     """A worker's task: a chunk of servers, or a run of one board's pages. Returns what it wrote and the fingerprints it took."""
     kind, payload = task
-    writer = SiteWriter(Path(_render_state["job"].site_dir))
     fingerprints = _render_state["fingerprints"].fork()
+    writer = SiteWriter(Path(_render_state["job"].site_dir), existing=fingerprints.existing)
     if kind == "servers":
         _render_servers(writer, _render_state["env"], _render_state["db"], _render_state["job"], payload)
     else:
@@ -279,6 +280,31 @@ LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibili
                            "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
 
 
+def _snapshot_name(now: datetime) -> str:
+    return f"scoreboard-{now.astimezone(timezone.utc).date().isoformat()}-engine-{ENGINE_VERSION}.db"
+
+
+def _start_snapshot(source: str, target: Path) -> Callable[[], None]:
+    """Copy the database for download in a thread (SQLite works without the GIL); returns the wait, which re-raises."""
+    failed: list[BaseException] = []
+
+    def copy() -> None:
+        try:
+            store.snapshot(source, target)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
+            failed.append(error)
+
+    thread = threading.Thread(target=copy, name="snapshot", daemon=True)
+    thread.start()
+
+    def wait() -> None:
+        thread.join()
+        if failed:
+            raise failed[0]
+
+    return wait
+
+
 def _write_shared(writer: SiteWriter, env: Environment, db: Database, servers: list, rows: list[dict], rubric_rows: dict[str, list[dict]],
                   database: str, site_url: str, now: datetime, base: dict) -> None:
     """Everything but the pages: the board JSON files, methodology, changes, feed, downloads, static files."""
@@ -293,8 +319,7 @@ def _write_shared(writer: SiteWriter, env: Environment, db: Database, servers: l
     writer.write("api/changes.json", _json({"engine_version": ENGINE_VERSION, "rubric": RUBRIC, "since": since, "changes": changes}))
     writer.write("feed.xml", env.get_template("feed.xml.j2").render(changes=changes, site_url=site_url, updated=_feed_updated(changes, now)))
     writer.write("downloads/leaderboard.csv", _csv(rows))
-    snapshot_name = f"scoreboard-{now.astimezone(timezone.utc).date().isoformat()}-engine-{ENGINE_VERSION}.db"
-    store.snapshot(db, writer.path_for(f"downloads/{snapshot_name}"))
+    snapshot_name = _snapshot_name(now)
     writer.write("downloads/metadata.json", _json(metadata(database)))
     writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name, site_url=site_url, root="../", **base))
     writer.write("404.html", env.get_template("404.html").render(root=site_url, **base))  # served at any path: absolute links
@@ -367,17 +392,21 @@ def run_build(
                 count = max(1, -(-len(board.rows) // PAGE_SIZE))
                 tasks += [("boards", (index, first, min(count, first + BOARD_TASK))) for first in range(0, count, BOARD_TASK)]
             rendered = pool.map(_render_task, tasks)
+            # Only now, with the workers forked: forking while another thread holds SQLite's locks could deadlock them.
+            snapshot_done = _start_snapshot(job.database, writer.path_for(f"downloads/{_snapshot_name(now)}"))
         else:
+            snapshot_done = _start_snapshot(job.database, writer.path_for(f"downloads/{_snapshot_name(now)}"))
             for start in range(0, len(todo), RENDER_TASK):
                 _render_servers(writer, env, db, job, todo[start : start + RENDER_TASK])
             for board in boards:
                 _render_board(writer, env, fingerprints, board)
         _write_shared(writer, env, db, servers, rows, rubric_rows, database, site_url, now, base)
-        lap("feeds and snapshot")
+        lap("feeds")
         for claimed, counts, taken in rendered:
             writer.adopt(claimed, counts)
             fingerprints.current.update(taken)
-    lap("pages")
+        snapshot_done()
+    lap("pages and snapshot")
     pages = sorted(p for p in writer.claimed if p.endswith(".html") and p != "404.html")
     writer.write("sitemap.xml", sitemap(site_url, pages))
     writer.write(MANIFEST, fingerprints.manifest())

@@ -11,12 +11,12 @@ class SiteWriteError(Exception):
 
 
 class SiteWriter:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, existing: set[str] | None = None) -> None:
         self.root = Path(root)
         self.claimed: set[str] = set()
         self.counts = {"written": 0, "unchanged": 0, "removed": 0}
         self._made_dirs: set[Path] = set()
-        self._existing: set[str] | None = None
+        self._existing: set[str] | None = existing  # a worker shares the parent's walk
 
     @property
     def existing(self) -> set[str]:
@@ -40,12 +40,13 @@ class SiteWriter:
         self.claimed.add(key)
         data = content.encode("utf-8") if isinstance(content, str) else content
         target = self.root / key
-        try:
-            if target.read_bytes() == data:
-                self.counts["unchanged"] += 1
-                return
-        except OSError:
-            pass
+        if self._existing is None or key in self._existing:  # a file known to be new has nothing to compare
+            try:
+                if target.read_bytes() == data:
+                    self.counts["unchanged"] += 1
+                    return
+            except OSError:
+                pass
         if target.parent not in self._made_dirs:
             target.parent.mkdir(parents=True, exist_ok=True)
             self._made_dirs.add(target.parent)
