@@ -50,9 +50,14 @@ class SiteWriter:
         if target.parent not in self._made_dirs:
             target.parent.mkdir(parents=True, exist_ok=True)
             self._made_dirs.add(target.parent)
-        temporary = target.with_name(target.name + ".tmp")
-        temporary.write_bytes(data)
-        os.replace(temporary, target)  # readers never see half a file
+        if self._existing is not None and key not in self._existing:
+            # A new file: no reader can hold an older version, so it is written in place (one directory
+            # operation instead of two, which matters across 100,000 files).
+            target.write_bytes(data)
+        else:
+            temporary = target.with_name(target.name + ".tmp")
+            temporary.write_bytes(data)
+            os.replace(temporary, target)  # readers of the old version never see half of the new one
         self.counts["written"] += 1
 
     def adopt(self, claimed: set[str], counts: dict[str, int]) -> None:
