@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION, latency
@@ -136,12 +136,12 @@ def _server_from_row(row: dict[str, Any]) -> Server:
         homepage=row["homepage"],
         transport=row["transport"],
         remote_url=row["remote_url"],
-        launch=json.loads(row["launch"]) if row["launch"] else None,
-        env_vars=json.loads(row["env_vars"] or "[]"),
-        external_links=json.loads(row["external_links"] or "{}"),
-        sources=json.loads(row["sources"] or "[]"),
+        launch=from_json(row["launch"]) if row["launch"] else None,
+        env_vars=from_json(row["env_vars"] or "[]"),
+        external_links=from_json(row["external_links"] or "{}"),
+        sources=from_json(row["sources"] or "[]"),
         category=row.get("category") or "Other",
-        platforms=json.loads(row.get("platforms") or "[]"),
+        platforms=from_json(row.get("platforms") or "[]"),
         is_active=bool(row["is_active"]),
         first_seen_at=parse_iso(row["first_seen_at"]),
         last_seen_at=parse_iso(row["last_seen_at"]),
@@ -636,13 +636,13 @@ def tool_changes(db: Database, server_id: str, limit: int = 10) -> list[dict[str
             [server_id, limit],
         )
     )
-    return [{"captured_at": r["captured_at"], "tools": json.loads(r["tools"]), "previous": json.loads(r["previous_tools"])} for r in rows]
+    return [{"captured_at": r["captured_at"], "tools": from_json(r["tools"]), "previous": from_json(r["previous_tools"])} for r in rows]
 
 
 def daily_fast_probes(db: Database, server_id: str, since_day: str) -> list[dict[str, Any]]:
     """Per-day rollups of a server's fast (monitoring) probes since `since_day`, oldest first."""
     return [
-        {**r, "latency_hist": json.loads(r["latency_hist"])}
+        {**r, "latency_hist": from_json(r["latency_hist"])}
         for r in db.query(
             "select day, runs, reachable, ok, latency_hist from probe_daily where server_id = ? and kind = 'fast' and day >= ? order by day",
             [server_id, since_day],

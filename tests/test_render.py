@@ -172,3 +172,15 @@ def test_rubric_boards_and_methodology_page(db, tmp_path):
     html = (tmp_path / "site" / "methodology" / "index.html").read_text()
     assert "<table>" in html and "schema_completeness" in html and "generated:" not in html
     assert "&lt;script&gt;" in methodology_html("<script>alert(1)</script>") and "<script>" not in methodology_html("<script>x</script>")
+
+
+def test_a_failed_snapshot_fails_the_build_with_the_reason(tmp_path):
+    from contextlib import ExitStack
+
+    from pipeline.render import _start_snapshot
+
+    with ExitStack() as cleanup:
+        wait = _start_snapshot(str(tmp_path / "missing.db"), tmp_path / "out" / "copy.db", cleanup)
+        with pytest.raises(RuntimeError, match="snapshot for download failed.*unable to open"):
+            wait()
+    assert not (tmp_path / "out" / "copy.db").exists()

@@ -6,7 +6,8 @@ import csv
 import hashlib
 import io
 import os
-import threading
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -284,23 +285,28 @@ def _snapshot_name(now: datetime) -> str:
     return f"scoreboard-{now.astimezone(timezone.utc).date().isoformat()}-engine-{ENGINE_VERSION}.db"
 
 
-def _start_snapshot(source: str, target: Path) -> Callable[[], None]:
-    """Copy the database for download in a thread (SQLite works without the GIL); returns the wait, which re-raises."""
-    failed: list[BaseException] = []
+def _start_snapshot(source: str, target: Path, cleanup: ExitStack) -> Callable[[], None]:
+    """Copy the database for download in a child process, beside the whole build; returns the wait, which raises on failure.
 
-    def copy() -> None:
-        try:
-            store.snapshot(source, target)
-        except BaseException as error:  # noqa: BLE001 - handed to the waiting thread
-            failed.append(error)
+    A process, not a thread: the render pool forks later, and forking while a thread holds SQLite's locks could deadlock.
+    """
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from pipeline.db import snapshot; snapshot(sys.argv[1], Path(sys.argv[2]))",
+         str(Path(source).resolve()), str(target.resolve())],
+        cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
 
-    thread = threading.Thread(target=copy, name="snapshot", daemon=True)
-    thread.start()
+    def stop() -> None:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+    cleanup.callback(stop)
 
     def wait() -> None:
-        thread.join()
-        if failed:
-            raise failed[0]
+        _, error = child.communicate()
+        if child.returncode != 0:
+            raise RuntimeError(f"database snapshot for download failed: {error.decode(errors='replace').strip().splitlines()[-1:]}")
 
     return wait
 
@@ -335,6 +341,11 @@ def run_build(
     db: Database, *, site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/", datasette_url: str = "http://localhost:8001/",
     workers: int | None = None,
 ) -> StageReport:
+    with ExitStack() as cleanup:  # stops the snapshot process if the build fails
+        return _build(db, cleanup, site_dir=site_dir, now=now, site_url=site_url, datasette_url=datasette_url, workers=workers)
+
+
+def _build(db: Database, cleanup: ExitStack, *, site_dir: Path, now: datetime, site_url: str, datasette_url: str, workers: int | None) -> StageReport:
     started = time.monotonic()
     laps = [("start", started)]
 
@@ -346,6 +357,7 @@ def run_build(
     rows_url = f"{datasette_url.rstrip('/')}/{database}"
     env = environment()
     writer = SiteWriter(site_dir)
+    snapshot_done = _start_snapshot(store.database_path(db), writer.path_for(f"downloads/{_snapshot_name(now)}"), cleanup)
     servers = store.active_servers(db)
     scores = store.load_scores(db, RUBRIC)
     others = {rubric: store.load_scores(db, rubric) for rubric in ("review", "outside-in", "remote")}
@@ -392,10 +404,7 @@ def run_build(
                 count = max(1, -(-len(board.rows) // PAGE_SIZE))
                 tasks += [("boards", (index, first, min(count, first + BOARD_TASK))) for first in range(0, count, BOARD_TASK)]
             rendered = pool.map(_render_task, tasks)
-            # Only now, with the workers forked: forking while another thread holds SQLite's locks could deadlock them.
-            snapshot_done = _start_snapshot(job.database, writer.path_for(f"downloads/{_snapshot_name(now)}"))
         else:
-            snapshot_done = _start_snapshot(job.database, writer.path_for(f"downloads/{_snapshot_name(now)}"))
             for start in range(0, len(todo), RENDER_TASK):
                 _render_servers(writer, env, db, job, todo[start : start + RENDER_TASK])
             for board in boards:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
+
+from pydantic_core import from_json  # several times faster than json.loads on 25,000 cards
 
 from pipeline import ENGINE_VERSION
 from pipeline.models import Judgement, ProbeResult, Server
@@ -57,7 +58,7 @@ def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], p
         card = scores.get(server.id) or {}
         probe = probes.get(server.id)
         visibility = card.get("visibility") or "unscored"
-        flags = json.loads(card.get("flags") or "[]")
+        flags = from_json(card.get("flags") or "[]")
         rows.append(
             {
                 "id": server.id,
@@ -95,8 +96,8 @@ RUBRIC_LABELS = {
 
 def rubric_section(rubric: str, card: dict[str, Any]) -> dict[str, Any]:
     """One rubric's card as the page shows it: score, dimensions with their rules, extras."""
-    dimensions = json.loads(card["dimensions"])
-    rules = json.loads(card["rules"])
+    dimensions = from_json(card["dimensions"])
+    rules = from_json(card["rules"])
     return {
         "rubric": rubric,
         "label": RUBRIC_LABELS.get(rubric, rubric),
@@ -105,7 +106,7 @@ def rubric_section(rubric: str, card: dict[str, Any]) -> dict[str, Any]:
         "visibility": card["visibility"],
         "dimension_indicator": card["dimension_indicator"],
         "rules_version": card["rules_version"],
-        "extra": json.loads(card.get("extra") or "{}"),
+        "extra": from_json(card.get("extra") or "{}"),
         "dimensions": [{**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions],
     }
 
@@ -120,8 +121,8 @@ def server_page(
     other_cards: dict[str, dict[str, Any]] | None = None,
     observed: Observed | None = None,
 ) -> dict[str, Any]:
-    dimensions = json.loads(card["dimensions"]) if card else []
-    rules = json.loads(card["rules"]) if card else []
+    dimensions = from_json(card["dimensions"]) if card else []
+    rules = from_json(card["rules"]) if card else []
     by_dimension = {d["name"]: {**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions}
     gains = [
         {"dimension": r["dimension"], "rule": r["rule"], "advice": r["how_to_gain"], "points": round(r["max_points"] - r["points"], 1)}
@@ -131,8 +132,8 @@ def server_page(
     gains.sort(key=lambda g: (-g["points"], g["rule"]))
     result = probe[1] if probe else None
     others = other_cards or {}
-    review_extra = json.loads((others.get("review") or {}).get("extra") or "{}")
-    outside_extra = json.loads((others.get("outside-in") or {}).get("extra") or "{}")
+    review_extra = from_json((others.get("review") or {}).get("extra") or "{}")
+    outside_extra = from_json((others.get("outside-in") or {}).get("extra") or "{}")
     observed = observed or Observed()
     tools = tool_rows(result.tools if result else None, review_extra.get("tool_docs") or {}, observed.judgements)
     scored_at = card["scored_at"] if card else None
@@ -158,8 +159,8 @@ def server_page(
             "visibility_icon": VISIBILITY_ICONS[card["visibility"] if card else "unscored"],
             "dimension_indicator": card["dimension_indicator"] if card else "0/0",
             "rules_version": card["rules_version"] if card else None,
-            "badges": json.loads(card["badges"]) if card else [],
-            "flags": json.loads(card["flags"]) if card else [],
+            "badges": from_json(card["badges"]) if card else [],
+            "flags": from_json(card["flags"]) if card else [],
             "dimensions": list(by_dimension.values()),
             "how_to_gain": gains,
         },
@@ -302,7 +303,7 @@ def board_rows(rubric: str, servers: list[Server], cards: dict[str, dict[str, An
         if card is None:
             continue
         # Per-tool and per-change detail stays on the server page; boards carry scalar figures only.
-        extra = {k: v for k, v in json.loads(card.get("extra") or "{}").items() if not isinstance(v, (dict, list))}
+        extra = {k: v for k, v in from_json(card.get("extra") or "{}").items() if not isinstance(v, (dict, list))}
         rows.append({"id": server.id, "name": server.name, "composite": card["composite"], "grade": card["grade"],
                      "visibility": card["visibility"], "dimension_indicator": card["dimension_indicator"], "extra": extra})
     def order(row: dict[str, Any]) -> tuple:
