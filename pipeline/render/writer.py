@@ -93,7 +93,10 @@ class SiteWriter:
         emptied: set[Path] = set()
         for key in sorted(self.existing - self.claimed):
             full = self.root / key
-            full.unlink(missing_ok=True)
+            try:
+                full.unlink()
+            except FileNotFoundError:  # a transient file seen by the walk (the snapshot's journal) is gone already
+                continue
             self.counts["removed"] += 1
             emptied.add(full.parent)
         for directory in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
