@@ -23,9 +23,10 @@ from pipeline.render import run_build  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
 
 
-def size_of(root: Path) -> tuple[int, int]:
+def size_of(root: Path) -> tuple[int, int, int]:
+    """Files, HTML pages, and total bytes under the site."""
     files = [p for p in root.rglob("*") if p.is_file()]
-    return len(files), sum(p.stat().st_size for p in files)
+    return len(files), sum(1 for p in files if p.suffix == ".html"), sum(p.stat().st_size for p in files)
 
 
 def main() -> None:
@@ -40,9 +41,10 @@ def main() -> None:
         started = time.perf_counter()
         report = run_build(db, site_dir=site, now=NOW)
         full = time.perf_counter() - started
-        files, size = size_of(site)
+        files, pages, size = size_of(site)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"full build: {len(servers)} servers, {full:.1f}s, {files / full:,.0f} files/s, {files:,} files, {size / 1e6:,.0f} MB, peak {peak:.0f} MB")
+        print(f"full build: {len(servers)} servers, {full:.1f}s, {pages:,} pages ({pages / full:,.0f}/s), {files:,} files ({files / full:,.0f}/s), "
+              f"{size / 1e6:,.0f} MB, peak {peak:.0f} MB")
         print(f"  {report.summary_line()}")
         print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.phases.items()))
         changed = servers[: max(1, len(servers) // 100)]

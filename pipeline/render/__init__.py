@@ -77,6 +77,7 @@ def environment() -> Environment:
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=select_autoescape(["html", "xml", "svg", "j2"], default_for_string=True),
         undefined=StrictUndefined,
+        auto_reload=False,  # templates do not change during a build: no stat per page to check them
         trim_blocks=True,
         lstrip_blocks=True,
     )

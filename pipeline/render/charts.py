@@ -32,7 +32,7 @@ class _StaticLine(pygal.Line):
 def trend_svg(chart_id: str, history: list[dict[str, Any]]) -> str:
     """The headline score over time, one point a day."""
     chart = _StaticLine(
-        width=640, height=220, show_legend=False, range=(0, 100), show_dots=True, dots_size=3, style=STYLE,
+        width=640, height=220, show_legend=False, range=(0, 100), show_dots=len(history) <= 10, dots_size=3, style=STYLE,
         js=[],  # pygal's tooltips load a script from a CDN: a static site must not
         disable_xml_declaration=True, x_label_rotation=0, show_minor_x_labels=False, truncate_label=-1,
     )
