@@ -1,0 +1,29 @@
+"""Charts: pygal's own output, minus its script, for the same data; stable bytes."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+import pygal
+
+from pipeline.render import charts
+
+HISTORY = [{"day": f"2026-11-{d:02d}", "composite": 40 + d * 1.5} for d in range(1, 31)]
+DAYS = [{"day": f"2026-11-{d:02d}", "uptime": 100.0 - (d % 4), "p95_ms": 120 + 7 * d if d != 9 else None} for d in range(1, 31)]
+
+
+def stock(monkeypatch, render, *args):
+    with monkeypatch.context() as patch:
+        patch.setattr(charts, "Line", pygal.Line)
+        return render(*args)
+
+
+def test_charts_equal_pygal_stock_output_without_its_script(monkeypatch):
+    for render, args in ((charts.trend_svg, ("trend-x", HISTORY)), (charts.trend_svg, ("trend-y", HISTORY[:3])),
+                         (charts.reliability_svg, ("rel-x", DAYS))):
+        ours, theirs = render(*args), stock(monkeypatch, render, *args)
+        assert "<script" in theirs and "<script" not in ours
+        assert ours == re.sub(r"<script\b.*?</script>", "", theirs, count=1, flags=re.S)
+        svg = ET.fromstring(ours)
+        assert svg.tag == "{http://www.w3.org/2000/svg}svg" and render(*args) == ours  # well-formed and byte-stable
