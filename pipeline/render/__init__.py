@@ -388,9 +388,7 @@ def _build(db: Database, cleanup: ExitStack, *, site_dir: Path, now: datetime, s
         todo.append(server.id)
     lap("fingerprints")
     boards, rubric_rows = _boards(servers, rows, others, base)
-    # One worker more than cores: a build creates ~100,000 files and workers wait on the filesystem
-    # (measured on 2 cores: 2 workers 62–83 s, 3 workers 62–65 s for 25,000 servers).
-    workers = workers if workers is not None else (os.cpu_count() or 1) + 1
+    workers = workers if workers is not None else (os.cpu_count() or 1)
     job = _RenderJob(str(site_dir), store.database_path(db), now, site_url, rows_url)
     board_rows_total = sum(len(b.rows) for b in boards)
     with ExitStack() as stack:
