@@ -205,7 +205,12 @@ _render_state: dict = {}
 
 
 def _render_worker_init(job: _RenderJob) -> None:
+    import gc
     import sqlite3
+
+    # Everything inherited through fork (catalog, cards, board rows) stays put: the collector no longer walks
+    # it, and walking it would copy every page of it out of the shared memory.
+    gc.freeze()
 
     # The worker's own connection: the parent's, inherited through fork, is never used here.
     _render_state.update(job=job, env=environment(), db=Database(sqlite3.connect(f"file:{job.database}?mode=ro", uri=True)))
