@@ -43,8 +43,11 @@ def judgement(tool, model, value, offline=False):
 @pytest.fixture(scope="module")
 def page(tmp_path_factory):
     db = store.open_db(tmp_path_factory.mktemp("page") / "scoreboard.db")
-    run_discover(db, sources=[ListSource("test", [entry("docs", description="Search documentation", remote_url="https://docs.example/mcp")])],
-                 now=NOW - timedelta(days=5), progress=quiet(1))
+    run_discover(db, sources=[ListSource("test", [entry("docs", description="Search documentation", remote_url="https://docs.example/mcp"),
+                                                  entry("local", description="A stdio server we start ourselves")])],
+                 now=NOW - timedelta(days=5), progress=quiet(2))
+    for hours in (1, 30):
+        store.record_probe(db, fast("local", NOW - timedelta(hours=hours), ok=True, ms=5).model_copy(update={"transport": "stdio"}), None)
     db["servers"].update("docs", {"transport": "streamable-http"})
     old_search = {**SEARCH, "inputSchema": {"type": "object", "properties": {"query": {"type": "integer"}, "limit": {"type": "integer"}}}}
     store.record_probe(db, deep("docs", NOW - timedelta(days=4), [old_search, {**DELETE, "name": "purge"}]), None)
@@ -57,8 +60,8 @@ def page(tmp_path_factory):
     store.record_analysis(db, analysis().model_copy(update={"server_id": "docs"}).model_copy(
         update={"metrics": {**analysis().metrics, "extracted_tools": ["search_docs", "delete_page", "export_all"]}}))
     store.save_judgements(db, [judgement("search_docs", "m1", 90), judgement("search_docs", "m2", 50), judgement("delete_page", "offline", 40, True)])
-    run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1), progress=quiet(1))
-    run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(1))
+    run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1), progress=quiet(2))
+    run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(2))
     site = tmp_path_factory.mktemp("site")
     run_build(db, site_dir=site, now=NOW)
     return site, json.loads((site / "api" / "servers" / "docs.json").read_text()), (site / "servers" / "docs" / "index.html").read_text()
@@ -118,3 +121,10 @@ def test_reliability_and_drift_functions_on_edges():
     only_old = reliability([{"day": "2026-10-01", "runs": 3, "reachable": 3, "ok": 3, "latency_hist": {}}], [], date(2026, 11, 29))
     assert only_old["windows"]["7d"] == {"probes": 0, "uptime": None, "p50_ms": None, "p95_ms": None}
     assert schema_drift(None, None, []) == {"source_vs_runtime": None, "changes": []}
+
+
+def test_a_local_server_shows_no_uptime_of_our_own_process(page):
+    site, data, html = page
+    local = json.loads((site / "api" / "servers" / "local.json").read_text())
+    assert local["reliability"] is None and not (site / "servers" / "local" / "reliability.svg").exists()
+    assert "a local server runs only when we start it" in (site / "servers" / "local" / "index.html").read_text()

@@ -188,7 +188,8 @@ def server_page(
         "tools": tools,
         "schema_drift": schema_drift(analysis, result.tools if result else None, observed.changes),
         "protocol": protocol(result, outside_extra),
-        "reliability": reliability(observed.daily, observed.last_day, now.astimezone(timezone.utc).date()),
+        # A local server runs only while we probe it: its "uptime" would describe our own process (methodology item 7).
+        "reliability": None if server.is_local else reliability(observed.daily, observed.last_day, now.astimezone(timezone.utc).date()),
         "other_rubrics": [rubric_section(rubric, c) for rubric, c in sorted(others.items(), key=lambda kv: list(RUBRIC_LABELS).index(kv[0]) if kv[0] in RUBRIC_LABELS else 99)],
         "analysis": analysis,
         "history": history,
