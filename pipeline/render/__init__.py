@@ -381,7 +381,7 @@ def _build(db: Database, cleanup: ExitStack, *, site_dir: Path, now: datetime, s
         cards = {RUBRIC: scores.get(server.id), **{rubric: cards.get(server.id) for rubric, cards in others.items()}}
         probe_summary = probes.get(server.id)
         inputs = [
-            server.model_dump(mode="json"), {r: (c or {}).get("scored_at") for r, c in cards.items()},
+            server.model_dump_json(), {r: (c or {}).get("scored_at") for r, c in cards.items()},
             probe_summary["id"] if probe_summary else None, analyses.get(server.id), stamps.get(server.id), _score_age(cards[RUBRIC], now),
         ]
         outputs = _server_outputs(server.id)
