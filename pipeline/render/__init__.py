@@ -26,6 +26,7 @@ from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION
 from pipeline import db as store
+from pipeline.collector import without_cyclic_gc
 from pipeline.config import REPO_ROOT
 from pipeline.db import content_hash
 from pipeline.models import StageReport
@@ -209,8 +210,10 @@ def _render_worker_init(job: _RenderJob) -> None:
     import sqlite3
 
     # Everything inherited through fork (catalog, cards, board rows) stays put: the collector no longer walks
-    # it, and walking it would copy every page of it out of the shared memory.
+    # it, and walking it would copy every page of it out of the shared memory. The collector itself is back on
+    # (the parent paused it): charts are full of reference cycles.
     gc.freeze()
+    gc.enable()
 
     # The worker's own connection: the parent's, inherited through fork, is never used here.
     _render_state.update(job=job, env=environment(), db=Database(sqlite3.connect(f"file:{job.database}?mode=ro", uri=True)))
@@ -347,7 +350,7 @@ def run_build(
     db: Database, *, site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/", datasette_url: str = "http://localhost:8001/",
     workers: int | None = None,
 ) -> StageReport:
-    with ExitStack() as cleanup:  # stops the snapshot process if the build fails
+    with ExitStack() as cleanup, without_cyclic_gc():  # cleanup stops the snapshot process if the build fails
         return _build(db, cleanup, site_dir=site_dir, now=now, site_url=site_url, datasette_url=datasette_url, workers=workers)
 
 

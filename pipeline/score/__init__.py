@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Iterable, Iterator, Sequence
 
 from sqlite_utils import Database
 
 from pipeline import db as store
+from pipeline.collector import without_cyclic_gc
 from pipeline.models import ScoreCard, Server, StageReport
 from pipeline.progress import Progress
 from pipeline.score import outside_in, remote, review, scoreboard
@@ -50,20 +49,6 @@ def _score_rows(facts_iter: Iterator[Facts], now: datetime) -> list[tuple[str, s
     return out
 
 
-@contextmanager
-def _without_cyclic_gc() -> Iterator[None]:
-    """Scoring allocates millions of short-lived, acyclic objects: reference counting frees them,
-    and the cyclic collector only rescans the live heap over and over (about 40% of a rescore's
-    time when it runs). It is switched back on, and catches up, as soon as scoring ends."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 _worker: dict = {}
 
 
@@ -82,7 +67,7 @@ def _worker_task(server_ids: list[str], now: datetime) -> list[tuple[str, str, b
         from pipeline.score.facts import duplicate_descriptions
 
         _worker["duplicates"] = duplicate_descriptions(db)
-    with _without_cyclic_gc():
+    with without_cyclic_gc():
         servers = store.active_servers(db, server_ids)
         return _score_rows(gather_many(db, servers, now, duplicates=_worker["duplicates"]), now)
 
@@ -132,7 +117,7 @@ def run_score(
     # end. An interrupted rescore leaves every server with either all its new cards or all its
     # old ones, and says how many it wrote.
     try:
-        with _without_cyclic_gc():
+        with without_cyclic_gc():
             for server_id, shown, graded, rows in results:
                 pending.extend(rows)
                 report.counts["graded"] += int(graded)
