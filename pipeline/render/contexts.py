@@ -94,10 +94,13 @@ RUBRIC_LABELS = {
 }
 
 
+def _with_rules(dimensions: list[dict[str, Any]], rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each dimension with the rules that scored it, in the card's order."""
+    return [{**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions]
+
+
 def rubric_section(rubric: str, card: dict[str, Any]) -> dict[str, Any]:
     """One rubric's card as the page shows it: score, dimensions with their rules, extras."""
-    dimensions = from_json(card["dimensions"])
-    rules = from_json(card["rules"])
     return {
         "rubric": rubric,
         "label": RUBRIC_LABELS.get(rubric, rubric),
@@ -107,7 +110,7 @@ def rubric_section(rubric: str, card: dict[str, Any]) -> dict[str, Any]:
         "dimension_indicator": card["dimension_indicator"],
         "rules_version": card["rules_version"],
         "extra": from_json(card.get("extra") or "{}"),
-        "dimensions": [{**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions],
+        "dimensions": _with_rules(from_json(card["dimensions"]), from_json(card["rules"])),
     }
 
 
@@ -121,9 +124,7 @@ def server_page(
     other_cards: dict[str, dict[str, Any]] | None = None,
     observed: Observed | None = None,
 ) -> dict[str, Any]:
-    dimensions = from_json(card["dimensions"]) if card else []
     rules = from_json(card["rules"]) if card else []
-    by_dimension = {d["name"]: {**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions}
     gains = [
         {"dimension": r["dimension"], "rule": r["rule"], "advice": r["how_to_gain"], "points": round(r["max_points"] - r["points"], 1)}
         for r in rules
@@ -131,9 +132,11 @@ def server_page(
     ]
     gains.sort(key=lambda g: (-g["points"], g["rule"]))
     result = probe[1] if probe else None
-    others = other_cards or {}
-    review_extra = from_json((others.get("review") or {}).get("extra") or "{}")
-    outside_extra = from_json((others.get("outside-in") or {}).get("extra") or "{}")
+    order = list(RUBRIC_LABELS)
+    sections = [rubric_section(rubric, c) for rubric, c in
+                sorted((other_cards or {}).items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99)]
+    extras = {section["rubric"]: section["extra"] for section in sections}
+    review_extra, outside_extra = extras.get("review", {}), extras.get("outside-in", {})
     observed = observed or Observed()
     tools = tool_rows(result.tools if result else None, review_extra.get("tool_docs") or {}, observed.judgements)
     scored_at = card["scored_at"] if card else None
@@ -161,7 +164,7 @@ def server_page(
             "rules_version": card["rules_version"] if card else None,
             "badges": from_json(card["badges"]) if card else [],
             "flags": from_json(card["flags"]) if card else [],
-            "dimensions": list(by_dimension.values()),
+            "dimensions": _with_rules(from_json(card["dimensions"]), rules) if card else [],
             "how_to_gain": gains,
         },
         "probe": None
@@ -190,7 +193,7 @@ def server_page(
         "protocol": protocol(result, outside_extra),
         # A local server runs only while we probe it: its "uptime" would describe our own process (methodology item 7).
         "reliability": None if server.is_local else reliability(observed.daily, observed.last_day, now.astimezone(timezone.utc).date()),
-        "other_rubrics": [rubric_section(rubric, c) for rubric, c in sorted(others.items(), key=lambda kv: list(RUBRIC_LABELS).index(kv[0]) if kv[0] in RUBRIC_LABELS else 99)],
+        "other_rubrics": sections,
         "analysis": analysis,
         "history": history,
         # A chart only when the score moved: a flat line says no more than the sentence shown instead.
