@@ -451,11 +451,6 @@ def judged_hashes(db: Database, server_id: str, model: str) -> set[tuple[str, st
     }
 
 
-def judgements_for(db: Database, server_id: str) -> list[Judgement]:
-    rows = db.query("select * from judgements where server_id = ? order by tool_name, model", [server_id])
-    return [Judgement.model_validate({k: v for k, v in r.items() if k != "id"}) for r in rows]
-
-
 # ---------------------------------------------------------------- scores
 
 
@@ -610,51 +605,44 @@ def snapshot(source: str | Path, target: Path) -> None:
     os.replace(partial, target)
 
 
-def score_history(db: Database, server_id: str, rubric: str) -> list[dict[str, Any]]:
-    return list(
-        db.query(
-            "select day, composite, grade from score_history where server_id = ? and rubric = ? order by day",
-            [server_id, rubric],
-        )
-    )
-
-
 # ---------------------------------------------------------------- server page evidence
 
 
-def tool_changes(db: Database, server_id: str, limit: int = 10) -> list[dict[str, Any]]:
-    """The tool surface's last `limit` changes: each capture whose hash differs from the one before, with both tool lists."""
-    rows = list(
-        db.query(
-            """
-            select captured_at, tools, previous_tools from (
-              select captured_at, content_hash, tools, lag(content_hash) over w as previous_hash, lag(tools) over w as previous_tools
-              from tool_snapshots where server_id = ? window w as (order by captured_at, id)
-            ) where previous_hash is not null and previous_hash != content_hash
-            order by captured_at desc limit ?
-            """,
-            [server_id, limit],
-        )
-    )
-    return [{"captured_at": r["captured_at"], "tools": from_json(r["tools"]), "previous": from_json(r["previous_tools"])} for r in rows]
-
-
-def daily_fast_probes(db: Database, server_id: str, since_day: str) -> list[dict[str, Any]]:
-    """Per-day rollups of a server's fast (monitoring) probes since `since_day`, oldest first."""
-    return [
-        {**r, "latency_hist": from_json(r["latency_hist"])}
+def page_evidence(db: Database, server_ids: list[str], *, rubric: str, since_day: str, since: datetime,
+                  changes: int = 10) -> dict[str, dict[str, list[Any]]]:
+    """What server pages show beyond their cards and latest probe, for many servers in one query per kind:
+    score history under `rubric`, judgements, the last `changes` changes of the tool surface (each capture whose
+    hash differs from the one before, with both tool lists), fast-probe rollups since `since_day`, and the raw
+    fast probes since `since` (the 24-hour figures need hours, not days)."""
+    found: dict[str, dict[str, list[Any]]] = {
+        sid: {"history": [], "judgements": [], "changes": [], "daily": [], "last_day": []} for sid in server_ids
+    }
+    for start in range(0, len(server_ids), 500):
+        chunk = server_ids[start : start + 500]
+        marks = ",".join("?" for _ in chunk)
+        for r in db.query(f"select server_id, day, composite, grade from score_history where rubric = ? and server_id in ({marks}) "
+                          "order by server_id, day", [rubric, *chunk]):
+            found[r.pop("server_id")]["history"].append(r)
+        for r in db.query(f"select * from judgements where server_id in ({marks}) order by server_id, tool_name, model", chunk):
+            found[r["server_id"]]["judgements"].append(Judgement.model_validate({k: v for k, v in r.items() if k != "id"}))
         for r in db.query(
-            "select day, runs, reachable, ok, latency_hist from probe_daily where server_id = ? and kind = 'fast' and day >= ? order by day",
-            [server_id, since_day],
-        )
-    ]
-
-
-def fast_probes_since(db: Database, server_id: str, since: datetime) -> list[dict[str, Any]]:
-    """Raw fast probes since a moment (the 24-hour figures need hours, not days)."""
-    return list(
-        db.query(
-            "select outcome, connect_ms from probe_runs where server_id = ? and kind = 'fast' and started_at >= ?",
-            [server_id, iso(since)],
-        )
-    )
+            f"""
+            select server_id, captured_at, tools, previous_tools from (
+              select *, row_number() over (partition by server_id order by captured_at desc) as newest from (
+                select server_id, captured_at, content_hash, tools, lag(content_hash) over w as previous_hash,
+                       lag(tools) over w as previous_tools
+                from tool_snapshots where server_id in ({marks}) window w as (partition by server_id order by captured_at, id)
+              ) where previous_hash is not null and previous_hash != content_hash
+            ) where newest <= ? order by server_id, captured_at desc
+            """,
+            [*chunk, changes],
+        ):
+            found[r["server_id"]]["changes"].append(
+                {"captured_at": r["captured_at"], "tools": from_json(r["tools"]), "previous": from_json(r["previous_tools"])})
+        for r in db.query(f"select server_id, day, runs, reachable, ok, latency_hist from probe_daily where kind = 'fast' and day >= ? "
+                          f"and server_id in ({marks}) order by server_id, day", [since_day, *chunk]):
+            found[r.pop("server_id")]["daily"].append({**r, "latency_hist": from_json(r["latency_hist"])})
+        for r in db.query(f"select server_id, outcome, connect_ms from probe_runs where kind = 'fast' and started_at >= ? "
+                          f"and server_id in ({marks})", [iso(since), *chunk]):
+            found[r.pop("server_id")]["last_day"].append(r)
+    return found

@@ -235,22 +235,22 @@ def _render_task(task: tuple[str, Any]) -> tuple[set[str], dict[str, int], dict[
 def _render_servers(writer: SiteWriter, env: Environment, db: Database, job: _RenderJob, server_ids: list[str]) -> None:
     """Render some servers' pages, reading their full score cards only now (the build holds summaries)."""
     cards = store.score_cards(db, server_ids)
+    evidence = store.page_evidence(db, server_ids, rubric=RUBRIC, since=job.now - timedelta(hours=24),
+                                   since_day=(job.now.astimezone(timezone.utc).date() - timedelta(days=29)).isoformat())
     for server in store.active_servers(db, server_ids):
-        _render_server(writer, env, db, server, cards[server.id], job, {"engine_version": ENGINE_VERSION})
+        _render_server(writer, env, db, server, cards[server.id], evidence[server.id], job, {"engine_version": ENGINE_VERSION})
 
 
-def _render_server(writer: SiteWriter, env: Environment, db: Database, server, cards: dict, job: _RenderJob, base: dict) -> None:
+def _render_server(writer: SiteWriter, env: Environment, db: Database, server, cards: dict, evidence: dict, job: _RenderJob,
+                   base: dict) -> None:
     now, site_url, rows_url = job.now, job.site_url, job.rows_url
     probe = store.latest_probe(db, server.id)
     analysis_row = store.latest_analysis(db, server.id)
     analysis = analysis_row[1].model_dump(mode="json", exclude={"files"}) if analysis_row else None
-    observed = Observed(
-        judgements=store.judgements_for(db, server.id), changes=store.tool_changes(db, server.id),
-        daily=store.daily_fast_probes(db, server.id, (now.astimezone(timezone.utc).date() - timedelta(days=29)).isoformat()),
-        last_day=store.fast_probes_since(db, server.id, now - timedelta(hours=24)),
-    )
+    observed = Observed(judgements=evidence["judgements"], changes=evidence["changes"], daily=evidence["daily"],
+                        last_day=evidence["last_day"])
     context = server_page(
-        server, cards.get(RUBRIC), probe, analysis, store.score_history(db, server.id, RUBRIC), now,
+        server, cards.get(RUBRIC), probe, analysis, evidence["history"], now,
         other_cards={rubric: card for rubric, card in cards.items() if rubric != RUBRIC and card is not None}, observed=observed,
     )
     context["embed"] = embed_snippets(site_url, server.id)

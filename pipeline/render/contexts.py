@@ -19,8 +19,8 @@ class Observed:
     """Stored evidence a server page shows beyond its score cards and latest probe."""
 
     judgements: list[Judgement] = field(default_factory=list)
-    changes: list[dict[str, Any]] = field(default_factory=list)  # tool-surface changes, newest first (db.tool_changes)
-    daily: list[dict[str, Any]] = field(default_factory=list)  # fast-probe rollups, 30 days (db.daily_fast_probes)
+    changes: list[dict[str, Any]] = field(default_factory=list)  # tool-surface changes, newest first (db.page_evidence)
+    daily: list[dict[str, Any]] = field(default_factory=list)  # fast-probe rollups, 30 days (db.page_evidence)
     last_day: list[dict[str, Any]] = field(default_factory=list)  # raw fast probes of the last 24 hours
 
 VISIBILITY_ORDER = ["complete", "verified", "assessed", "limited", "unscored"]
