@@ -16,8 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.synthetic import NOW, fleet_arguments, prepared_fleet  # noqa: E402
-from pipeline import db as store  # noqa: E402
+from bench.synthetic import NOW, fleet_arguments, opened_fleet  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
 
@@ -25,9 +24,7 @@ from pipeline.score import run_score  # noqa: E402
 def main() -> None:
     args = fleet_arguments(__doc__.splitlines()[0])
     with tempfile.TemporaryDirectory() as tmp:
-        path = prepared_fleet(args, Path(tmp))
-        db = store.open_db(path)
-        servers = store.active_servers(db)
+        db, servers = opened_fleet(args, Path(tmp))
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.perf_counter()
         report = run_score(db, servers=servers, now=NOW, progress=Progress("score", len(servers), stream=io.StringIO()))

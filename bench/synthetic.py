@@ -162,6 +162,14 @@ def fleet_arguments(description: str) -> argparse.Namespace:
     return parser.parse_args()
 
 
+def opened_fleet(args: argparse.Namespace, directory: Path):
+    """The prepared fleet, opened: its database and its active servers."""
+    from pipeline import db as store
+
+    db = store.open_db(prepared_fleet(args, directory))
+    return db, store.active_servers(db)
+
+
 def prepared_fleet(args: argparse.Namespace, directory: Path) -> Path:
     """A synthetic fleet database in `directory`: a copy of --db, or a newly generated one."""
     import shutil
