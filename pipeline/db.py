@@ -20,6 +20,7 @@ from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION, latency
 from pipeline.classify import classify
+from pipeline.discover.keys import with_hash
 from pipeline.migrations import MIGRATION_SET, migrations
 from pipeline.models import (
     AnalysisResult,
@@ -126,6 +127,9 @@ def trim(value: Any, limit: int = MAX_STORED_STRING) -> Any:
 # ---------------------------------------------------------------- catalog
 
 
+_JSON_COLUMNS = {"packages": "[]", "remotes": "[]", "metrics": "{}", "attributes": "{}", "source_categories": "{}", "provenance": "{}"}
+
+
 def _server_from_row(row: dict[str, Any]) -> Server:
     return Server(
         id=row["id"],
@@ -142,6 +146,10 @@ def _server_from_row(row: dict[str, Any]) -> Server:
         sources=from_json(row["sources"] or "[]"),
         category=row.get("category") or "Other",
         platforms=from_json(row.get("platforms") or "[]"),
+        repo_key=row.get("repo_key"),
+        registry_name=row.get("registry_name"),
+        verified_publisher=row.get("verified_publisher"),
+        **{column: from_json(row.get(column) or empty) for column, empty in _JSON_COLUMNS.items()},
         is_active=bool(row["is_active"]),
         first_seen_at=parse_iso(row["first_seen_at"]),
         last_seen_at=parse_iso(row["last_seen_at"]),
@@ -149,25 +157,110 @@ def _server_from_row(row: dict[str, Any]) -> Server:
 
 
 def classification_of(row: dict[str, Any]) -> dict[str, str]:
-    """The category and platforms columns for a stored server row."""
+    """The category and platforms columns for a stored server row.
+
+    The registry namespace comes from the official registry name, else the first package's name
+    (an npm scope), else the local catalog's package.
+    """
     package = json.loads(row["launch"]).get("package") if row.get("launch") else None
+    if row.get("registry_name"):
+        package = row["registry_name"]
+    elif row.get("packages") and row["packages"] != "[]":
+        package = json.loads(row["packages"])[0].get("identifier") or package
     found = classify(row["name"], row.get("description"), row.get("repository"), row.get("subpath"), package)
     return {"category": found.category, "platforms": dumps(list(found.platforms))}
 
 
-def upsert_catalog(db: Database, source: str, entries: Iterable[CatalogEntry], now: datetime) -> dict[str, int]:
-    """Merge one source's entries into the catalog; deactivate what the source no longer lists.
+def verified_publisher(publishers: dict[str, str], repo_key: str | None, registry_name: str | None) -> str | None:
+    """Seed 000's verified publisher: a known organisation by GitHub owner or registry namespace."""
+    matches = []
+    if repo_key and repo_key.startswith("github:"):
+        matches.append("github:" + repo_key.removeprefix("github:").split("/")[0])
+    if registry_name:
+        namespace = registry_name.lower().split("/")[0]
+        matches.append(f"namespace:{namespace}")
+        if namespace.startswith("io.github."):
+            matches.append("github:" + namespace.removeprefix("io.github."))
+    return next((publishers[m] for m in matches if m in publishers), None)
 
-    Fields a source leaves empty never blank out what is stored; external links only accumulate.
-    A server missing from every source is deactivated, never deleted.
+
+def catalog_keys(db: Database) -> dict[str, str]:
+    """Every identity key the catalog has seen, and the server it belongs to."""
+    return {row["key"]: row["server_id"] for row in db.query("select key, server_id from server_keys")}
+
+
+def repo_aliases(db: Database) -> dict[str, str]:
+    return {row["old_key"]: row["new_key"] for row in db.query("select old_key, new_key from repo_aliases")}
+
+
+def save_aliases(db: Database, source: str, aliases: dict[str, str], now: datetime) -> None:
+    with db.atomic():
+        for old, new in sorted(aliases.items()):
+            db.execute("insert into repo_aliases (old_key, new_key, source, first_seen_at) values (?, ?, ?, ?) "
+                       "on conflict(old_key) do update set new_key = excluded.new_key, source = excluded.source", [old, new, source, iso(now)])
+
+
+def record_problems(db: Database, source: str, problems: Iterable[str], now: datetime) -> None:
+    with db.atomic():
+        db["discovery_problems"].insert_all([{"source": source, "problem": p[:2000], "seen_at": iso(now)} for p in problems])
+
+
+def _merge_fields(existing: dict[str, Any], fields: dict[str, Any], provenance: dict[str, str], ran: set[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Which new field values replace stored ones (seed 000: registry first, never blank a field).
+
+    A stored value gives way when its source ran this time (it no longer says so), when the new
+    value's source ranks at least as high, or when nothing was stored.
     """
-    counts = {"new": 0, "updated": 0, "unchanged": 0, "deactivated": 0}
-    seen: set[str] = set()
+    from pipeline.discover.merge import source_rank
+
+    stored_from = json.loads(existing.get("provenance") or "{}")
+    merged: dict[str, Any] = {}
+    kept = dict(stored_from)
+    for field, value in fields.items():
+        if value in (None, "", "[]"):
+            continue
+        new_source, old_source = provenance.get(field), stored_from.get(field)
+        if new_source is None:  # a default (stdio, no remote) never overrides what a source said
+            replace = existing.get(field) in (None, "", "[]") or old_source is None
+        else:
+            replace = existing.get(field) in (None, "", "[]") or old_source is None or old_source in ran or source_rank(new_source) <= source_rank(old_source)
+        if replace:
+            merged[field] = value
+            if new_source:
+                kept[field] = new_source
+    return merged, kept
+
+
+def upsert_catalog(db: Database, entries: Iterable[CatalogEntry], ran: Iterable[str], now: datetime) -> dict[str, int]:
+    """Merge entries into the catalog; a source in `ran` that no longer lists a server stops vouching for it.
+
+    An entry keeps the id of any stored server that shares one of its keys, so renames and new
+    spellings of a server update it instead of starting over. Fields a source leaves empty never
+    blank out what is stored; external links, metrics and attributes accumulate. A server missing
+    from every source is deactivated, never deleted. One transaction: all of it lands or none.
+    """
+    ran = set(ran)
+    counts = {"new": 0, "updated": 0, "unchanged": 0, "deactivated": 0, "merged": 0}
+    seen: dict[str, set[str]] = {}  # server id -> the sources that listed it this run
     stamp = iso(now)
+    keys = catalog_keys(db)
+    ids_with_keys = set(keys.values())
+    publishers = {row["match"]: row["publisher"] for row in db.query("select match, publisher from verified_publishers")}
     with db.atomic():
         for entry in entries:
-            seen.add(entry.id)
-            existing = next(db.query("select * from servers where id = ?", [entry.id]), None)
+            owners = list(dict.fromkeys(keys[k] for k in entry.keys if k in keys))
+            server_id = owners[0] if owners else entry.id
+            if entry.derived_id and not owners and server_id in ids_with_keys:
+                server_id = with_hash(entry.id, entry.keys[0])  # another server already has this readable id
+            for other in owners[1:]:  # two stored servers turned out to be one: fold the other into this one
+                if other in seen:
+                    continue
+                db.execute("update server_keys set server_id = ? where server_id = ?", [server_id, other])
+                db["servers"].update(other, {"is_active": 0, "deactivated_at": stamp, "sources": "[]"})
+                counts["merged"] += 1
+            seen_sources = seen.setdefault(server_id, set())
+            seen_sources.update(entry.sources)
+            existing = next(db.query("select * from servers where id = ?", [server_id]), None)
             fields = {
                 "name": entry.name,
                 "description": entry.description,
@@ -178,58 +271,120 @@ def upsert_catalog(db: Database, source: str, entries: Iterable[CatalogEntry], n
                 "remote_url": entry.remote_url,
                 "launch": entry.launch.model_dump_json() if entry.launch else None,
                 "env_vars": dumps([v.model_dump() for v in entry.env_vars]),
+                "repo_key": entry.repo_key,
+                "registry_name": entry.registry_name,
+                "packages": dumps([p.model_dump(exclude_none=True) for p in entry.packages]),
+                "remotes": dumps([r.model_dump() for r in entry.remotes]),
             }
+            provenance = dict(entry.provenance)
+            if "remotes" in provenance:
+                provenance["transport"] = provenance["remotes"]
+            if "repository" in provenance:
+                provenance["repo_key"] = provenance["repository"]
+            if entry.launch:
+                provenance["launch"] = provenance["transport"] = "local"
             if existing is None:
-                db["servers"].insert(
-                    {
-                        "id": entry.id,
-                        **fields,
-                        "external_links": dumps(entry.external_links),
-                        "sources": dumps([source]),
-                        "is_active": 1,
-                        "first_seen_at": stamp,
-                        "last_seen_at": stamp,
-                        "deactivated_at": None,
-                        **classification_of(fields | {"name": entry.name}),
-                    }
-                )
+                row = {
+                    "id": server_id, **fields,
+                    "external_links": dumps(entry.external_links),
+                    "metrics": dumps(entry.metrics),
+                    "attributes": dumps(entry.attributes),
+                    "source_categories": dumps(entry.source_categories),
+                    "provenance": dumps(provenance),
+                    "sources": dumps(entry.sources),
+                    "is_active": 1,
+                    "first_seen_at": stamp,
+                    "last_seen_at": stamp,
+                    "deactivated_at": None,
+                }
+                row.update(classification_of(row))
+                row["verified_publisher"] = verified_publisher(publishers, row["repo_key"], row["registry_name"])
+                db["servers"].insert(row)
                 counts["new"] += 1
             else:
-                merged = {k: v for k, v in fields.items() if v not in (None, "", "[]")}
-                links = {**json.loads(existing["external_links"] or "{}"), **entry.external_links}
-                sources = sorted(set(json.loads(existing["sources"] or "[]")) | {source})
+                merged, kept = _merge_fields(existing, fields, provenance, ran)
+                sources = sorted((set(json.loads(existing["sources"] or "[]")) - ran) | seen_sources)
                 merged.update(
-                    external_links=dumps(links),
+                    external_links=dumps({**json.loads(existing["external_links"] or "{}"), **entry.external_links}),
+                    metrics=dumps({**json.loads(existing.get("metrics") or "{}"), **entry.metrics}),
+                    attributes=dumps({**json.loads(existing.get("attributes") or "{}"), **entry.attributes}),
+                    source_categories=dumps({**json.loads(existing.get("source_categories") or "{}"), **entry.source_categories}),
+                    provenance=dumps(kept),
                     sources=dumps(sources),
                     is_active=1,
                     deactivated_at=None,
                 )
                 merged.update(classification_of({**existing, **merged}))
+                after = {**existing, **merged}
+                merged["verified_publisher"] = verified_publisher(publishers, after.get("repo_key"), after.get("registry_name"))
                 changed = any(existing.get(k) != v for k, v in merged.items())
-                db["servers"].update(entry.id, {**merged, "last_seen_at": stamp})
+                db["servers"].update(server_id, {**merged, "last_seen_at": stamp})
                 counts["updated" if changed else "unchanged"] += 1
-            payload = entry.model_dump(mode="json")
-            db["source_records"].insert(
-                {
-                    "source": source,
-                    "source_key": entry.source_key,
-                    "server_id": entry.id,
-                    "fetched_at": stamp,
-                    "content_hash": content_hash(payload),
-                    "payload": dumps(payload),
-                },
-                ignore=True,  # the same content from the same source is kept once, at first sight
-            )
+            for key in entry.keys:
+                if keys.get(key) != server_id:
+                    db.execute("insert into server_keys (key, server_id, first_seen_at) values (?, ?, ?) "
+                               "on conflict(key) do update set server_id = excluded.server_id", [key, server_id, stamp])
+                    keys[key] = server_id
+                    ids_with_keys.add(server_id)
+            for record in entry.records:
+                payload = record.payload
+                db["source_records"].insert(
+                    {
+                        "source": record.source,
+                        "source_key": record.key,
+                        "server_id": server_id,
+                        "fetched_at": stamp,
+                        "content_hash": content_hash(payload),
+                        "payload": dumps(trim(payload)),
+                    },
+                    ignore=True,  # the same content from the same source is kept once, at first sight
+                )
         for row in list(db.query("select id, sources from servers where is_active = 1")):
             sources = json.loads(row["sources"] or "[]")
-            if source in sources and row["id"] not in seen:
-                remaining = [s for s in sources if s != source]
-                update: dict[str, Any] = {"sources": dumps(remaining)}
-                if not remaining:
-                    update.update(is_active=0, deactivated_at=stamp)
-                    counts["deactivated"] += 1
-                db["servers"].update(row["id"], update)
+            if row["id"] in seen or not set(sources) & ran:
+                continue
+            remaining = [s for s in sources if s not in ran]
+            update: dict[str, Any] = {"sources": dumps(remaining)}
+            if not remaining:
+                update.update(is_active=0, deactivated_at=stamp)
+                counts["deactivated"] += 1
+            db["servers"].update(row["id"], update)
     return counts
+
+
+def packages_due_for_downloads(db: Database, before: datetime) -> dict[tuple[str, str], list[str]]:
+    """npm and PyPI packages of active servers whose download count is missing or older than `before`."""
+    due: dict[tuple[str, str], list[str]] = {}
+    for row in db.query("select id, packages, attributes from servers where is_active = 1 and packages != '[]'"):
+        checked = json.loads(row["attributes"] or "{}").get("downloads_checked_at")
+        if checked and parse_iso(checked) >= before:
+            continue
+        for package in json.loads(row["packages"]):
+            if package.get("registry") in ("npm", "pypi") and package.get("identifier"):
+                due.setdefault((package["registry"], package["identifier"]), []).append(row["id"])
+    return due
+
+
+def save_download_counts(db: Database, due: dict[tuple[str, str], list[str]], counts: dict[tuple[str, str], float], now: datetime) -> int:
+    """Store weekly downloads per server (summed over its packages of each registry); returns servers updated."""
+    from pipeline.discover.downloads import pypi_name
+
+    per_server: dict[str, dict[str, float]] = {}
+    for (registry, name), server_ids in due.items():
+        count = counts.get((registry, pypi_name(name) if registry == "pypi" else name))
+        if count is None:
+            continue
+        for server_id in server_ids:
+            metrics = per_server.setdefault(server_id, {})
+            metrics[f"{registry}_weekly_downloads"] = metrics.get(f"{registry}_weekly_downloads", 0.0) + count
+    with db.atomic():
+        for server_id, found in per_server.items():
+            row = db["servers"].get(server_id)
+            db["servers"].update(server_id, {
+                "metrics": dumps({**json.loads(row["metrics"] or "{}"), **found}),
+                "attributes": dumps({**json.loads(row["attributes"] or "{}"), "downloads_checked_at": iso(now)}),
+            })
+    return len(per_server)
 
 
 def active_servers(db: Database, ids: Iterable[str] | None = None) -> list[Server]:

@@ -5,6 +5,8 @@ docs/schema.md documents every table; tests/test_schema_doc.py fails when the tw
 
 from __future__ import annotations
 
+import json
+
 from sqlite_utils import Database
 from sqlite_utils.db import Table
 from sqlite_utils.migrations import Migrations
@@ -244,3 +246,67 @@ def m004_classification(db: Database) -> None:
     for row in list(db.query("select id, name, description, repository, subpath, launch from servers")):
         servers.update(row["id"], classification_of(row))
     servers.create_index(["category"])
+
+
+# Seed 000's verified publishers: known organisations, matched by GitHub owner or registry
+# namespace. A table, so the list can change without a code deploy: edit `verified_publishers` and
+# the next discovery run applies it.
+VERIFIED_PUBLISHERS = {
+    "Anthropic": ["github:anthropics", "github:modelcontextprotocol", "namespace:com.anthropic"],
+    "OpenAI": ["github:openai", "namespace:com.openai"],
+    "Microsoft": ["github:microsoft", "github:azure", "github:azure-samples", "github:microsoftdocs", "namespace:com.microsoft"],
+    "Google": ["github:google", "github:googleapis", "github:google-gemini", "github:googlecloudplatform", "namespace:com.google"],
+    "Cloudflare": ["github:cloudflare", "namespace:com.cloudflare"],
+    "Stripe": ["github:stripe", "namespace:com.stripe"],
+    "Supabase": ["github:supabase", "github:supabase-community", "namespace:com.supabase"],
+    "GitHub": ["github:github", "namespace:com.github"],
+    "AWS": ["github:awslabs", "github:aws", "github:aws-samples", "namespace:com.amazonaws", "namespace:com.amazon"],
+    "Docker": ["github:docker", "namespace:com.docker"],
+    "HashiCorp": ["github:hashicorp", "namespace:com.hashicorp"],
+    "Grafana": ["github:grafana", "namespace:com.grafana"],
+    "MongoDB": ["github:mongodb", "github:mongodb-js", "namespace:com.mongodb"],
+    "Elastic": ["github:elastic", "namespace:co.elastic"],
+    "Redis": ["github:redis", "namespace:io.redis"],
+    "Neon": ["github:neondatabase", "github:neondatabase-labs", "namespace:tech.neon"],
+    "Atlassian": ["github:atlassian", "namespace:com.atlassian"],
+    "Notion": ["github:makenotion", "namespace:com.notion"],
+    "Vercel": ["github:vercel", "namespace:com.vercel"],
+    "Sentry": ["github:getsentry", "namespace:io.sentry"],
+    "Brave": ["github:brave", "namespace:com.brave"],
+    "Exa": ["github:exa-labs", "namespace:ai.exa"],
+    "Figma": ["github:figma", "namespace:com.figma"],
+    "Shopify": ["github:shopify", "namespace:com.shopify"],
+    "Twilio": ["github:twilio", "github:twilio-labs", "namespace:com.twilio"],
+    "Snowflake": ["github:snowflake-labs", "namespace:com.snowflake"],
+    "Datadog": ["github:datadog", "namespace:com.datadoghq"],
+    "PayPal": ["github:paypal", "namespace:com.paypal"],
+    "JetBrains": ["github:jetbrains", "namespace:com.jetbrains"],
+    "Salesforce": ["github:salesforce", "github:salesforcecli", "namespace:com.salesforce"],
+    "Hugging Face": ["github:huggingface", "namespace:co.huggingface"],
+    "Mistral AI": ["github:mistralai", "namespace:ai.mistral"],
+}
+
+
+@migrations()
+def m005_discovery(db: Database) -> None:
+    """Discovery from eight sources: identity keys, renames, merged metadata with provenance, verified publishers."""
+    servers = _table(db, "servers")
+    for column in ("repo_key", "registry_name", "verified_publisher"):
+        servers.add_column(column, str)
+    for column, empty in (("packages", "[]"), ("remotes", "[]"), ("metrics", "{}"), ("attributes", "{}"), ("source_categories", "{}"), ("provenance", "{}")):
+        servers.add_column(column, str, not_null_default=empty)
+    servers.create_index(["repo_key"])
+    _table(db, "server_keys").create({"key": str, "server_id": str, "first_seen_at": str}, pk="key", not_null={"server_id", "first_seen_at"},
+                                      foreign_keys=[("server_id", "servers", "id")])
+    _table(db, "server_keys").create_index(["server_id"])
+    for row in list(db.query("select id, sources, first_seen_at from servers")):
+        if "local" in json.loads(row["sources"] or "[]"):
+            _table(db, "server_keys").insert({"key": f"local:{row['id']}", "server_id": row["id"], "first_seen_at": row["first_seen_at"]})
+    _table(db, "repo_aliases").create({"old_key": str, "new_key": str, "source": str, "first_seen_at": str}, pk="old_key",
+                                       not_null={"new_key", "source", "first_seen_at"})
+    _table(db, "verified_publishers").create({"match": str, "publisher": str}, pk="match", not_null={"publisher"})
+    _table(db, "verified_publishers").insert_all(
+        [{"match": match, "publisher": publisher} for publisher, matches in VERIFIED_PUBLISHERS.items() for match in matches]
+    )
+    _table(db, "discovery_problems").create({"id": int, "source": str, "problem": str, "seen_at": str}, pk="id", not_null={"source", "problem", "seen_at"})
+    _table(db, "discovery_problems").create_index(["seen_at"])

@@ -60,17 +60,81 @@ class ServerFields(BaseModel):
     launch: LaunchSpec | None = None
     env_vars: list[EnvVar] = Field(default_factory=list)
     external_links: dict[str, str] = Field(default_factory=dict)
+    # What discovery learned beyond the fields above (empty for the embedded local catalog):
+    repo_key: str | None = None  # github:owner/repo, shared by every server of a monorepo
+    registry_name: str | None = None  # the official registry's reverse-DNS name
+    packages: list[Package] = Field(default_factory=list)
+    remotes: list[Remote] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)  # stars, downloads, pulls, visitors, use counts, rank
+    attributes: dict[str, Any] = Field(default_factory=dict)  # license, language, scope, official, status, ...
+    source_categories: dict[str, list[str]] = Field(default_factory=dict)  # each source's own category labels
+    provenance: dict[str, str] = Field(default_factory=dict)  # field -> the source its value came from
+
+
+class Remote(BaseModel):
+    """A hosted endpoint of a server, as a source lists it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    transport: Literal["streamable-http", "sse"]
+    url: str
+    auth_headers: list[str] = Field(default_factory=list)  # header names the endpoint expects (auth hints)
+
+
+class Package(BaseModel):
+    """A published package of a server (registryType + identifier, as the official registry names them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    registry: str  # npm, pypi, oci, nuget, mcpb, cargo
+    identifier: str
+    version: str | None = None
+    transport: str | None = None
+
+
+class SourceRecord(BaseModel):
+    """One record of one source, kept whole so every field on a page can say where it came from."""
+
+    source: str
+    key: str  # the source's own identity for the record (registry name, qualifiedName, file, line)
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class Listing(BaseModel):
+    """One server as one discovery source lists it, before deduplication."""
+
+    source: str
+    key: str
+    name: str
+    description: str | None = None
+    repository: str | None = None  # as the source spelled it
+    subfolder: str | None = None
+    homepage: str | None = None
+    registry_name: str | None = None
+    remotes: list[Remote] = Field(default_factory=list)
+    packages: list[Package] = Field(default_factory=list)
+    env_vars: list[EnvVar] = Field(default_factory=list)
+    external_links: dict[str, str] = Field(default_factory=dict)
+    categories: list[str] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    weak_repository: str | None = None  # a guessed repository, joined only if another source names it
+    raw: dict[str, Any] = Field(default_factory=dict)
 
 
 class CatalogEntry(ServerFields):
-    """One server as a discovery source reports it."""
+    """One server as the catalog will store it: from the local catalog, or merged from listings."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")
-    source: str
-    source_key: str
-    raw: dict[str, Any] = Field(default_factory=dict)
+    keys: list[str] = Field(default_factory=list)  # every identity key of the server, the canonical one first
+    derived_id: bool = False  # the id was made from the canonical key (merged listings), not given (local catalog)
+    records: list[SourceRecord] = Field(default_factory=list)
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({r.source for r in self.records})
 
 
 class Server(ServerFields):
@@ -79,6 +143,7 @@ class Server(ServerFields):
     sources: list[str] = Field(default_factory=list)
     category: str = "Other"  # seed 000 classification (pipeline.classify), kept current by the catalog
     platforms: list[str] = Field(default_factory=list)
+    verified_publisher: str | None = None  # seed 000: a known organisation, from the verified_publishers table
     is_active: bool = True
     first_seen_at: datetime
     last_seen_at: datetime

@@ -9,7 +9,7 @@ from datetime import timedelta
 from pipeline import db as store
 from pipeline.discover import SourceBatch, run_discover
 from pipeline.discover.local import LocalCatalogSource
-from pipeline.models import CatalogEntry
+from pipeline.models import CatalogEntry, SourceRecord
 from pipeline.progress import Progress
 from tests.conftest import NOW
 
@@ -19,11 +19,14 @@ class ListSource:
         self.name, self.entries, self.problems = name, entries, list(problems)
 
     def read(self):
-        return SourceBatch(entries=list(self.entries), problems=self.problems)
+        """The entries as this source lists them: stamped with the source's name."""
+        stamped = [e.model_copy(update={"records": [r.model_copy(update={"source": self.name}) for r in e.records]}) for e in self.entries]
+        return SourceBatch(entries=stamped, problems=self.problems)
 
 
 def entry(id_, source="test", **fields):
-    return CatalogEntry(id=id_, name=fields.pop("name", id_), transport="stdio", source=source, source_key=id_, **fields)
+    return CatalogEntry(id=id_, name=fields.pop("name", id_), transport="stdio", keys=[f"{source}:{id_}"],
+                        records=[SourceRecord(source=source, key=id_, payload={"id": id_})], **fields)
 
 
 def quiet(total):
@@ -34,7 +37,7 @@ def test_discovering_twice_keeps_one_row_per_server(db):
     for day in range(2):
         report = run_discover(db, sources=[LocalCatalogSource()], now=NOW + timedelta(days=day), progress=quiet(1))
     assert db["servers"].count == 7
-    assert report.counts == {"new": 0, "updated": 0, "unchanged": 7, "deactivated": 0, "skipped": 0}
+    assert report.counts == {"new": 0, "updated": 0, "unchanged": 7, "deactivated": 0, "merged": 0, "skipped": 0, "listed:local": 7}
     assert db["source_records"].count == 7  # identical content is stored once
     row = db["servers"].get("mcp-server-time")
     assert row["first_seen_at"].startswith("2026-11-29") and row["last_seen_at"].startswith("2026-11-30")

@@ -22,7 +22,7 @@ def test_embedded_catalog_lists_the_reference_servers():
     assert found == REQUIRED
     http = next(e for e in batch.entries if e.id == "server-everything-http")
     assert http.launch.url == "http://127.0.0.1:{port}/mcp" and http.launch.env == {"PORT": "{port}"}
-    assert all(e.source == "local" and e.source_key == e.id for e in batch.entries)
+    assert all(e.sources == ["local"] and e.records[0].key == e.id and e.keys == [f"local:{e.id}"] for e in batch.entries)
 
 
 def test_malformed_entries_are_skipped_with_their_position():

@@ -13,7 +13,7 @@ import pytest
 from pipeline import db as store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
-from pipeline.models import CatalogEntry, LaunchSpec
+from pipeline.models import CatalogEntry, LaunchSpec, SourceRecord
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.progress import Progress
@@ -118,7 +118,8 @@ def test_raw_evidence_and_snapshots_are_stored(probed_catalog):
 
 
 def faulty_entry(server_id: str, spec: LaunchSpec) -> CatalogEntry:
-    return CatalogEntry(id=server_id, name=server_id, transport=spec.transport, launch=spec, source="test", source_key=server_id)
+    return CatalogEntry(id=server_id, name=server_id, transport=spec.transport, launch=spec, keys=[f"test:{server_id}"],
+                        records=[SourceRecord(source="test", key=server_id)])
 
 
 def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed):

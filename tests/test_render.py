@@ -9,7 +9,7 @@ import pytest
 
 from pipeline import db as store
 from pipeline.discover import run_discover
-from pipeline.models import CatalogEntry, CheckResult, ProbeOutcome, ProbeResult
+from pipeline.models import CatalogEntry, CheckResult, ProbeOutcome, ProbeResult, SourceRecord
 from pipeline.render import run_build
 from pipeline.render.badges import badge_svg, score_badge, text_width
 from pipeline.render.contexts import safe_url, slug
@@ -66,7 +66,7 @@ def test_only_http_links_are_clickable(url, expected):
 
 def test_hostile_server_text_is_escaped_everywhere(db, tmp_path):
     entry = CatalogEntry(id="evil", name=HOSTILE, description=HOSTILE, repository="javascript:alert(1)", homepage="javascript:alert(2)",
-                         transport="stdio", source="test", source_key="evil")
+                         transport="stdio", keys=["test:evil"], records=[SourceRecord(source="test", key="evil")])
     run_discover(db, sources=[ListSource("test", [entry])], now=NOW, progress=quiet(1))
     tool = {"name": "x<script>", "description": HOSTILE, "inputSchema": {"type": "object"}}
     store.record_probe(db, ProbeResult(server_id="evil", kind="deep", started_at=NOW, duration_ms=1, transport="stdio",
@@ -136,7 +136,7 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
 def test_hostile_names_in_the_feed_are_escaped(db, tmp_path):
     from datetime import timedelta
 
-    entry = CatalogEntry(id="evil", name=HOSTILE + "]]>&", transport="stdio", source="test", source_key="evil")
+    entry = CatalogEntry(id="evil", name=HOSTILE + "]]>&", transport="stdio", keys=["test:evil"], records=[SourceRecord(source="test", key="evil")])
     run_discover(db, sources=[ListSource("test", [entry])], now=NOW, progress=quiet(1))
     servers = store.active_servers(db)
     run_score(db, servers=servers, now=NOW - timedelta(days=1))

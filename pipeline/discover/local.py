@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pipeline.discover import SourceBatch
-from pipeline.models import CatalogEntry, LaunchSpec
+from pipeline.models import CatalogEntry, LaunchSpec, SourceRecord
 
 DEFAULT_CATALOG = Path(__file__).with_name("local_catalog.toml")
 _LAUNCH_FIELDS = {"registry", "package", "version", "command", "args", "env", "transport", "url", "workdir"}
@@ -64,9 +64,9 @@ def _entry(item: dict[str, Any]) -> CatalogEntry:
         transport=launch.transport,
         launch=launch,
         env_vars=item.get("env_vars", []),
-        source="local",
-        source_key=item["id"],
-        raw=item,
+        keys=[f"local:{item['id']}"],
+        records=[SourceRecord(source="local", key=item["id"], payload=item)],
+        provenance={field: "local" for field in ("name", "description", "repository", "homepage") if item.get(field)},
     )
 
 

@@ -1,0 +1,116 @@
+"""GitHub topic search: repositories tagged `mcp-server` or `model-context-protocol`.
+
+Search returns at most 1,000 results per query, so each topic is split into creation-date
+windows, each halved again while it still holds more than 1,000 repositories.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+from pipeline.discover.base import SourceBatch, mapping, number, snapshot_files, text
+from pipeline.discover.http import SourceError, SourceHTTP, next_link
+from pipeline.models import Listing
+
+NAME = "github-topics"
+API_URL = "https://api.github.com"
+TOPICS = ("mcp-server", "model-context-protocol")
+SEARCH_CAP = 1000
+FIRST_DAY = date(2024, 11, 1)  # MCP was announced on 2024-11-25; repositories tagged earlier are few
+
+
+def parse_search(payload: Any, where: str = NAME) -> SourceBatch:
+    batch = SourceBatch()
+    items = payload.get("items") if isinstance(payload, dict) else None
+    if not isinstance(items, list):
+        batch.problems.append(f"{where}: expected a search response with `items`")
+        batch.complete = False
+        return batch
+    if payload.get("incomplete_results"):
+        batch.complete = False
+        batch.problems.append(f"{where}: GitHub marked the results incomplete")
+    for index, item in enumerate(items):
+        batch.add(f"{where}: item {index}", lambda item=item: _listing(item))
+    return batch
+
+
+def _listing(item: Any) -> Listing:
+    item = mapping(item, "item")
+    full_name = text(item["full_name"])
+    if not full_name or "/" not in full_name:
+        raise ValueError(f"full_name {item.get('full_name')!r} is not owner/repo")
+    license_ = item.get("license") if isinstance(item.get("license"), dict) else {}
+    metrics = {k: v for k, v in (("github_stars", number(item.get("stargazers_count"))), ("github_forks", number(item.get("forks_count")))) if v is not None}
+    attributes: dict[str, Any] = {
+        k: v for k, v in (
+            ("github_id", item.get("id")), ("language", text(item.get("language"))), ("license", text(license_.get("spdx_id"))),
+            ("archived", item.get("archived")), ("fork", item.get("fork")), ("pushed_at", text(item.get("pushed_at"))),
+            ("topics", item.get("topics")),
+        ) if v not in (None, [], "")
+    }
+    return Listing(
+        source=NAME,
+        key=full_name.lower(),
+        name=text(item.get("name")) or full_name,
+        description=text(item.get("description")),
+        repository=text(item.get("html_url")) or f"https://github.com/{full_name}",
+        homepage=text(item.get("homepage")),
+        metrics=metrics,
+        attributes=attributes,
+        raw={k: v for k, v in item.items() if k != "owner"},
+    )
+
+
+def read_snapshot(directory: Path) -> SourceBatch:
+    batch = SourceBatch()
+    for path in snapshot_files(directory, "*.json"):
+        try:
+            batch.extend(parse_search(json.loads(path.read_text(encoding="utf-8-sig")), where=path.name))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            batch.problems.append(f"{path.name}: unreadable: {exc}")
+            batch.complete = False
+    return batch
+
+
+def fetch(http: SourceHTTP, token: str | None = None, api_url: str = API_URL, today: date | None = None) -> SourceBatch:
+    batch = SourceBatch()
+    headers = {"Accept": "application/vnd.github+json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    last = today or date.today()
+    for topic in TOPICS:
+        windows = [(FIRST_DAY, last)]
+        while windows:
+            start, end = windows.pop()
+            query = f"topic:{topic} created:{start.isoformat()}..{end.isoformat()}"
+            try:
+                found = _search(http, api_url, query, headers, batch)
+            except SourceError as exc:
+                batch.problems.append(f"{query}: {exc}")
+                batch.complete = False
+                continue
+            if found > SEARCH_CAP and end > start:
+                middle = start + (end - start) // 2
+                windows += [(start, middle), (middle + timedelta(days=1), end)]
+    return batch
+
+
+def _search(http: SourceHTTP, api_url: str, query: str, headers: dict[str, str], batch: SourceBatch) -> int:
+    """Read one query's pages into `batch` (if it fits under the cap); return its total_count."""
+    url: str | None = f"{api_url.rstrip('/')}/search/repositories"
+    params: dict[str, Any] | None = {"q": query, "sort": "stars", "order": "desc", "per_page": 100}
+    total = 0
+    first = True
+    pages: list[SourceBatch] = []
+    while url:
+        payload, response_headers = http.get_json(url, params=params, headers=headers)
+        total = int(payload.get("total_count") or 0) if isinstance(payload, dict) else 0
+        if first and total > SEARCH_CAP:
+            return total  # the caller splits the window instead
+        first = False
+        pages.append(parse_search(payload, where=query))
+        url, params = next_link(response_headers), None
+    for page in pages:
+        batch.extend(page)
+    return total
