@@ -11,13 +11,16 @@ from pathlib import Path
 from typing import Callable
 
 import click
+import httpx
 from sqlite_utils import Database
 
 from pipeline import db as store
 from pipeline.analyze import run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher
 from pipeline.config import Settings
-from pipeline.discover import run_discover
+from pipeline.discover import SnapshotDownloads, online_sources, run_discover, snapshot_sources
+from pipeline.discover.downloads import DownloadCounter
+from pipeline.discover.http import USER_AGENT, SourceHTTP
 from pipeline.discover.local import DEFAULT_CATALOG, LocalCatalogSource
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import StageReport
@@ -94,11 +97,48 @@ server_option = click.option("--server", "server_ids", multiple=True, help="Only
 
 @cli.command()
 @click.option("--catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=DEFAULT_CATALOG, show_default="embedded local catalog")
+@click.option("--from-snapshot", "snapshot", type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="Read saved source payloads from DIR/<source>/ (official-registry, awesome-mcp-servers, glama, pulsemcp, github-topics, "
+                   "smithery, best-of-mcp-servers, docker-mcp-catalog; npm-pypi-downloads for download counts).")
+@click.option("--online", is_flag=True, help="Fetch the eight sources live (credentials from GITHUB_TOKEN, SMITHERY_API_KEY, PULSEMCP_API_KEY, …).")
+@click.option("--sources", "source_names", help="Comma-separated sources to read (default: every one available, plus `local`).")
 @pass_settings
-def discover(settings: Settings, catalog: Path) -> None:
-    """Read the sources and merge their servers into the catalog."""
+def discover(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, source_names: str | None) -> None:
+    """Read the sources and merge their servers into the catalog (the embedded local catalog by default)."""
+    if snapshot and online:
+        raise click.UsageError("--from-snapshot and --online are alternatives")
+    names = [n.strip() for n in source_names.split(",") if n.strip()] if source_names else None
     db = _open(settings)
-    _stage(db, "discover", {"catalog": str(catalog)}, lambda _: run_discover(db, sources=[LocalCatalogSource(catalog)], now=utcnow()))
+    with httpx.Client(timeout=httpx.Timeout(60.0, connect=15.0), follow_redirects=True, max_redirects=5) as client:
+        http = SourceHTTP(client, user_agent=f"{USER_AGENT} (+{settings.site_url})")
+        try:
+            sources, downloads = _discovery_sources(settings, catalog, snapshot, online, names, http)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+        args = {"catalog": str(catalog), "snapshot": str(snapshot) if snapshot else None, "online": online, "sources": [s.name for s in sources]}
+        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow()))
+
+
+def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, names: list[str] | None, http: SourceHTTP):
+    """The sources a discover run reads, and where download counts come from (if anywhere)."""
+    remote_names = [n for n in names if n != "local"] if names else None
+    sources: list = []
+    if names is None or "local" in names:
+        sources.append(LocalCatalogSource(catalog))
+    downloads = None
+    if snapshot is not None:
+        if remote_names != []:
+            sources += snapshot_sources(snapshot, remote_names)
+        if (snapshot / "npm-pypi-downloads").is_dir():
+            downloads = SnapshotDownloads(snapshot / "npm-pypi-downloads")
+    elif online:
+        if remote_names != []:
+            sources += online_sources(http, settings, remote_names)
+        if settings.npm_downloads_api or settings.pypi_stats_api:
+            downloads = DownloadCounter(http, settings.npm_downloads_api, settings.pypi_stats_api)
+    elif remote_names:
+        raise ValueError("--sources other than `local` need --from-snapshot DIR or --online")
+    return sources, downloads
 
 
 @cli.command()

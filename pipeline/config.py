@@ -29,6 +29,14 @@ class Settings(BaseModel):
     install_timeout: float = 600.0
     concurrency: int = 4
     stderr_cap: int = 64_000  # bytes of a server's stderr kept as evidence
+    # Discovery online: optional credentials and endpoints, from the environment only.
+    github_token: str | None = None  # GITHUB_TOKEN: topic search (30 req/min instead of 10), tarballs
+    smithery_api_key: str | None = None  # SMITHERY_API_KEY: Smithery's list API needs one
+    pulsemcp_api_key: str | None = None  # PULSEMCP_API_KEY + PULSEMCP_TENANT_ID: the v0.1 API; without, the open v0beta list
+    pulsemcp_tenant: str | None = None
+    glama_token: str | None = None  # GLAMA_API_TOKEN: optional
+    npm_downloads_api: str | None = None  # SCOREBOARD_NPM_DOWNLOADS_API: base URL of npm's download-counts API
+    pypi_stats_api: str | None = None  # SCOREBOARD_PYPI_STATS_API: base URL of the PyPI Stats API
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -38,6 +46,13 @@ class Settings(BaseModel):
             "cache_dir": os.environ.get("SCOREBOARD_CACHE"),
             "site_url": os.environ.get("SCOREBOARD_SITE_URL"),
             "datasette_url": os.environ.get("SCOREBOARD_DATASETTE_URL"),
+            "github_token": os.environ.get("GITHUB_TOKEN"),
+            "smithery_api_key": os.environ.get("SMITHERY_API_KEY"),
+            "pulsemcp_api_key": os.environ.get("PULSEMCP_API_KEY"),
+            "pulsemcp_tenant": os.environ.get("PULSEMCP_TENANT_ID"),
+            "glama_token": os.environ.get("GLAMA_API_TOKEN"),
+            "npm_downloads_api": os.environ.get("SCOREBOARD_NPM_DOWNLOADS_API"),
+            "pypi_stats_api": os.environ.get("SCOREBOARD_PYPI_STATS_API"),
         }
         values = {k: v for k, v in env.items() if v}
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -21,7 +21,7 @@ from pipeline.discover.merge import merge_listings
 from pipeline.models import StageReport
 from pipeline.progress import Progress
 
-__all__ = ["SourceBatch", "Source", "CallableSource", "run_discover", "SOURCE_NAMES", "snapshot_sources"]
+__all__ = ["SourceBatch", "Source", "CallableSource", "run_discover", "SOURCE_NAMES", "snapshot_sources", "online_sources", "SnapshotDownloads"]
 
 # The eight sources of seed 000, by the directory name a snapshot keeps each under.
 SOURCE_NAMES = (
@@ -68,6 +68,39 @@ def snapshot_sources(directory: Path, names: Sequence[str] | None = None) -> lis
     if missing:
         raise ValueError(f"{directory} has no folder for: {', '.join(missing)}")
     return [CallableSource(name, lambda reader=readers[name], path=directory / name: reader(path)) for name in wanted]
+
+
+def online_sources(http, settings, names: Sequence[str] | None = None) -> list[CallableSource]:
+    """The eight sources read live through `http` (a SourceHTTP), with credentials from `settings`."""
+    from pipeline.discover import awesome, bestof, docker_catalog, github_topics, glama, pulsemcp, registry, smithery
+
+    fetchers: dict[str, Callable[[], SourceBatch]] = {
+        "official-registry": lambda: registry.fetch(http),
+        "awesome-mcp-servers": lambda: awesome.fetch(http),
+        "glama": lambda: glama.fetch(http, settings.glama_token),
+        "pulsemcp": lambda: pulsemcp.fetch(http, settings.pulsemcp_api_key, settings.pulsemcp_tenant),
+        "github-topics": lambda: github_topics.fetch(http, settings.github_token),
+        "smithery": lambda: smithery.fetch(http, settings.smithery_api_key),
+        "best-of-mcp-servers": lambda: bestof.fetch(http, settings.github_token),
+        "docker-mcp-catalog": lambda: docker_catalog.fetch(http, settings.github_token),
+    }
+    wanted = list(names) if names else list(SOURCE_NAMES)
+    unknown = [n for n in wanted if n not in fetchers]
+    if unknown:
+        raise ValueError(f"unknown source(s): {', '.join(unknown)}; known: {', '.join(SOURCE_NAMES)}")
+    return [CallableSource(name, fetchers[name]) for name in wanted]
+
+
+@dataclass
+class SnapshotDownloads:
+    """Weekly download counts saved under `<snapshot>/npm-pypi-downloads/` (npm point or bulk bodies, PyPI Stats `recent` bodies)."""
+
+    directory: Path
+
+    def weekly(self, packages: Sequence[tuple[str, str]]) -> tuple[dict[tuple[str, str], float], list[str]]:
+        from pipeline.discover.downloads import read_snapshot
+
+        return read_snapshot(self.directory)
 
 
 def run_discover(

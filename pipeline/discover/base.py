@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+import yaml
 from pydantic import ValidationError
 
 from pipeline.models import CatalogEntry, EnvVar, Listing
@@ -36,7 +37,7 @@ class SourceBatch:
         self.records_read += 1
         try:
             listing = build()
-        except (ValidationError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (ValidationError, KeyError, TypeError, ValueError, AttributeError, yaml.YAMLError) as exc:
             self.problems.append(f"{where}: {short_error(exc)}")
             return
         if listing is not None:
@@ -56,6 +57,8 @@ def short_error(exc: Exception) -> str:
         return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3])
     if isinstance(exc, KeyError):
         return f"missing field {exc}"
+    if isinstance(exc, yaml.YAMLError):
+        return "not valid YAML: " + " ".join(str(exc).split())[:300]
     return f"{type(exc).__name__}: {exc}"
 
 
