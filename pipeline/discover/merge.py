@@ -11,6 +11,7 @@ Pure: the same listings, aliases and known keys always give the same entries.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from typing import Iterable
 
@@ -25,7 +26,6 @@ SOURCE_PRIORITY = (
     "awesome-mcp-servers", "github-topics",
 )
 MERGED_FIELDS = ("name", "description", "repository", "subpath", "homepage", "registry_name", "remotes", "packages", "env_vars")
-_KEY_RANK = {"github": 0, "remote": 1, "registry": 2, "repo": 3}
 
 
 def source_rank(source: str) -> int:
@@ -33,37 +33,53 @@ def source_rank(source: str) -> int:
 
 
 def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
-    """Every identity key of one listing, its own primary key first."""
-    keys: list[str] = []
+    """Every identity key of one listing, its own primary key first.
+
+    Primary: the GitHub repository; for a hosted-only server its remote URL; then the registry name;
+    a repository elsewhere (GitLab, …); then the source's own id. Remote URLs that are not public
+    (localhost, private addresses, placeholders) are no identity: many servers list the same one.
+    """
     repo = repository_key(listing.repository, listing.subfolder, aliases)
-    if repo:
-        keys.append(repo)
-        before = repository_key(listing.repository, listing.subfolder)  # the pre-rename key still finds a stored server
-        if before and before != repo:
-            keys.append(before)
-    remotes = [k for k in (remote_key(r.url) for r in listing.remotes) if k]
-    hosted_only = bool(remotes) and not listing.packages
-    if hosted_only:
-        keys += remotes
+    github = [repo] if repo and repo.startswith("github:") else []
+    before = repository_key(listing.repository, listing.subfolder)  # the pre-rename key still finds a stored server
+    if github and before and before != repo:
+        github.append(before)
+    remotes = [k for k in (remote_key(r.url) for r in listing.remotes) if k and is_public_endpoint(k)]
+    hosted_only = bool(remotes) and not listing.packages and not github
+    keys = [*github, *(remotes if hosted_only else [])]
     if listing.registry_name:
         keys.append(f"registry:{listing.registry_name.lower()}")
-    if not hosted_only:
-        keys += remotes
+    if repo and not github:
+        keys.append(repo)
+    keys += remotes
     keys.append(f"{listing.source}:{listing.key.lower()}")
     return list(dict.fromkeys(keys))
 
 
+_PRIVATE_HOST = re.compile(
+    r"^remote:https?://(localhost|127\.|0\.0\.0\.0|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|\[|[^/]*\.(local|internal|localhost|test|example|invalid)(:|/|$)"
+    r"|[^/]*(example\.(com|org|net))(:|/|$)|[^/]*[{}<>$])", re.I)
+
+
+def is_public_endpoint(key: str) -> bool:
+    return not _PRIVATE_HOST.match(key)
+
+
 def canonical_key(keys: Iterable[str]) -> str:
-    """The key a merged server is known by: GitHub repo, then remote URL, registry name, other repo, source id."""
+    """The key a merged server is known by: its GitHub repository if it has one, else the first
+    key of its highest-priority listing (remote URL for hosted-only, else registry name, …)."""
     ordered = list(keys)
-    return min(ordered, key=lambda k: (_KEY_RANK.get(k.partition(":")[0], 9), ordered.index(k)))
+    return next((k for k in ordered if k.startswith("github:")), ordered[0])
 
 
 class _Groups:
-    """Union-find over listing indexes."""
+    """Union-find over listing indexes that never joins two different GitHub repositories: a shared
+    secondary key (a registry name, a remote URL) between two repositories is a data error, not
+    one server."""
 
-    def __init__(self, size: int) -> None:
-        self.parent = list(range(size))
+    def __init__(self, repos: list[str | None]) -> None:
+        self.parent = list(range(len(repos)))
+        self.repo = list(repos)
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -73,24 +89,30 @@ class _Groups:
 
     def union(self, a: int, b: int) -> None:
         ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
+        if ra == rb or (self.repo[ra] and self.repo[rb] and self.repo[ra] != self.repo[rb]):
+            return
+        low, high = min(ra, rb), max(ra, rb)
+        self.parent[high] = low
+        self.repo[low] = self.repo[low] or self.repo[high]
 
 
 def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = None, known_keys: Iterable[str] = ()) -> list[CatalogEntry]:
     """Group listings that share a key and merge each group into one entry, sorted by id.
 
     A listing's `weak_repository` (Smithery's qualifiedName read as owner/repo) joins only when some
-    other listing, or the stored catalog (`known_keys`), names that repository for certain.
+    other listing, or the stored catalog (`known_keys`), names that repository for certain; it then
+    counts as the listing's repository.
     """
     aliases = aliases or {}
     keys_of = [listing_keys(listing, aliases) for listing in listings]
     strong = {k for keys in keys_of for k in keys} | set(known_keys)
-    for listing, keys in zip(listings, keys_of):
+    listings = list(listings)
+    for index, (listing, keys) in enumerate(zip(listings, keys_of)):
         guess = parse_github(listing.weak_repository)
-        if guess is not None and (key := guess.renamed(aliases).key) in strong:
+        if guess is not None and not listing.repository and (key := guess.renamed(aliases).key) in strong:
             keys.insert(0, key)
-    groups = _Groups(len(listings))
+            listings[index] = listing.model_copy(update={"repository": listing.weak_repository})
+    groups = _Groups([keys[0] if keys[0].startswith("github:") else None for keys in keys_of])
     owner_of: dict[str, int] = {}
     for index, keys in enumerate(keys_of):
         for key in keys:
@@ -101,15 +123,16 @@ def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = Non
     members: dict[int, list[int]] = defaultdict(list)
     for index in range(len(listings)):
         members[groups.find(index)].append(index)
-    entries = [_merge([listings[i] for i in group], [keys_of[i] for i in group], aliases) for group in members.values()]
+    entries = [_merge([(listings[i], keys_of[i]) for i in group], aliases) for group in members.values()]
     return sorted(entries, key=lambda e: e.id)
 
 
-def _merge(group: list[Listing], keys_of: list[list[str]], aliases: dict[str, str]) -> CatalogEntry:
-    keys = list(dict.fromkeys(k for keys in keys_of for k in keys))
+def _merge(group: list[tuple[Listing, list[str]]], aliases: dict[str, str]) -> CatalogEntry:
+    group = sorted(group, key=lambda pair: source_rank(pair[0].source))  # stable: a source's own order is kept
+    ordered = [listing for listing, _ in group]
+    keys = list(dict.fromkeys(k for _, keys in group for k in keys))
     canonical = canonical_key(keys)
     keys.remove(canonical)
-    ordered = sorted(group, key=lambda listing: source_rank(listing.source))  # stable: a source's own order is kept
     values: dict[str, object] = {}
     provenance: dict[str, str] = {}
     for listing in ordered:
