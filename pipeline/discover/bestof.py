@@ -137,15 +137,15 @@ def read_snapshot(directory: Path) -> SourceBatch:
     return combine(projects, histories)
 
 
-def fetch(http: SourceHTTP, token: str | None = None) -> SourceBatch:
-    """projects.yaml and the newest history CSV, found through the contents API."""
+def fetch(http: SourceHTTP, token: str | None = None, raw_base: str = RAW_BASE, contents_url: str = CONTENTS_URL) -> SourceBatch:
+    """projects.yaml and the two newest history CSVs (found through the contents API)."""
     try:
-        body, _ = http.get_text(f"{RAW_BASE}/projects.yaml")
+        body, _ = http.get_text(f"{raw_base}/projects.yaml")
         projects, _ = parse_projects(body)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        listing, _ = http.get_json(CONTENTS_URL, headers=headers)
+        listing, _ = http.get_json(contents_url, headers=headers)
         names = sorted(item["name"] for item in listing if isinstance(item, dict) and _DATED.match(str(item.get("name"))))
-        histories = [(name, http.get_text(f"{RAW_BASE}/history/{name}")[0]) for name in names[-2:]]
+        histories = [(name, http.get_text(f"{raw_base}/history/{name}")[0]) for name in names[-2:]]
     except (SourceError, TypeError) as exc:
         return SourceBatch(problems=[f"{exc}"], complete=False)
     return combine(projects, histories)

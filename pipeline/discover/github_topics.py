@@ -85,7 +85,7 @@ def fetch(http: SourceHTTP, token: str | None = None, api_url: str = API_URL, to
             start, end = windows.pop()
             query = f"topic:{topic} created:{start.isoformat()}..{end.isoformat()}"
             try:
-                found = _search(http, api_url, query, headers, batch)
+                found = _search(http, api_url, query, headers, batch, may_split=end > start)
             except SourceError as exc:
                 batch.problems.append(f"{query}: {exc}")
                 batch.complete = False
@@ -96,8 +96,9 @@ def fetch(http: SourceHTTP, token: str | None = None, api_url: str = API_URL, to
     return batch
 
 
-def _search(http: SourceHTTP, api_url: str, query: str, headers: dict[str, str], batch: SourceBatch) -> int:
-    """Read one query's pages into `batch` (if it fits under the cap); return its total_count."""
+def _search(http: SourceHTTP, api_url: str, query: str, headers: dict[str, str], batch: SourceBatch, may_split: bool) -> int:
+    """Read one query's pages into `batch` and return its total_count; over the cap, return at once
+    when the window can be split, else read the first 1,000 and say the rest is missing."""
     url: str | None = f"{api_url.rstrip('/')}/search/repositories"
     params: dict[str, Any] | None = {"q": query, "sort": "stars", "order": "desc", "per_page": 100}
     total = 0
@@ -107,7 +108,10 @@ def _search(http: SourceHTTP, api_url: str, query: str, headers: dict[str, str],
         payload, response_headers = http.get_json(url, params=params, headers=headers)
         total = int(payload.get("total_count") or 0) if isinstance(payload, dict) else 0
         if first and total > SEARCH_CAP:
-            return total  # the caller splits the window instead
+            if may_split:
+                return total  # the caller splits the window instead
+            batch.problems.append(f"{query}: {total} results in one day; only the first {SEARCH_CAP} are reachable")
+            batch.complete = False
         first = False
         pages.append(parse_search(payload, where=query))
         url, params = next_link(response_headers), None

@@ -119,7 +119,7 @@ def fetch(http: SourceHTTP, api_key: str | None = None, tenant: str | None = Non
             seen.add(cursor)
             params = {**params, "cursor": cursor}
         else:
-            next_url, params = payload.get("next"), {}
+            next_url, params = payload.get("next"), None  # `next` carries its own query
             if not next_url:
                 return batch
             if next_url in seen:
