@@ -124,6 +124,22 @@ def test_shared_local_urls_and_names_never_join_two_repositories():
     assert all("remote:http://localhost:8000/sse" not in e.keys for e in entries)
 
 
+def test_a_vendor_bundle_of_endpoints_does_not_swallow_the_servers_listed_one_by_one():
+    bundle = [Remote(transport="sse", url=f"https://{name}.mcp.vendor.io/sse") for name in ("docs", "radar", "logs")]
+    entries = merge_listings([
+        listing("official-registry", "io.github.vendor/mcp", repository="https://github.com/vendor/mcp", remotes=bundle),
+        *[listing("docker-mcp-catalog", f"vendor-{name}", remotes=[Remote(transport="sse", url=f"https://{name}.mcp.vendor.io/sse")])
+          for name in ("docs", "radar")],
+        listing("official-registry", "ai.vendor/docs-twice", remotes=[Remote(transport="sse", url="https://docs.mcp.vendor.io/sse"),
+                                                                    Remote(transport="streamable-http", url="https://docs.mcp.vendor.io/mcp")]),
+    ])
+    assert sorted((e.keys[0], e.sources) for e in entries) == [
+        ("github:vendor/mcp", ["official-registry"]),
+        ("remote:https://docs.mcp.vendor.io/sse", ["docker-mcp-catalog", "official-registry"]),  # one host, two transports: one server
+        ("remote:https://radar.mcp.vendor.io/sse", ["docker-mcp-catalog"]),
+    ]
+
+
 def test_smithery_guesses_join_only_known_repositories():
     smithery_listings = [
         listing("smithery", "acme/tool", "Acme Tool", weak_repository="https://github.com/acme/tool", metrics={"smithery_uses": 9}),

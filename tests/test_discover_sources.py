@@ -96,6 +96,8 @@ def test_docker_catalog_images_remotes_tools_and_secrets():
     assert airtable.repository == "https://github.com/domdomegg/airtable-mcp-server" and airtable.packages[0].identifier == "mcp/airtable-mcp-server"
     assert [(v.name, v.secret) for v in airtable.env_vars] == [("AIRTABLE_API_KEY", True), ("NODE_ENV", False)]
     assert airtable.external_links == {"docker_hub": "https://hub.docker.com/r/mcp/airtable-mcp-server"}
+    everart = next(listing for listing in batch.listings if listing.key == "everart")  # no `directory`: the Dockerfile's folder
+    assert (everart.repository, everart.subfolder) == ("https://github.com/modelcontextprotocol/servers", "src/everart")
     hub = docker_catalog.parse_hub(load("docker-mcp-catalog", "DOCUMENTED_dockerhub_repository_example.json"))
     assert hub == {"loudml/community": 28844.0}
 

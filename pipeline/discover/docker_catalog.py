@@ -56,7 +56,7 @@ def parse_server(document: str, tools: str | None, where: str) -> Listing:
         name=text(about.get("title")) or name,
         description=text(about.get("description")),
         repository=text(source.get("project")),
-        subfolder=text(source.get("directory")),
+        subfolder=text(source.get("directory")) or _dockerfile_folder(source.get("dockerfile")),
         remotes=remotes,
         packages=packages,
         env_vars=variables,
@@ -65,6 +65,12 @@ def parse_server(document: str, tools: str | None, where: str) -> Listing:
         attributes=attributes,
         raw=server,
     )
+
+
+def _dockerfile_folder(dockerfile: Any) -> str | None:
+    """`src/everart/Dockerfile` -> `src/everart`: where a monorepo entry without `directory` builds from."""
+    path = text(dockerfile)
+    return path.rsplit("/", 1)[0] if path and "/" in path else None
 
 
 def parse_hub(payload: Any) -> dict[str, float]:

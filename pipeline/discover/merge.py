@@ -37,7 +37,8 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
 
     Primary: the GitHub repository; for a hosted-only server its remote URL; then the registry name;
     a repository elsewhere (GitLab, …); then the source's own id. Remote URLs that are not public
-    (localhost, private addresses, placeholders) are no identity: many servers list the same one.
+    (localhost, private addresses, placeholders) are no identity: many servers list the same one;
+    nor are a listing's remotes when they span several hosts.
     """
     repo = repository_key(listing.repository, listing.subfolder, aliases)
     github = [repo] if repo and repo.startswith("github:") else []
@@ -45,6 +46,8 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
     if github and before and before != repo:
         github.append(before)
     remotes = [k for k in (remote_key(r.url) for r in listing.remotes) if k and is_public_endpoint(k)]
+    if len({k.split("://", 1)[1].split("/", 1)[0] for k in remotes}) > 1:
+        remotes = []  # endpoints on several hosts under one name (a vendor's bundle): none of them is this listing's identity
     hosted_only = bool(remotes) and not listing.packages and not github
     keys = [*github, *(remotes if hosted_only else [])]
     if listing.registry_name:

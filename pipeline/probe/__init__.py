@@ -15,6 +15,8 @@ from sqlite_utils import Database
 
 from pipeline import db as store
 from pipeline.config import Settings
+from pipeline.discover.keys import remote_key
+from pipeline.discover.merge import is_public_endpoint
 from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
 from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.probe.sandbox import LocalProcessSandbox, Running, Sandbox, StartFailed
@@ -39,6 +41,13 @@ def run_probe(
     started = time.monotonic()
     stage = "probe" if kind == "deep" else "monitor"
     report = StageReport(stage=stage)
+    # A catalog entry with no package we can start and no public remote endpoint cannot be met
+    # live: it is "not measured", which is not down, so it gets no probe row at all. Remote URLs
+    # on localhost or private addresses (sources list some) are never dialled from the catalog.
+    reachable = [s for s in servers if _probeable(s)]
+    if len(reachable) < len(servers):
+        report.counts["not_probeable"] = len(servers) - len(reachable)
+    servers = reachable
     progress = progress or Progress(stage, len(servers))
     sandbox = sandbox or LocalProcessSandbox(settings.start_timeout)
     specs = [s.launch for s in servers if s.launch is not None]
@@ -74,6 +83,11 @@ def run_probe(
         report.interrupted = True
     report.seconds = time.monotonic() - started
     return report
+
+
+def _probeable(server: Server) -> bool:
+    key = remote_key(server.remote_url)
+    return server.launch is not None or (key is not None and is_public_endpoint(key))
 
 
 async def probe_server(
