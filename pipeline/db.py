@@ -538,12 +538,14 @@ def latest_probe_summaries(db: Database) -> dict[str, dict[str, Any]]:
 
 
 def page_evidence_stamps(db: Database, since_day: str) -> dict[str, list[Any]]:
-    """Per server, what changes when its page's other evidence changes: recent monitoring counts, judgements, tool snapshots."""
+    """Per server, what changes when its page's other evidence changes: recent monitoring counts, judgements, tool snapshots,
+    source records."""
     stamps: dict[str, list[Any]] = {}
     queries = [
         "select server_id, group_concat(day || ':' || runs) from probe_daily where kind = 'fast' and day >= ? group by server_id",
         "select server_id, max(judged_at) || ':' || count(*) from judgements group by server_id",
         "select server_id, max(id) from tool_snapshots group by server_id",
+        "select server_id, max(id) from source_records group by server_id",
     ]
     for position, sql in enumerate(queries):
         for server_id, value in db.execute(sql, [since_day] if "?" in sql else []).fetchall():
@@ -770,7 +772,7 @@ def page_evidence(db: Database, server_ids: list[str], *, rubric: str, since_day
     hash differs from the one before, with both tool lists), fast-probe rollups since `since_day`, and the raw
     fast probes since `since` (the 24-hour figures need hours, not days)."""
     found: dict[str, dict[str, list[Any]]] = {
-        sid: {"history": [], "judgements": [], "changes": [], "daily": [], "last_day": []} for sid in server_ids
+        sid: {"history": [], "judgements": [], "changes": [], "daily": [], "last_day": [], "records": []} for sid in server_ids
     }
     for start in range(0, len(server_ids), 500):
         chunk = server_ids[start : start + 500]
@@ -800,4 +802,7 @@ def page_evidence(db: Database, server_ids: list[str], *, rubric: str, since_day
         for r in db.query(f"select server_id, outcome, connect_ms from probe_runs where kind = 'fast' and started_at >= ? "
                           f"and server_id in ({marks})", [iso(since), *chunk]):
             found[r.pop("server_id")]["last_day"].append(r)
+        for r in db.query(f"select server_id, source, min(fetched_at) as first_seen, max(fetched_at) as last_changed, count(*) as versions "
+                          f"from source_records where server_id in ({marks}) group by server_id, source order by server_id, source", chunk):
+            found[r.pop("server_id")]["records"].append(r)
     return found

@@ -278,3 +278,37 @@ def test_catalog_from_snapshots_agrees_with_an_independent_count(db):
     listed = sum(v for k, v in report.counts.items() if k.startswith("listed:"))
     stored = db.execute("select count(*) from (select distinct source, source_key from source_records)").fetchone()[0]
     assert report.counts["new"] == db["servers"].count and listed >= stored > 9000
+
+
+def test_server_pages_say_where_each_field_came_from(db, tmp_path):
+    from pipeline.render import run_build
+    from pipeline.score import run_score
+    from tests.test_api_schemas import validator
+
+    discover(
+        db,
+        ("official-registry", [listing("official-registry", "com.stripe/agent", "", registry_name="com.stripe/agent",
+                                       repository="https://github.com/stripe/agent-toolkit", description="Stripe <b>payments</b>",
+                                       packages=[Package(registry="npm", identifier="@stripe/mcp", version="0.2.4")],
+                                       remotes=[Remote(transport="streamable-http", url="https://mcp.stripe.com", auth_headers=["Authorization"])])]),
+        ("awesome-mcp-servers", [listing("awesome-mcp-servers", "s", "stripe/agent-toolkit", repository="https://github.com/stripe/agent-toolkit",
+                                         categories=["Finance & Fintech"], external_links={"glama": "https://glama.ai/mcp/servers/stripe/agent-toolkit"})]),
+        ("docker-mcp-catalog", [listing("docker-mcp-catalog", "stripe", "Stripe", repository="https://github.com/stripe/agent-toolkit",
+                                        metrics={"docker_pulls": 12345}, categories=["finance"])]),
+    )
+    servers = store.active_servers(db)
+    run_score(db, servers=servers, now=NOW)
+    run_build(db, site_dir=tmp_path / "site", now=NOW)
+    data = json.loads((tmp_path / "site" / "api" / "servers" / "stripe--agent-toolkit.json").read_text())
+    assert not list(validator(tmp_path / "site", "server.schema.json").iter_errors(data))
+    server = data["server"]
+    assert server["verified_publisher"] == "Stripe"
+    assert [(row["field"], row["source"]) for row in server["provenance"]][:3] == [
+        ("Name", "docker-mcp-catalog"), ("Description", "official-registry"), ("Repository", "official-registry")]
+    assert [(row["source"], row["first_seen"][:10]) for row in server["listings"]] == [
+        ("awesome-mcp-servers", "2026-11-29"), ("docker-mcp-catalog", "2026-11-29"), ("official-registry", "2026-11-29")]
+    assert server["popularity"] == [{"label": "Docker Hub pulls", "key": "docker_pulls", "value": 12345}]
+    assert server["source_categories"] == {"awesome-mcp-servers": ["Finance & Fintech"], "docker-mcp-catalog": ["finance"]}
+    html = (tmp_path / "site" / "servers" / "stripe--agent-toolkit" / "index.html").read_text()
+    assert "Verified publisher: Stripe" in html and "Docker Hub pulls: 12,345" in html and "expects Authorization" in html
+    assert "Stripe &lt;b&gt;payments&lt;/b&gt;" in html  # source text stays inert

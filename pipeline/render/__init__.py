@@ -248,7 +248,7 @@ def _render_server(writer: SiteWriter, env: Environment, db: Database, server, c
     analysis_row = store.latest_analysis(db, server.id)
     analysis = analysis_row[1].model_dump(mode="json", exclude={"files"}) if analysis_row else None
     observed = Observed(judgements=evidence["judgements"], changes=evidence["changes"], daily=evidence["daily"],
-                        last_day=evidence["last_day"])
+                        last_day=evidence["last_day"], records=evidence["records"])
     context = server_page(
         server, cards.get(RUBRIC), probe, analysis, evidence["history"], now,
         other_cards={rubric: card for rubric, card in cards.items() if rubric != RUBRIC and card is not None}, observed=observed,

@@ -22,6 +22,7 @@ class Observed:
     changes: list[dict[str, Any]] = field(default_factory=list)  # tool-surface changes, newest first (db.page_evidence)
     daily: list[dict[str, Any]] = field(default_factory=list)  # fast-probe rollups, 30 days (db.page_evidence)
     last_day: list[dict[str, Any]] = field(default_factory=list)  # raw fast probes of the last 24 hours
+    records: list[dict[str, Any]] = field(default_factory=list)  # per source: first seen, last changed, versions (db.page_evidence)
 
 VISIBILITY_ORDER = ["complete", "verified", "assessed", "limited", "unscored"]
 VISIBILITY_ICONS = {"complete": "◉", "verified": "◎", "assessed": "◐", "limited": "◔", "unscored": "○"}
@@ -33,6 +34,35 @@ def safe_url(url: str | None) -> str | None:
         return None
     lowered = url.strip().lower()
     return url.strip() if lowered.startswith(("https://", "http://")) else None
+
+
+# Source figures shown as "popularity", in this order, with their labels (metrics keys from discovery).
+POPULARITY = {
+    "github_stars": "GitHub stars", "docker_pulls": "Docker Hub pulls", "npm_weekly_downloads": "npm downloads last week",
+    "pypi_weekly_downloads": "PyPI downloads last week", "smithery_uses": "Smithery uses", "pulsemcp_visitors_week": "PulseMCP visitors last week",
+    "package_downloads": "package downloads (PulseMCP)", "bestof_projectrank": "best-of project rank", "contributors": "contributors",
+}
+FIELD_LABELS = {
+    "name": "Name", "description": "Description", "repository": "Repository", "subpath": "Folder in the repository", "homepage": "Website",
+    "registry_name": "Registry name", "remotes": "Remote endpoints", "remote_url": "Endpoint probed", "transport": "Transport",
+    "packages": "Packages", "env_vars": "Environment variables", "launch": "How it is started", "repo_key": "Repository identity",
+}
+
+
+def popularity(metrics: dict[str, float]) -> list[dict[str, Any]]:
+    return [{"label": label, "key": key, "value": metrics[key]} for key, label in POPULARITY.items() if key in metrics]
+
+
+def provenance_rows(provenance: dict[str, str]) -> list[dict[str, str]]:
+    """Which source each shown field came from (seed 000: source priority), in a stable order."""
+    return [{"field": FIELD_LABELS[f], "source": provenance[f]} for f in FIELD_LABELS if f in provenance]
+
+
+def observed_listings(observed: Observed, sources: list[str]) -> list[dict[str, Any]]:
+    """The sources listing the server now, with when each first listed it and last changed its record."""
+    by_source = {r["source"]: r for r in observed.records}
+    return [{"source": s, **{k: by_source[s][k] for k in ("first_seen", "last_changed", "versions")}} if s in by_source
+            else {"source": s, "first_seen": None, "last_changed": None, "versions": 0} for s in sources]
 
 
 def repository_url(server: Server) -> str | None:
@@ -152,6 +182,14 @@ def server_page(
             "package": f"{server.launch.registry}: {server.launch.package}" if server.launch else None,
             "sources": server.sources,
             "external_links": {k: v for k, v in server.external_links.items() if safe_url(v)},
+            "verified_publisher": server.verified_publisher,
+            "registry_name": server.registry_name,
+            "packages": [f"{p.registry}: {p.identifier}" + (f" {p.version}" if p.version else "") for p in server.packages],
+            "remotes": [{"transport": r.transport, "url": r.url, "auth_headers": r.auth_headers} for r in server.remotes],
+            "popularity": popularity(server.metrics),
+            "source_categories": server.source_categories,
+            "provenance": provenance_rows(server.provenance),
+            "listings": observed_listings(observed, server.sources),
             "first_seen_at": server.first_seen_at.isoformat(),
             "is_active": server.is_active,
         },
