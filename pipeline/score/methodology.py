@@ -58,7 +58,16 @@ def weight_table(dimensions) -> str:
     return "\n".join(lines)
 
 
+def source_priority_table() -> str:
+    from pipeline.discover.merge import SOURCE_PRIORITY
+
+    lines = ["| rank | source |", "| --- | --- |"]
+    lines += [f"| {rank} | `{source}` |" for rank, source in enumerate(SOURCE_PRIORITY, start=1)]
+    return "\n".join(lines)
+
+
 GENERATED = {
+    "discovery-priority": source_priority_table,
     "scoreboard-dimensions": dimension_table,
     "scoreboard-rules": lambda: rule_table(scoreboard.RUBRIC),
     "scoreboard-grades": lambda: grade_table(scoreboard.GRADES),
