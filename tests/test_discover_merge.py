@@ -312,3 +312,58 @@ def test_server_pages_say_where_each_field_came_from(db, tmp_path):
     html = (tmp_path / "site" / "servers" / "stripe--agent-toolkit" / "index.html").read_text()
     assert "Verified publisher: Stripe" in html and "Docker Hub pulls: 12,345" in html and "expects Authorization" in html
     assert "Stripe &lt;b&gt;payments&lt;/b&gt;" in html  # source text stays inert
+
+
+def test_classification_matches_whole_words_and_uses_the_registry_namespace(db):
+    from pipeline.classify import PLATFORMS, classify
+
+    assert len(PLATFORMS) >= 135  # seed 000: 135+ platform keywords
+    assert classify("example-server", "An example of weather lookups", None, None, None).platforms == ()  # no "exa" inside "example"
+    assert classify("exa-search", "web search via Exa", None, None, None).platforms == ("Exa",)
+    discover(db, ("official-registry", [listing("official-registry", "com.stripe/agent", "Agent", registry_name="com.stripe/agent",
+                                                description="Tools for agents")]))
+    row = next(iter(server_rows(db).values()))
+    assert row["category"] == "Finance" and json.loads(row["platforms"]) == ["Stripe"]  # from the namespace alone
+
+
+@needs_fixtures
+def test_awesome_quirks_from_the_real_readme(db):
+    from pipeline.discover import awesome
+
+    batch = awesome.read_snapshot(SOURCE_FIXTURES / "awesome-mcp-servers")
+    entries = merge_listings(batch.listings)
+    playwright = next(e for e in entries if e.repo_key == "github:automata-labs-team/mcp-server-playwright")
+    assert playwright.name == "automatalabs/mcp-server-playwright"  # the link text is a name, not the repository
+    by_repo: dict[str, int] = {}
+    for listing_ in batch.listings:
+        key = listing_.repository and merge_listings([listing_])[0].keys[0]
+        if key:
+            by_repo[key] = by_repo.get(key, 0) + 1
+    twice = [key for key, count in by_repo.items() if count > 1]
+    assert twice  # the README lists some repositories twice (differently spelled) ...
+    for key in twice:  # ... and each becomes one server carrying every record
+        merged = next(e for e in entries if e.keys[0] == key)
+        assert len(merged.records) == by_repo[key]
+
+
+@needs_fixtures
+def test_a_broken_snapshot_loses_nothing_already_stored(db, tmp_path):
+    import shutil
+
+    full = run_discover(db, sources=snapshot_sources(SOURCE_FIXTURES, ["official-registry", "docker-mcp-catalog"]), now=NOW,
+                        progress=Progress("discover", 3, stream=io.StringIO()))
+    active = db.execute("select count(*) from servers where is_active = 1").fetchone()[0]
+    broken = tmp_path / "snapshot"
+    shutil.copytree(SOURCE_FIXTURES / "docker-mcp-catalog", broken / "docker-mcp-catalog", copy_function=shutil.copyfile)
+    for path in broken.rglob("*"):  # the shared fixtures are read-only; the copy must not be
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    (broken / "official-registry").mkdir()
+    (broken / "official-registry" / "servers.json").write_text('{"servers": [{"server": {"name": "io.x/cut"')  # truncated
+    (broken / "docker-mcp-catalog" / "servers" / "airtable-mcp-server" / "server.yaml").unlink()
+    (broken / "docker-mcp-catalog" / "servers" / "airtable-mcp-server" / "server.yaml").write_text("name: [broken")
+    report = run_discover(db, sources=snapshot_sources(broken), now=NOW + timedelta(days=1), progress=Progress("discover", 3, stream=io.StringIO()))
+    assert report.counts["deactivated"] == 0 and report.failures == 2
+    assert db.execute("select count(*) from servers where is_active = 1").fetchone()[0] == active == full.counts["new"]
+    problems = [r["problem"] for r in db.query("select problem from discovery_problems where seen_at > ?", [NOW.isoformat()])]
+    assert any(p.startswith("servers.json: unreadable") for p in problems)
+    assert any(p.startswith("servers/airtable-mcp-server/server.yaml: not valid YAML") for p in problems)

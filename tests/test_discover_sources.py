@@ -170,8 +170,9 @@ def test_malformed_records_are_named_skipped_and_counted():
 
 
 def test_a_truncated_or_broken_snapshot_file_is_reported_and_the_rest_read(tmp_path):
-    shutil.copytree(SOURCE_FIXTURES / "official-registry", tmp_path / "official-registry")
-    shutil.copy(SOURCE_FIXTURES / "official-registry" / "seed_2026-01.json", tmp_path / "official-registry" / "truncated.json")
+    shutil.copytree(SOURCE_FIXTURES / "official-registry", tmp_path / "official-registry", copy_function=shutil.copyfile)
+    (tmp_path / "official-registry").chmod(0o755)  # the shared fixtures are read-only; the copy must not be
+    shutil.copyfile(SOURCE_FIXTURES / "official-registry" / "seed_2026-01.json", tmp_path / "official-registry" / "truncated.json")
     broken = tmp_path / "official-registry" / "truncated.json"
     broken.write_text(broken.read_text()[:700])
     batch = registry.read_snapshot(tmp_path / "official-registry")
