@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import yaml
 from pydantic import ValidationError
 
+from pipeline.discover.http import SourceError, SourceHTTP
 from pipeline.models import CatalogEntry, EnvVar, Listing
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|PRIVATE|COOKIE|SESSION", re.I)
@@ -71,6 +73,79 @@ def snapshot_files(directory: Path, *patterns: str) -> Iterator[Path]:
             if path.is_file() and not path.name.startswith("DOCUMENTED_") and path not in seen:
                 seen.add(path)
                 yield path
+
+
+def parse_items(payload: Any, field: str, where: str, build: Callable[[Any], Any], label: str = "server") -> SourceBatch:
+    """A batch from the list under `field` of a page (or a bare list), one listing per item."""
+    batch = SourceBatch()
+    items = payload.get(field) if isinstance(payload, dict) else payload
+    if not isinstance(items, list):
+        batch.problems.append(f"{where}: expected an object with a `{field}` list")
+        batch.complete = False
+        return batch
+    for index, item in enumerate(items):
+        batch.add(f"{where}: {label} {index}", lambda item=item: build(item))
+    return batch
+
+
+def read_json_snapshot(directory: Path, parse: Callable[[Any, str], SourceBatch], skip: Callable[[Path], bool] = lambda path: False) -> SourceBatch:
+    """Every saved JSON payload of a source (`*.json`), parsed; an unreadable file is a problem and
+    makes the batch incomplete, so its absent servers are not deactivated."""
+    batch = SourceBatch()
+    for path in snapshot_files(directory, "*.json"):
+        if skip(path):
+            continue
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            batch.problems.append(f"{path.name}: unreadable: {exc}")
+            batch.complete = False
+            continue
+        batch.extend(parse(payload, path.name))
+    return batch
+
+
+Step = tuple[str, dict[str, Any] | None] | None  # the next request (URL, query), or None at the end
+
+
+def paginate(
+    http: SourceHTTP,
+    url: str,
+    params: dict[str, Any] | None,
+    parse: Callable[[Any, str], SourceBatch],
+    following: Callable[[Any, int], Step],
+    *,
+    headers: dict[str, str] | None = None,
+    max_pages: int = 1000,
+) -> SourceBatch:
+    """Read pages until `following(payload, page)` says there is no next one.
+
+    A failed page, a next request that repeats an earlier one, or more than `max_pages` pages
+    ends the read with a problem and an incomplete batch, so nothing is deactivated on its account.
+    """
+    batch = SourceBatch()
+    seen: set[str] = set()
+    for page in range(1, max_pages + 1):
+        try:
+            payload, _ = http.get_json(url, params=params, headers=headers)
+        except SourceError as exc:
+            batch.problems.append(f"page {page}: {exc}")
+            batch.complete = False
+            return batch
+        batch.extend(parse(payload, f"page {page}"))
+        step = following(payload, page) if isinstance(payload, dict) else None
+        if step is None:
+            return batch
+        url, params = step
+        request = json.dumps([url, params], sort_keys=True)
+        if request in seen:
+            batch.problems.append(f"page {page}: the next page repeats an earlier one; stopped")
+            batch.complete = False
+            return batch
+        seen.add(request)
+    batch.problems.append(f"stopped after {max_pages} pages")
+    batch.complete = False
+    return batch
 
 
 def text(value: Any) -> str | None:

@@ -6,12 +6,11 @@ windows, each halved again while it still holds more than 1,000 repositories.
 
 from __future__ import annotations
 
-import json
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from pipeline.discover.base import SourceBatch, mapping, number, snapshot_files, text
+from pipeline.discover.base import SourceBatch, mapping, number, parse_items, read_json_snapshot, text
 from pipeline.discover.http import SourceError, SourceHTTP, next_link
 from pipeline.models import Listing
 
@@ -23,17 +22,10 @@ FIRST_DAY = date(2024, 11, 1)  # MCP was announced on 2024-11-25; repositories t
 
 
 def parse_search(payload: Any, where: str = NAME) -> SourceBatch:
-    batch = SourceBatch()
-    items = payload.get("items") if isinstance(payload, dict) else None
-    if not isinstance(items, list):
-        batch.problems.append(f"{where}: expected a search response with `items`")
-        batch.complete = False
-        return batch
-    if payload.get("incomplete_results"):
+    batch = parse_items(payload if isinstance(payload, dict) else None, "items", where, _listing, label="item")
+    if isinstance(payload, dict) and payload.get("incomplete_results"):
         batch.complete = False
         batch.problems.append(f"{where}: GitHub marked the results incomplete")
-    for index, item in enumerate(items):
-        batch.add(f"{where}: item {index}", lambda item=item: _listing(item))
     return batch
 
 
@@ -65,14 +57,7 @@ def _listing(item: Any) -> Listing:
 
 
 def read_snapshot(directory: Path) -> SourceBatch:
-    batch = SourceBatch()
-    for path in snapshot_files(directory, "*.json"):
-        try:
-            batch.extend(parse_search(json.loads(path.read_text(encoding="utf-8-sig")), where=path.name))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            batch.problems.append(f"{path.name}: unreadable: {exc}")
-            batch.complete = False
-    return batch
+    return read_json_snapshot(directory, parse_search)
 
 
 def fetch(http: SourceHTTP, token: str | None = None, api_url: str = API_URL, today: date | None = None) -> SourceBatch:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.discover.base import SourceBatch, env_var, mapping, snapshot_files, text
-from pipeline.discover.http import SourceError, SourceHTTP
+from pipeline.discover.base import SourceBatch, env_var, mapping, paginate, parse_items, read_json_snapshot, text
+from pipeline.discover.http import SourceHTTP
 from pipeline.models import Listing
 
 NAME = "glama"
@@ -16,15 +15,7 @@ MAX_PAGES = 1000
 
 
 def parse_glama(payload: Any, where: str = NAME) -> SourceBatch:
-    batch = SourceBatch()
-    items = payload.get("servers") if isinstance(payload, dict) else payload
-    if not isinstance(items, list):
-        batch.problems.append(f"{where}: expected an object with a `servers` list")
-        batch.complete = False
-        return batch
-    for index, item in enumerate(items):
-        batch.add(f"{where}: server {index}", lambda item=item: _listing(item))
-    return batch
+    return parse_items(payload, "servers", where, _listing)
 
 
 def _listing(item: Any) -> Listing:
@@ -63,42 +54,18 @@ def _listing(item: Any) -> Listing:
 
 
 def read_snapshot(directory: Path) -> SourceBatch:
-    batch = SourceBatch()
-    for path in snapshot_files(directory, "*.json"):
-        try:
-            batch.extend(parse_glama(json.loads(path.read_text(encoding="utf-8-sig")), where=path.name))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            batch.problems.append(f"{path.name}: unreadable: {exc}")
-            batch.complete = False
-    return batch
+    return read_json_snapshot(directory, parse_glama)
 
 
 def fetch(http: SourceHTTP, token: str | None = None, base_url: str = BASE_URL, page_size: int = 100) -> SourceBatch:
     """Every page, passing `pageInfo.endCursor` as `after` while `hasNextPage`."""
-    batch = SourceBatch()
-    after: str | None = None
-    seen: set[str] = set()
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    for page in range(1, MAX_PAGES + 1):
-        params: dict[str, Any] = {"first": page_size}
-        if after:
-            params["after"] = after
-        try:
-            payload, _ = http.get_json(f"{base_url.rstrip('/')}/v1/servers", params=params, headers=headers)
-        except SourceError as exc:
-            batch.problems.append(f"page {page}: {exc}")
-            batch.complete = False
-            return batch
-        batch.extend(parse_glama(payload, where=f"page {page}"))
-        info = payload.get("pageInfo") if isinstance(payload, dict) else None
-        if not isinstance(info, dict) or not info.get("hasNextPage"):
-            return batch
-        after = info.get("endCursor")
-        if not after or after in seen:
-            batch.problems.append(f"page {page}: hasNextPage without a new endCursor; stopped")
-            batch.complete = False
-            return batch
-        seen.add(after)
-    batch.problems.append(f"stopped after {MAX_PAGES} pages")
-    batch.complete = False
-    return batch
+    url = f"{base_url.rstrip('/')}/v1/servers"
+
+    def following(payload: dict[str, Any], page: int):
+        info = payload.get("pageInfo")
+        if not isinstance(info, dict) or not info.get("hasNextPage") or not info.get("endCursor"):
+            return None
+        return url, {"first": page_size, "after": info["endCursor"]}
+
+    return paginate(http, url, {"first": page_size}, parse_glama, following, headers={"Authorization": f"Bearer {token}"} if token else {},
+                    max_pages=MAX_PAGES)

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pipeline.discover import registry
-from pipeline.discover.base import SourceBatch, mapping, number, snapshot_files, text
-from pipeline.discover.http import SourceError, SourceHTTP
+from pipeline.discover.base import SourceBatch, mapping, number, paginate, parse_items, read_json_snapshot, text
+from pipeline.discover.http import SourceHTTP
 from pipeline.models import Listing, Package, Remote
 
 NAME = "pulsemcp"
@@ -20,18 +19,8 @@ SERVER_META = "com.pulsemcp/server"
 
 def parse_pulsemcp(payload: Any, where: str = NAME) -> SourceBatch:
     """Either generation: v0.1 items are `{server, _meta}`; v0beta items are flat."""
-    batch = SourceBatch()
-    items = payload.get("servers") if isinstance(payload, dict) else None
-    if not isinstance(items, list):
-        batch.problems.append(f"{where}: expected an object with a `servers` list")
-        batch.complete = False
-        return batch
-    for index, item in enumerate(items):
-        if isinstance(item, dict) and "server" in item:
-            batch.add(f"{where}: server {index}", lambda item=item: _v01(item, where))
-        else:
-            batch.add(f"{where}: server {index}", lambda item=item: _v0beta(item))
-    return batch
+    return parse_items(payload if isinstance(payload, dict) else None, "servers", where,
+                       lambda item: _v01(item, where) if isinstance(item, dict) and "server" in item else _v0beta(item))
 
 
 def _v0beta(item: Any) -> Listing:
@@ -80,51 +69,23 @@ def _v01(item: dict[str, Any], where: str) -> Listing:
 
 
 def read_snapshot(directory: Path) -> SourceBatch:
-    batch = SourceBatch()
-    for path in snapshot_files(directory, "*.json"):
-        try:
-            batch.extend(parse_pulsemcp(json.loads(path.read_text(encoding="utf-8-sig")), where=path.name))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            batch.problems.append(f"{path.name}: unreadable: {exc}")
-            batch.complete = False
-    return batch
+    return read_json_snapshot(directory, parse_pulsemcp)
 
 
 def fetch(http: SourceHTTP, api_key: str | None = None, tenant: str | None = None, base_url: str = BASE_URL) -> SourceBatch:
-    """v0.1 with a key (cursor pages); without one, the open v0beta list (offset pages via `next`)."""
-    batch = SourceBatch()
+    """v0.1 with a key (cursor pages); without one, the open v0beta list (pages linked by `next`)."""
     if api_key:
-        url, params, headers = f"{base_url.rstrip('/')}/v0.1/servers", {"limit": 100, "version": "latest"}, {"X-API-Key": api_key, "X-Tenant-ID": tenant or ""}
-    else:
-        url, params, headers = f"{base_url.rstrip('/')}/v0beta/servers", {"count_per_page": 5000}, {}
-    seen: set[str] = set()
-    next_url: str | None = url
-    for page in range(1, MAX_PAGES + 1):
-        try:
-            payload, _ = http.get_json(next_url, params=params, headers=headers)  # type: ignore[arg-type]
-        except SourceError as exc:
-            batch.problems.append(f"page {page}: {exc}")
-            batch.complete = False
-            return batch
-        batch.extend(parse_pulsemcp(payload, where=f"page {page}"))
-        if not isinstance(payload, dict):
-            return batch
-        if api_key:
-            metadata = payload.get("metadata") if isinstance(payload.get("metadata"), dict) else {}
-            cursor = metadata.get("nextCursor")
-            if not cursor:
-                return batch
-            if cursor in seen:
-                break
-            seen.add(cursor)
-            params = {**params, "cursor": cursor}
-        else:
-            next_url, params = payload.get("next"), None  # `next` carries its own query
-            if not next_url:
-                return batch
-            if next_url in seen:
-                break
-            seen.add(next_url)
-    batch.problems.append("pagination did not end (repeating or too many pages); stopped")
-    batch.complete = False
-    return batch
+        url = f"{base_url.rstrip('/')}/v0.1/servers"
+        params = {"limit": 100, "version": "latest"}
+
+        def following(payload: dict[str, Any], page: int):
+            metadata = payload.get("metadata")
+            cursor = metadata.get("nextCursor") if isinstance(metadata, dict) else None
+            return (url, {**params, "cursor": cursor}) if cursor else None
+
+        return paginate(http, url, params, parse_pulsemcp, following, headers={"X-API-Key": api_key, "X-Tenant-ID": tenant or ""}, max_pages=MAX_PAGES)
+
+    def next_link(payload: dict[str, Any], page: int):
+        return (payload["next"], None) if isinstance(payload.get("next"), str) and payload["next"] else None  # `next` carries its own query
+
+    return paginate(http, f"{base_url.rstrip('/')}/v0beta/servers", {"count_per_page": 5000}, parse_pulsemcp, next_link, max_pages=MAX_PAGES)

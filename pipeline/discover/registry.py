@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from pipeline.discover.base import SourceBatch, env_var, mapping, snapshot_files, text
-from pipeline.discover.http import SourceError, SourceHTTP
+from pipeline.discover.base import SourceBatch, env_var, mapping, paginate, read_json_snapshot, text
+from pipeline.discover.http import SourceHTTP
 from pipeline.models import Listing, Package, Remote
 
 NAME = "official-registry"
@@ -115,48 +114,19 @@ def _listing(server: dict[str, Any], meta: dict[str, Any]) -> Listing:
 
 def read_snapshot(directory: Path) -> SourceBatch:
     """Every saved payload: list pages, dumps and seeds (`*.json`; JSON Schemas are skipped)."""
-    batch = SourceBatch()
-    for path in snapshot_files(directory, "*.json"):
-        if path.name.endswith(".schema.json"):
-            continue
-        try:
-            payload = json.loads(path.read_text(encoding="utf-8-sig"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            batch.problems.append(f"{path.name}: unreadable: {exc}")
-            batch.complete = False
-            continue
-        batch.extend(parse_registry(payload, where=path.name))
-    return batch
+    return read_json_snapshot(directory, parse_registry, skip=lambda path: path.name.endswith(".schema.json"))
 
 
 def fetch(http: SourceHTTP, base_url: str = BASE_URL, updated_since: str | None = None, page_size: int = 100) -> SourceBatch:
     """Every page of `/v0.1/servers` (latest versions), following `metadata.nextCursor` to the end."""
-    batch = SourceBatch()
-    cursor: str | None = None
-    seen: set[str] = set()
-    for page in range(MAX_PAGES):
-        params: dict[str, Any] = {"limit": page_size, "version": "latest"}
-        if cursor:
-            params["cursor"] = cursor
-        if updated_since:
-            params["updated_since"] = updated_since
-        try:
-            payload, _ = http.get_json(f"{base_url.rstrip('/')}/v0.1/servers", params=params)
-        except SourceError as exc:
-            batch.problems.append(f"page {page + 1}: {exc}")
-            batch.complete = False
-            return batch
-        batch.extend(parse_registry(payload, where=f"page {page + 1}"))
-        metadata = payload.get("metadata") if isinstance(payload, dict) else None
+    params: dict[str, Any] = {"limit": page_size, "version": "latest", **({"updated_since": updated_since} if updated_since else {})}
+    url = f"{base_url.rstrip('/')}/v0.1/servers"
+
+    def following(payload: dict[str, Any], page: int):
+        metadata = payload.get("metadata")
         cursor = metadata.get("nextCursor") if isinstance(metadata, dict) else None
-        if not cursor:
-            batch.complete = batch.complete and not updated_since  # an incremental sync lists only what changed
-            return batch
-        if cursor in seen:
-            batch.problems.append(f"page {page + 1}: cursor {cursor!r} repeats; stopped")
-            batch.complete = False
-            return batch
-        seen.add(cursor)
-    batch.problems.append(f"stopped after {MAX_PAGES} pages")
-    batch.complete = False
+        return (url, {**params, "cursor": cursor}) if cursor else None
+
+    batch = paginate(http, url, params, parse_registry, following, max_pages=MAX_PAGES)
+    batch.complete = batch.complete and not updated_since  # an incremental sync lists only what changed
     return batch
