@@ -250,12 +250,13 @@ def upsert_catalog(db: Database, entries: Iterable[CatalogEntry], ran: Iterable[
         for entry in entries:
             owners = list(dict.fromkeys(keys[k] for k in entry.keys if k in keys))
             server_id = owners[0] if owners else entry.id
-            if entry.derived_id and not owners and server_id in ids_with_keys:
+            if entry.derived_id and not owners and (server_id in ids_with_keys or db.execute("select 1 from servers where id = ?", [server_id]).fetchone()):
                 server_id = with_hash(entry.id, entry.keys[0])  # another server already has this readable id
             for other in owners[1:]:  # two stored servers turned out to be one: fold the other into this one
                 if other in seen:
                     continue
                 db.execute("update server_keys set server_id = ? where server_id = ?", [server_id, other])
+                keys.update({key: server_id for key, owner in keys.items() if owner == other})
                 db["servers"].update(other, {"is_active": 0, "deactivated_at": stamp, "sources": "[]"})
                 counts["merged"] += 1
             seen_sources = seen.setdefault(server_id, set())

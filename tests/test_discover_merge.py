@@ -96,6 +96,20 @@ def test_renamed_repositories_resolve_and_keep_their_stored_id(db):
     assert store.repo_aliases(db) == aliases
 
 
+def test_two_stored_servers_found_to_be_one_are_folded_into_one(db):
+    guess = listing("smithery", "o/tool", "Tool", weak_repository="https://github.com/o/tool")
+    repo = listing("awesome-mcp-servers", "t", "o/tool", repository="https://github.com/o/tool")
+    discover(db, ("smithery", [guess]))
+    discover(db, ("awesome-mcp-servers", [repo]), now=NOW + timedelta(hours=1))
+    assert set(server_rows(db)) == {"smithery--o--tool", "o--tool"}  # nothing yet says they are one
+    report = discover(db, ("smithery", [guess]), ("awesome-mcp-servers", [repo]), now=NOW + timedelta(hours=2))
+    assert report.counts["merged"] == 1
+    assert list(server_rows(db)) == ["o--tool"]
+    assert json.loads(db["servers"].get("o--tool")["sources"]) == ["awesome-mcp-servers", "smithery"]
+    assert db["servers"].get("smithery--o--tool")["is_active"] == 0  # kept, never deleted
+    assert {r["server_id"] for r in db.query("select server_id from server_keys")} == {"o--tool"}
+
+
 def test_hosted_only_servers_are_keyed_by_remote_url():
     remote = [Remote(transport="streamable-http", url="https://mcp.acme-hosted.io/mcp/")]
     entries = merge_listings([
