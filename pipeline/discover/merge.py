@@ -25,7 +25,6 @@ SOURCE_PRIORITY = (
     "local", "official-registry", "docker-mcp-catalog", "pulsemcp", "glama", "smithery", "best-of-mcp-servers",
     "awesome-mcp-servers", "github-topics",
 )
-MERGED_FIELDS = ("name", "description", "repository", "subpath", "homepage", "registry_name", "remotes", "packages", "env_vars")
 
 
 def source_rank(source: str) -> int:

@@ -83,6 +83,10 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters["score"] = lambda v: "–" if v is None else f"{v:.1f}"
+    # A rule row's points and its name as words: one call each instead of a format, a format and a replace
+    # (a server page has about 85 rule rows, and filter calls are most of their cost).
+    env.filters["points"] = lambda r: f"{r['points']:.1f} / {r['max_points']:.0f}" if r["measured"] else "not measured"
+    env.filters["words"] = lambda name: name.replace("_", " ")
     env.globals.update(cell=cell, icons=VISIBILITY_ICONS, filters=FILTERS)
     return env
 
