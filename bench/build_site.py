@@ -22,9 +22,10 @@ from pipeline.render import run_build  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
 
 
-def _cpu() -> float:
+def _cpu() -> tuple[float, float]:
+    """(user, system) CPU seconds of this process and its finished workers."""
     me, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + workers.ru_utime + workers.ru_stime
+    return me.ru_utime + workers.ru_utime, me.ru_stime + workers.ru_stime
 
 
 def size_of(root: Path) -> tuple[int, int, int]:
@@ -42,13 +43,15 @@ def main() -> None:
         site = Path(tmp) / "site"
         started, cpu = time.perf_counter(), _cpu()
         report = run_build(db, site_dir=site, now=NOW)
-        full, cpu = time.perf_counter() - started, _cpu() - cpu
+        after = _cpu()
+        full, user, system = time.perf_counter() - started, after[0] - cpu[0], after[1] - cpu[1]
+        cpu = user + system
         files, pages, size = size_of(site)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"full build: {len(servers)} servers, {full:.1f}s, {pages:,} pages ({pages / full:,.0f}/s), {files:,} files ({files / full:,.0f}/s), "
               f"{size / 1e6:,.0f} MB, peak {peak:.0f} MB")
         # CPU seconds (this process and its render workers): steadier than wall time on a shared machine
-        print(f"  cpu {cpu:.0f} s in all ({cpu / full:.2f} cores busy on average)")
+        print(f"  cpu {cpu:.0f} s in all ({cpu / full:.2f} cores busy on average): user {user:.0f} s, system {system:.0f} s")
         print(f"  {report.summary_line()}")
         print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.phases.items()))
         changed = servers[: max(1, len(servers) // 100)]

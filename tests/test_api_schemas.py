@@ -122,11 +122,11 @@ def test_only_servers_whose_inputs_changed_are_rendered_again(site, tmp_path):
     db["servers"].update("mcp-server-git", {"description": "Reads and searches git repositories (changed)."})
     report = run_build(db, site_dir=out, now=NOW)
     # the git server's page, JSON, badge and shields JSON, plus every page listing it (leaderboards, CSV, API) and the snapshot
-    assert "(changed)" in (out / "servers" / "mcp-server-git" / "index.html").read_text()
+    assert "(changed)" in (out / "servers" / "mcp-server-git.html").read_text()
     assert report.counts["written"] < 20 and report.counts["unchanged"] > 30
-    (out / "servers" / "mcp-server-time" / "index.html").unlink()  # a missing output is always made again
+    (out / "servers" / "mcp-server-time.html").unlink()  # a missing output is always made again
     run_build(db, site_dir=out, now=NOW)
-    assert (out / "servers" / "mcp-server-time" / "index.html").exists()
+    assert (out / "servers" / "mcp-server-time.html").exists()
 
 
 def test_parallel_rendering_writes_the_same_site(site, tmp_path, monkeypatch):

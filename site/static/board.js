@@ -154,7 +154,7 @@
       var v = get(r, c.key);
       if (c.kind === "server") {
         var a = document.createElement("a");
-        a.href = root + "servers/" + encodeURIComponent(r.id) + "/index.html";
+        a.href = root + "servers/" + encodeURIComponent(r.id) + ".html";
         a.textContent = r.name;
         td.appendChild(a);
         if (r.description) {
