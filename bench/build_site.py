@@ -28,6 +28,14 @@ def _cpu() -> tuple[float, float]:
     return me.ru_utime + workers.ru_utime, me.ru_stime + workers.ru_stime
 
 
+def calibration() -> float:
+    """CPU seconds of a fixed pure-Python workload: this machine's speed right now. On a shared VM it drifts by
+    a quarter between runs, and a build's CPU time drifts with it, so each run prints it beside its figures."""
+    started = time.process_time()
+    sum(i * i for i in range(3_000_000))
+    return time.process_time() - started
+
+
 def size_of(root: Path) -> tuple[int, int, int]:
     """Files, HTML pages, and total bytes under the site."""
     files = [p for p in root.rglob("*") if p.is_file()]
@@ -41,6 +49,7 @@ def main() -> None:
         run_score(db, servers=servers, now=NOW - timedelta(days=1), progress=Progress("score", len(servers), stream=io.StringIO()))
         run_score(db, servers=servers, now=NOW, progress=Progress("score", len(servers), stream=io.StringIO()))
         site = Path(tmp) / "site"
+        speed = calibration()
         started, cpu = time.perf_counter(), _cpu()
         report = run_build(db, site_dir=site, now=NOW)
         after = _cpu()
@@ -51,7 +60,8 @@ def main() -> None:
         print(f"full build: {len(servers)} servers, {full:.1f}s, {pages:,} pages ({pages / full:,.0f}/s), {files:,} files ({files / full:,.0f}/s), "
               f"{size / 1e6:,.0f} MB, peak {peak:.0f} MB")
         # CPU seconds (this process and its render workers): steadier than wall time on a shared machine
-        print(f"  cpu {cpu:.0f} s in all ({cpu / full:.2f} cores busy on average): user {user:.0f} s, system {system:.0f} s")
+        print(f"  cpu {cpu:.0f} s in all ({cpu / full:.2f} cores busy on average): user {user:.0f} s, system {system:.0f} s; "
+              f"calibration loop {speed:.2f} s before, {calibration():.2f} s after (lower is a faster machine)")
         print(f"  {report.summary_line()}")
         print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.phases.items()))
         changed = servers[: max(1, len(servers) // 100)]
