@@ -161,6 +161,7 @@ class ProbeOutcome(str, Enum):
     auth_required = "auth_required"  # gated: a state with a name, never "down"
     rate_limited = "rate_limited"  # 429: unmeasurable this time, never "down"
     opted_out = "opted_out"
+    refused = "refused"  # policy: a private or loopback address the configuration does not allow; not measured
     install_failed = "install_failed"
     start_failed = "start_failed"
     unreachable = "unreachable"

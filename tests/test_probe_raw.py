@@ -1,0 +1,215 @@
+"""The raw HTTP layer against a zoo of hostile servers: each failure classified exactly, within its bounds.
+
+And dual-era negotiation against a real MCPServer over Streamable HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from pipeline.models import ProbeOutcome
+from pipeline.probe.eras import negotiate
+from pipeline.probe.raw import Failure, Limits, exchange, probe_client
+
+SERVERS = Path(__file__).parent / "servers"
+LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, max_redirects=3, allow_private=True)
+
+
+def reply(body: bytes, kind: str = "application/json", status: str = "200 OK", extra: str = "") -> bytes:
+    return f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n".encode() + body
+
+
+def rpc_result(result: dict, request_id: int = 1) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode()
+
+
+async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """One misbehaviour per path."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+        path = head.split(b" ", 2)[1].decode()
+        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
+        body = json.loads(await reader.readexactly(length)) if length else {}
+        request_id = body.get("id")
+        sse = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+        if path == "/never":
+            await asyncio.sleep(3600)
+        elif path == "/forever":  # keep-alive comments, never an event
+            writer.write(sse.encode())
+            while True:
+                writer.write(b": still here\n\n")
+                await writer.drain()
+                await asyncio.sleep(0.02)
+        elif path == "/huge":  # "gigabytes" of JSON
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[")
+            while True:
+                writer.write(b'"xxxxxxxx",' * 8000)
+                await writer.drain()
+        elif path == "/badjson":
+            writer.write(reply(b"{this is not json"))
+        elif path == "/notrpc":
+            writer.write(reply(b'{"hello": "world"}'))
+        elif path == "/html":
+            writer.write(reply(b"<html><body>Welcome</body></html>", kind="text/html"))
+        elif path == "/crash":  # promises 1000 bytes, sends 10, hangs up
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"")
+        elif path == "/loop":
+            writer.write(reply(b"", status="307 Temporary Redirect", extra="Location: /loop\r\n"))
+        elif path == "/flood":  # notifications forever, the answer never comes
+            writer.write(sse.encode())
+            while True:
+                writer.write(b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"spam"}}\n\n')
+                await writer.drain()
+        elif path == "/ends":  # one notification, then the stream ends without our answer
+            writer.write((sse + 'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n').encode())
+        elif path == "/sse-ok":  # a notification, then the answer
+            writer.write((sse + 'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n'
+                          f'data: {rpc_result({"ok": True}, request_id).decode()}\n\n').encode())
+        elif path == "/limited":
+            writer.write(reply(b'{"error":"slow down"}', status="429 Too Many Requests", extra="Retry-After: 30\r\n"))
+        elif path == "/gated":
+            writer.write(reply(b"", status="401 Unauthorized",
+                               extra='WWW-Authenticate: Bearer resource_metadata="https://auth.example/.well-known/oauth-protected-resource"\r\n'))
+        elif path == "/broken":
+            writer.write(reply(b"Internal Server Error", kind="text/plain", status="500 Internal Server Error"))
+        elif path == "/liar":  # initialize answered with a version that does not exist; no modern era
+            if body.get("method") == "initialize":
+                writer.write(reply(rpc_result({"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "liar", "version": "0"}},
+                                              request_id)))
+            else:
+                writer.write(reply(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}}).encode(),
+                                   status="400 Bad Request"))
+        await writer.drain()
+    except (ConnectionError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        writer.close()
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    loop = asyncio.new_event_loop()
+    server = loop.run_until_complete(asyncio.start_server(_zoo, "127.0.0.1", 0))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    server.close()
+    pending = asyncio.all_tasks(loop)
+    for task in pending:  # handlers still sleeping or streaming for ever
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()
+
+
+def post(url: str, limits: Limits = LIMITS, method: str = "initialize"):
+    async def go():
+        async with probe_client(limits) as client:
+            return await exchange(client, url, method, {"protocolVersion": "2025-11-25", "capabilities": {}}, limits=limits)
+    started = time.monotonic()
+    found = anyio.run(go)
+    return found, time.monotonic() - started
+
+
+@pytest.mark.parametrize("path, failure, outcome", [
+    ("/never", Failure.timeout, ProbeOutcome.timeout),
+    ("/forever", Failure.timeout, ProbeOutcome.timeout),
+    ("/huge", Failure.too_large, ProbeOutcome.protocol_error),
+    ("/badjson", Failure.invalid_json, ProbeOutcome.protocol_error),
+    ("/notrpc", Failure.invalid_json, ProbeOutcome.protocol_error),
+    ("/html", Failure.wrong_content_type, ProbeOutcome.protocol_error),
+    ("/crash", Failure.dropped, ProbeOutcome.crashed),
+    ("/loop", Failure.redirect_loop, ProbeOutcome.http_error),
+    ("/flood", Failure.notification_flood, ProbeOutcome.protocol_error),
+    ("/ends", Failure.no_response, ProbeOutcome.protocol_error),
+    ("/limited", Failure.rate_limited, ProbeOutcome.rate_limited),
+    ("/gated", Failure.auth_required, ProbeOutcome.auth_required),
+    ("/broken", Failure.http_error, ProbeOutcome.http_error),
+])
+def test_every_misbehaviour_is_classified_within_its_bounds(zoo, path, failure, outcome):
+    found, seconds = post(zoo + path)
+    assert (found.failure, found.outcome) == (failure, outcome), found.detail
+    assert seconds < LIMITS.timeout + 1.0  # never past the deadline (and a huge body stops at the byte cap)
+    assert found.detail
+
+
+def test_facts_the_sdk_hides_are_kept(zoo):
+    limited, _ = post(zoo + "/limited")
+    assert limited.status == 429 and limited.headers["retry-after"] == "30"
+    gated, _ = post(zoo + "/gated")
+    assert gated.status == 401 and "resource_metadata=" in gated.headers["www-authenticate"]
+    looped, _ = post(zoo + "/loop")
+    assert len(looped.redirects) == LIMITS.max_redirects + 1
+    streamed, _ = post(zoo + "/sse-ok")
+    assert streamed.ok and streamed.notifications == 1 and streamed.events == 2 and streamed.response["result"] == {"ok": True}
+
+
+def test_unreachable_and_private_addresses():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]  # bound, never listening: connections are refused
+        found, seconds = post(f"http://127.0.0.1:{closed}/mcp")
+    assert found.failure is Failure.unreachable and seconds < 2
+    refused, _ = post(f"http://127.0.0.1:{closed}/mcp", limits=Limits(timeout=1.5))  # the default refuses loopback
+    assert refused.failure is Failure.refused_private and refused.outcome is ProbeOutcome.refused and refused.status is None
+    assert "127.0.0.1" in refused.detail
+
+
+def test_a_lying_server_is_not_taken_at_its_word(zoo):
+    async def go():
+        async with probe_client(LIMITS) as client:
+            return await negotiate(client, zoo + "/liar", LIMITS)
+
+    found = anyio.run(go)
+    assert found.era == "broken" and found.protocol_version is None
+    assert any("1999-01-01" in problem for problem in found.problems)
+
+
+@pytest.fixture(scope="module", params=["sse", "json"])
+def dual_server(request):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = [sys.executable, str(SERVERS / "dual_http.py"), str(port)] + (["json"] if request.param == "json" else [])
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=0.5)
+            break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    yield request.param, f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(10)
+
+
+def test_a_real_server_negotiates_both_eras(dual_server):
+    mode, url = dual_server
+
+    async def go():
+        async with probe_client(LIMITS) as client:
+            return await negotiate(client, url, Limits(timeout=10, allow_private=True))
+
+    found = anyio.run(go)
+    assert found.era == "dual" and found.outcome is ProbeOutcome.ok, found.evidence()
+    assert found.protocol_version == "2026-07-28" and found.handshake == "server/discover"
+    assert found.server_info["name"] == "dual-test" and found.instructions == "Answers the time in one zone."
+    assert found.header_routing is True  # a request without Mcp-Method is refused with -32020
+    assert found.list_cache_hints is True  # tools/list carries ttlMs (and cacheScope)
+    initialize = found.exchanges[1]
+    assert initialize.response["result"]["protocolVersion"] == "2025-11-25"
+    assert (initialize.headers.get("content-type", "").startswith("text/event-stream")) is (mode == "sse")
+    assert (found.session_id is not None) is (mode == "sse")  # stateful servers open a session; stateless ones do not
