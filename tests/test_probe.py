@@ -103,6 +103,17 @@ def test_handshake_metadata_is_captured(probed_catalog):
     assert {c.name: c.outcome for c in results["mcp-server-time"].checks}["error_unknown_tool"] == "jsonrpc_error"
 
 
+def test_streamable_http_servers_get_raw_era_and_endpoint_evidence(probed_catalog):
+    _, _, results = probed_catalog
+    http = results["server-everything-http"]  # TS SDK v1: refuses server/discover, answers initialize on an SSE stream
+    assert http.eras is not None and (http.eras.modern, http.eras.legacy, http.eras.discover) == (False, True, False)
+    assert http.eras.header_routing is None and http.eras.list_cache_hints is None  # modern-only evidence: not applicable
+    assert {c.name: c.outcome for c in http.checks}["era_negotiation"] == "legacy"
+    assert http.http is not None and http.http.auth_required is False and http.http.tls_version is None  # plain loopback HTTP
+    assert http.http.server_card is False and http.http.html_setup_page is False
+    assert results["server-everything"].eras is None and results["server-everything"].http is None  # stdio: no HTTP to observe
+
+
 def test_raw_evidence_and_snapshots_are_stored(probed_catalog):
     db, report, _ = probed_catalog
     assert report.counts == {"ok": 7} and report.failures == 0

@@ -73,6 +73,8 @@ async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
                 await writer.drain()
         elif path == "/ends":  # one notification, then the stream ends without our answer
             writer.write((sse + 'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n').encode())
+        elif path == "/primed":  # an event with an id and empty data (resumption priming) comes first: not an event
+            writer.write((sse + "id: 1\ndata: \n\n" + f'event: message\ndata: {rpc_result({"ok": True}, request_id).decode()}\n\n').encode())
         elif path == "/sse-ok":  # a notification, then the answer
             writer.write((sse + 'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n'
                           f'data: {rpc_result({"ok": True}, request_id).decode()}\n\n').encode())
@@ -152,6 +154,8 @@ def test_facts_the_sdk_hides_are_kept(zoo):
     assert gated.status == 401 and "resource_metadata=" in gated.headers["www-authenticate"]
     looped, _ = post(zoo + "/loop")
     assert len(looped.redirects) == LIMITS.max_redirects + 1
+    primed, _ = post(zoo + "/primed")
+    assert primed.ok and primed.events == 1 and primed.notifications == 0
     streamed, _ = post(zoo + "/sse-ok")
     assert streamed.ok and streamed.notifications == 1 and streamed.events == 2 and streamed.response["result"] == {"ok": True}
 

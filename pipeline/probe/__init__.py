@@ -18,7 +18,9 @@ from pipeline.config import Settings
 from pipeline.discover.keys import remote_key
 from pipeline.discover.merge import is_public_endpoint
 from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
+from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.install import Installed, Installer, install_key
+from pipeline.probe.raw import Limits, probe_client
 from pipeline.probe.sandbox import LocalProcessSandbox, Running, Sandbox, StartFailed
 from pipeline.probe.session import deep_probe, fast_probe
 from pipeline.progress import Progress
@@ -105,9 +107,15 @@ async def probe_server(
         if server.launch is not None:
             assert installed is not None
             async with sandbox.start(server.launch, installed) as running:
-                result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now)
+                extra = {"allow_private": True} if kind == "deep" else {}  # we started it on loopback ourselves
+                result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now, **extra)
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
         elif server.remote_url:
+            limits = Limits(timeout=settings.call_timeout)
+            async with probe_client(limits) as client:
+                asked = await opt_out(client, server.remote_url, limits)
+            if asked:
+                return _failed(server, kind, now, ProbeOutcome.opted_out, f"the server asks not to be probed ({OPT_OUT_PATH}: {asked})")
             running = Running(transport=server.transport, url=server.remote_url)
             result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now)
         else:

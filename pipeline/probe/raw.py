@@ -110,7 +110,9 @@ class Exchange:
         }
 
 
-class _Stop(Exception):
+class Stopped(Exception):
+    """An exchange ends here, classified (raised inside this module and by `refuse_private`)."""
+
     def __init__(self, failure: Failure, detail: str) -> None:
         super().__init__(detail)
         self.failure, self.detail = failure, detail
@@ -122,7 +124,7 @@ def private_address(url: str) -> str | None:
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
-        raise _Stop(Failure.unreachable, f"cannot resolve {host!r}: {exc}") from exc
+        raise Stopped(Failure.unreachable, f"cannot resolve {host!r}: {exc}") from exc
     for info in infos:
         address = ipaddress.ip_address(info[4][0].split("%")[0])
         if not address.is_global:
@@ -130,12 +132,12 @@ def private_address(url: str) -> str | None:
     return None
 
 
-async def _refuse_private(url: str, limits: Limits) -> None:
+async def refuse_private(url: str, limits: Limits) -> None:
     if limits.allow_private:
         return
     address = await anyio.to_thread.run_sync(private_address, url)  # DNS blocks: off the event loop, inside the deadline
     if address:
-        raise _Stop(Failure.refused_private, f"{urlsplit(url).hostname} resolves to {address}, which is not a public address")
+        raise Stopped(Failure.refused_private, f"{urlsplit(url).hostname} resolves to {address}, which is not a public address")
 
 
 def probe_client(limits: Limits = Limits()) -> httpx.AsyncClient:
@@ -173,9 +175,9 @@ async def exchange(
     started = time.perf_counter()
     try:
         with anyio.fail_after(limits.timeout):
-            await _refuse_private(url, limits)
+            await refuse_private(url, limits)
             await _post(client, url, body, sent, request_id, found, limits)
-    except _Stop as stop:
+    except Stopped as stop:
         found.failure, found.detail = stop.failure, stop.detail
     except TimeoutError:
         found.failure, found.detail = Failure.timeout, f"no complete answer within {limits.timeout:g} s"
@@ -202,19 +204,19 @@ async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[
             if response.is_redirect and "location" in response.headers:
                 target = urljoin(target, response.headers["location"])
                 found.redirects.append(target[:300])
-                await _refuse_private(target, limits)
+                await refuse_private(target, limits)
                 continue
             await _read(response, request_id, found, limits)
             return
-    raise _Stop(Failure.redirect_loop, f"more than {limits.max_redirects} redirects: {' -> '.join(found.redirects[:5])}")
+    raise Stopped(Failure.redirect_loop, f"more than {limits.max_redirects} redirects: {' -> '.join(found.redirects[:5])}")
 
 
 async def _read(response: httpx.Response, request_id: int | None, found: Exchange, limits: Limits) -> None:
     status = response.status_code
     if status == 429:
-        raise _Stop(Failure.rate_limited, f"HTTP 429; Retry-After: {response.headers.get('retry-after', 'not given')}")
+        raise Stopped(Failure.rate_limited, f"HTTP 429; Retry-After: {response.headers.get('retry-after', 'not given')}")
     if status in (401, 403):
-        raise _Stop(Failure.auth_required, f"HTTP {status}; WWW-Authenticate: {response.headers.get('www-authenticate', 'not given')[:300]}")
+        raise Stopped(Failure.auth_required, f"HTTP {status}; WWW-Authenticate: {response.headers.get('www-authenticate', 'not given')[:300]}")
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if request_id is None and status in (200, 202, 204):
         return  # a notification: the status is the answer
@@ -223,12 +225,12 @@ async def _read(response: httpx.Response, request_id: int | None, found: Exchang
         return
     text = (await _bounded(response, found, limits)).decode("utf-8", errors="replace")
     if status >= 400 and kind != "application/json":
-        raise _Stop(Failure.http_error, f"HTTP {status}: {text[:200]!r}")
+        raise Stopped(Failure.http_error, f"HTTP {status}: {text[:200]!r}")
     if kind != "application/json":
-        raise _Stop(Failure.wrong_content_type, f"HTTP {status} with Content-Type {response.headers.get('content-type', 'none')!r}: {text[:120]!r}")
+        raise Stopped(Failure.wrong_content_type, f"HTTP {status} with Content-Type {response.headers.get('content-type', 'none')!r}: {text[:120]!r}")
     found.response = _message(text, request_id)
     if status >= 400 and found.error is None:
-        raise _Stop(Failure.http_error, f"HTTP {status}: {text[:200]!r}")
+        raise Stopped(Failure.http_error, f"HTTP {status}: {text[:200]!r}")
 
 
 async def _bounded(response: httpx.Response, found: Exchange, limits: Limits) -> bytes:
@@ -236,7 +238,7 @@ async def _bounded(response: httpx.Response, found: Exchange, limits: Limits) ->
     async for chunk in response.aiter_bytes():
         found.bytes += len(chunk)
         if found.bytes > limits.max_bytes:
-            raise _Stop(Failure.too_large, f"body passed {limits.max_bytes:,} bytes")
+            raise Stopped(Failure.too_large, f"body passed {limits.max_bytes:,} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -245,11 +247,11 @@ def _message(text: str, request_id: int | None) -> dict[str, Any]:
     try:
         message = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _Stop(Failure.invalid_json, f"not JSON: {exc}; starts {text[:80]!r}") from exc
+        raise Stopped(Failure.invalid_json, f"not JSON: {exc}; starts {text[:80]!r}") from exc
     if isinstance(message, list):  # a batch: find ours
         message = next((m for m in message if isinstance(m, dict) and m.get("id") == request_id), None)
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or ("result" not in message and "error" not in message):
-        raise _Stop(Failure.invalid_json, f"not a JSON-RPC response: {text[:120]!r}")
+        raise Stopped(Failure.invalid_json, f"not a JSON-RPC response: {text[:120]!r}")
     return message
 
 
@@ -258,16 +260,15 @@ async def _read_stream(response: httpx.Response, request_id: int | None, found: 
     data: list[str] = []
     async for line in _lines(response, found, limits):
         if line == "":
-            if data:
+            payload, data = "\n".join(data), []
+            if payload:  # SSE: an event with empty data is not dispatched (servers send one to prime resumption)
                 found.events += 1
                 if found.events > limits.max_events:
-                    raise _Stop(Failure.notification_flood, f"{limits.max_events:,} events without the response")
-                payload = "\n".join(data)
-                data = []
+                    raise Stopped(Failure.notification_flood, f"{limits.max_events:,} events without the response")
                 try:
                     message = json.loads(payload)
                 except json.JSONDecodeError as exc:
-                    raise _Stop(Failure.invalid_json, f"event {found.events} is not JSON: {payload[:80]!r}") from exc
+                    raise Stopped(Failure.invalid_json, f"event {found.events} is not JSON: {payload[:80]!r}") from exc
                 if isinstance(message, dict) and message.get("id") == request_id and ("result" in message or "error" in message):
                     found.response = message
                     return
@@ -275,7 +276,7 @@ async def _read_stream(response: httpx.Response, request_id: int | None, found: 
             continue
         if line.startswith("data:"):
             data.append(line[5:].removeprefix(" "))
-    raise _Stop(Failure.no_response, f"the stream ended after {found.events} events without the response")
+    raise Stopped(Failure.no_response, f"the stream ended after {found.events} events without the response")
 
 
 async def _lines(response: httpx.Response, found: Exchange, limits: Limits):
@@ -283,7 +284,7 @@ async def _lines(response: httpx.Response, found: Exchange, limits: Limits):
     async for chunk in response.aiter_text():
         found.bytes += len(chunk.encode())
         if found.bytes > limits.max_bytes:
-            raise _Stop(Failure.too_large, f"stream passed {limits.max_bytes:,} bytes")
+            raise Stopped(Failure.too_large, f"stream passed {limits.max_bytes:,} bytes")
         pending += chunk
         *lines, pending = pending.replace("\r\n", "\n").split("\n")
         for line in lines:

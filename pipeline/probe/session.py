@@ -1,8 +1,8 @@
 """Meet a running server the way a client does, with the official SDK, and record what it saw.
 
 Every step is bounded in time; every failure becomes a classified outcome, never an exception
-that escapes. The SDK hides HTTP facts (status codes, headers); the raw layer that records them
-belongs to the full prober.
+that escapes. The SDK hides HTTP facts (status codes, headers); over Streamable HTTP the raw layer
+(pipeline.probe.raw, eras, endpoint) records them beside the SDK's session.
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from pipeline import ENGINE_VERSION
-from pipeline.models import CheckResult, ProbeOutcome, ProbeResult
+from pipeline.models import CheckResult, EraFacts, ProbeOutcome, ProbeResult
+from pipeline.probe.endpoint import endpoint_facts
+from pipeline.probe.eras import negotiate
+from pipeline.probe.raw import Limits, probe_client
 from pipeline.probe.sandbox import Running
 
 MODERN_VERSIONS = ("2026-07-28",)
@@ -186,9 +189,29 @@ async def _probe(
     return result
 
 
-async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime) -> ProbeResult:
-    """Handshake in whichever era the server speaks, list everything, run the basic checks."""
-    return await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
+async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
+                     allow_private: bool = False) -> ProbeResult:
+    """Handshake in whichever era the server speaks, list everything, run the basic checks; over Streamable HTTP,
+    also negotiate both eras on the raw layer and read the endpoint's HTTP facts (`allow_private`: the URL may be
+    on loopback or a private network, for servers we started ourselves or a target the user named)."""
+    result = await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
+    if running.transport == "streamable-http" and running.url:
+        await _observe_http(result, running.url, Limits(timeout=call_timeout, allow_private=allow_private), total_timeout)
+    return result
+
+
+async def _observe_http(result: ProbeResult, url: str, limits: Limits, total_timeout: float) -> None:
+    """Dual-era negotiation and endpoint facts from the raw layer; what the deadline cuts short stays unknown."""
+    started = time.perf_counter()
+    with anyio.move_on_after(total_timeout):
+        async with probe_client(limits) as client:
+            negotiation = await negotiate(client, url, limits)
+            modern, legacy = negotiation.era in ("modern", "dual"), negotiation.era in ("legacy", "dual")
+            result.eras = EraFacts(modern=modern, legacy=legacy, discover=modern, header_routing=negotiation.header_routing,
+                                   list_cache_hints=negotiation.list_cache_hints)
+            result.checks.append(CheckResult(name="era_negotiation", outcome=negotiation.era, passed=negotiation.era != "broken",
+                                             detail="; ".join(negotiation.problems)[:1000] or None, ms=(time.perf_counter() - started) * 1000))
+            result.http = await endpoint_facts(client, url, negotiation.exchanges[0], limits)
 
 
 async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime) -> ProbeResult:

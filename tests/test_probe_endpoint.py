@@ -1,0 +1,154 @@
+"""Endpoint facts: OAuth discovery for a gated server (RFC 9728 then RFC 8414), server card, browser page, opt-out, TLS and HSTS."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import ssl
+import threading
+
+import anyio
+import pytest
+
+from pipeline.probe.endpoint import endpoint_facts, opt_out, tls_facts
+from pipeline.probe.raw import Limits, exchange, probe_client
+
+LIMITS = Limits(timeout=3, allow_private=True)
+
+
+def response(status: str, body: bytes = b"", kind: str = "application/json", extra: str = "") -> bytes:
+    return f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n".encode() + body
+
+
+class Site:
+    """A tiny HTTP server answering canned responses by (method, path); the origin is filled in once known."""
+
+    def __init__(self, routes, ssl_context=None):
+        self.routes, self.ssl_context = routes, ssl_context
+
+    async def handle(self, reader, writer):
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            method, path = head.split(b" ", 2)[:2]
+            length = next((int(x.split(b":")[1]) for x in head.split(b"\r\n") if x.lower().startswith(b"content-length")), 0)
+            if length:
+                await reader.readexactly(length)
+            make = self.routes.get((method.decode(), path.decode()))
+            writer.write(make(self.origin) if make else response("404 Not Found", b"no", kind="text/plain"))
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    def __enter__(self):
+        self.loop = asyncio.new_event_loop()
+        self.server = self.loop.run_until_complete(asyncio.start_server(self.handle, "127.0.0.1", 0, ssl=self.ssl_context))
+        scheme = "https" if self.ssl_context else "http"
+        self.origin = f"{scheme}://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.server.close()
+        self.loop.close()
+
+
+def js(value) -> bytes:
+    return json.dumps(value).encode()
+
+
+def facts_for(url: str):
+    async def go():
+        async with probe_client(LIMITS) as client:
+            first = await exchange(client, url, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, limits=LIMITS)
+            return first, await endpoint_facts(client, url, first, LIMITS), await opt_out(client, url, LIMITS)
+    return anyio.run(go)
+
+
+GATED = {
+    ("POST", "/mcp"): lambda o: response("401 Unauthorized", extra=f'WWW-Authenticate: Bearer resource_metadata="{o}/meta/prm"\r\n'),
+    ("GET", "/meta/prm"): lambda o: response("200 OK", js({"resource": f"{o}/mcp", "authorization_servers": [f"{o}/tenant"]})),
+    ("GET", "/.well-known/oauth-authorization-server/tenant"): lambda o: response("200 OK", js({"issuer": f"{o}/tenant", "token_endpoint": f"{o}/token"})),
+    ("GET", "/.well-known/mcp.json"): lambda o: response("200 OK", js({"name": "gated", "description": "a card"})),
+    ("GET", "/mcp"): lambda o: response("200 OK", b"<html><h1>Add this server</h1></html>", kind="text/html"),
+    ("GET", "/.well-known/mcp-scoreboard"): lambda o: response("200 OK", js({"optout": True, "delist": True})),
+}
+
+
+def test_a_gated_server_is_auth_required_with_its_discovery_documents_found():
+    with Site(GATED) as site:
+        first, facts, out = facts_for(site.origin + "/mcp")
+    assert first.outcome.value == "auth_required"
+    assert facts.auth_required and facts.protected_resource_metadata and facts.authorization_server_metadata
+    assert facts.server_card is True and facts.html_setup_page is True
+    assert facts.tls_version is None and facts.hsts is None  # plain http: not measured
+    assert out == {"optout": True, "delist": True}
+
+
+def test_the_path_suffixed_document_is_found_without_a_hint_and_bad_documents_do_not_count():
+    routes = {
+        ("POST", "/v1/mcp"): lambda o: response("401 Unauthorized", extra="WWW-Authenticate: Bearer\r\n"),
+        ("GET", "/.well-known/oauth-protected-resource/v1/mcp"): lambda o: response("200 OK", js({"resource": f"{o}/v1/mcp",
+                                                                                                      "authorization_servers": [f"{o}/"]})),
+        ("GET", "/.well-known/oauth-authorization-server"): lambda o: response("200 OK", b"{not json"),
+        ("GET", "/.well-known/openid-configuration"): lambda o: response("200 OK", js({"issuer": o})),  # no endpoints
+        ("GET", "/.well-known/mcp.json"): lambda o: response("200 OK", b"<html>not a card</html>", kind="text/html"),
+        ("GET", "/.well-known/mcp-scoreboard"): lambda o: response("200 OK", js({"optout": "yes"})),  # only true counts
+    }
+    with Site(routes) as site:
+        _, facts, out = facts_for(site.origin + "/v1/mcp")
+    assert facts.auth_required and facts.protected_resource_metadata is True and facts.authorization_server_metadata is False
+    assert facts.server_card is False and facts.html_setup_page is False and out is None
+
+
+def test_metadata_pointing_at_a_private_address_is_not_fetched():
+    routes = {("POST", "/mcp"): lambda o: response("401 Unauthorized", extra='WWW-Authenticate: Bearer resource_metadata="http://10.0.0.1/prm"\r\n')}
+    with Site(routes) as site:
+        async def go():
+            limits = Limits(timeout=2, allow_private=False)
+            async with probe_client(limits) as client:
+                from pipeline.probe.raw import exchange as send
+                first = await send(client, site.origin + "/mcp", "initialize", {}, limits=LIMITS)
+                return await endpoint_facts(client, site.origin + "/mcp", first, limits)
+        facts = anyio.run(go)
+    assert facts.auth_required and facts.protected_resource_metadata is False  # 10.0.0.1 and our own loopback: refused
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory):
+    x509 = pytest.importorskip("cryptography.x509", reason="cryptography is needed to make a test certificate")
+    import ipaddress
+
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .sign(key, hashes.SHA256()))
+    folder = tmp_path_factory.mktemp("tls")
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    return context
+
+
+def test_tls_version_is_read_and_an_untrusted_certificate_is_invalid(self_signed):
+    routes = {("POST", "/mcp"): lambda o: response("200 OK", js({"jsonrpc": "2.0", "id": 1, "result": {}}),
+                                                   extra="Strict-Transport-Security: max-age=63072000\r\n")}
+    with Site(routes, ssl_context=self_signed) as site:
+        version, valid = anyio.run(tls_facts, site.origin + "/mcp", 3.0)
+        assert version in ("TLSv1.2", "TLSv1.3") and valid is False
+        first, facts, _ = facts_for(site.origin + "/mcp")  # the probe's own client refuses the untrusted certificate ...
+        assert first.failure.value == "unreachable" and "CERTIFICATE" in first.detail.upper()
+        assert facts.tls_version == version and facts.cert_valid is False  # ... and the facts say why
