@@ -58,6 +58,51 @@ async def _probe(server: Server, command: list[str] | None, extra_env: dict[str,
                             allow_private=True)
 
 
+def probe_target(url: str | None, command: list[str] | None, settings: Settings, now: datetime) -> ProbeResult:
+    """`scoreboard probe TARGET`: one deep probe of a server that need not be in the catalog; nothing is stored."""
+    return anyio.run(_probe, target_server(url, command, now), command, {}, settings, now)
+
+
+def render_probe(probe: ProbeResult) -> str:
+    """What the prober saw, for a person: handshake, eras, endpoint facts, lists and every check."""
+    lines = [f"outcome: {probe.outcome.value}" + (f" ({probe.detail})" if probe.detail else "") + f"; {probe.duration_ms:.0f} ms"]
+    if probe.reachable:
+        lines.append(f"protocol: {probe.era} {probe.protocol_version} via {probe.handshake}; connect {probe.connect_ms:.0f} ms"
+                     + (f", ping {probe.ping_ms:.0f} ms" if probe.ping_ms is not None else ""))
+    info = probe.server_info or {}
+    if info:
+        shown = ", ".join(f"{k} {info[k]!r}" for k in ("name", "title", "version", "description", "websiteUrl") if info.get(k))
+        icons = info.get("icons") or []
+        lines.append(f"server: {shown}" + (f"; {len(icons)} icons ({', '.join(str(i.get('mimeType')) for i in icons[:4])})" if icons else ""))
+    if probe.instructions:
+        lines.append(f"instructions: {len(probe.instructions)} chars: {probe.instructions[:160]!r}")
+    if probe.capabilities is not None:
+        lines.append(f"capabilities: {', '.join(sorted(probe.capabilities)) or 'none'}")
+    if probe.eras is not None:
+        e = probe.eras
+        lines.append(f"eras: modern {_yes(e.modern)}, legacy {_yes(e.legacy)}; header routing {_yes(e.header_routing)}, list cache hints {_yes(e.list_cache_hints)}")
+    if probe.http is not None:
+        h = probe.http
+        lines.append(f"endpoint: TLS {h.tls_version or '–'} (certificate {_yes(h.cert_valid)}), HSTS {_yes(h.hsts)}, auth required {_yes(h.auth_required)}"
+                     f" (protected-resource metadata {_yes(h.protected_resource_metadata)}, authorization-server metadata {_yes(h.authorization_server_metadata)}),"
+                     f" server card {_yes(h.server_card)}, HTML setup page {_yes(h.html_setup_page)}")
+    for name in ("tools", "resources", "resource_templates", "prompts"):
+        items = getattr(probe, name)
+        if items is not None:
+            names = [str(i.get("name") or i.get("uri") or i.get("uriTemplate")) for i in items]
+            lines.append(f"{name.replace('_', ' ')}: {len(items)}" + (f": {', '.join(names[:12])}" + (" …" if len(names) > 12 else "") if names else ""))
+    for check in probe.checks:
+        state = "pass" if check.passed else "fail" if check.passed is False else "info"
+        lines.append(f"  check {check.name}: {check.outcome} [{state}]" + (f" — {check.detail[:200]}" if check.detail else ""))
+    if probe.stderr_tail:
+        lines.append(f"stderr (last lines): {probe.stderr_tail[-400:]!r}")
+    return "\n".join(lines)
+
+
+def _yes(value: bool | None) -> str:
+    return "–" if value is None else "yes" if value else "no"
+
+
 def run_check(url: str | None, command: list[str] | None, source: Path | None, extra_env: dict[str, str], settings: Settings,
               now: datetime) -> tuple[ProbeResult, list[ScoreCard]]:
     server = target_server(url, command, now)

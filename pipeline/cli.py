@@ -172,14 +172,33 @@ def _analyze(db: Database, settings: Settings, server_ids: tuple[str, ...]) -> N
 
 
 @cli.command()
+@click.argument("target", required=False)
 @server_option
+@click.option("--stdio", "stdio_command", help='Probe one local server started by this command, e.g. --stdio "python server.py".')
+@click.option("--json", "as_json", is_flag=True, help="With TARGET or --stdio: print the full evidence as JSON.")
 @click.option("--concurrency", type=int, help="Servers probed at once.")
 @click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")
 @pass_settings
-def probe(settings: Settings, server_ids: tuple[str, ...], concurrency: int | None, call_timeout: float | None) -> None:
-    """Deep-probe each server live: handshake, lists, basic checks."""
-    db = _open(settings)
-    _probe(db, settings.model_copy(update={k: v for k, v in {"concurrency": concurrency, "call_timeout": call_timeout}.items() if v}), server_ids, "deep")
+def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], stdio_command: str | None, as_json: bool,
+          concurrency: int | None, call_timeout: float | None) -> None:
+    """Deep-probe each catalog server live: handshake, lists, basic checks.
+
+    With TARGET (an MCP URL) or --stdio COMMAND: probe that one server, which need not be in the catalog,
+    store nothing, and print what the prober saw.
+    """
+    settings = settings.model_copy(update={k: v for k, v in {"concurrency": concurrency, "call_timeout": call_timeout}.items() if v})
+    if target or stdio_command:
+        import json
+        import shlex
+
+        from pipeline.check import probe_target, render_probe
+
+        if target and stdio_command:
+            raise click.UsageError("give either TARGET or --stdio COMMAND")
+        seen = probe_target(target, shlex.split(stdio_command) if stdio_command else None, settings, utcnow())
+        click.echo(json.dumps(seen.model_dump(mode="json"), indent=2, sort_keys=True) if as_json else render_probe(seen))
+        return
+    _probe(_open(settings), settings, server_ids, "deep")
 
 
 def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str) -> None:

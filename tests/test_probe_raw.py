@@ -217,3 +217,16 @@ def test_a_real_server_negotiates_both_eras(dual_server):
     assert initialize.response["result"]["protocolVersion"] == "2025-11-25"
     assert (initialize.headers.get("content-type", "").startswith("text/event-stream")) is (mode == "sse")
     assert (found.session_id is not None) is (mode == "sse")  # stateful servers open a session; stateless ones do not
+
+
+def test_scoreboard_probe_target_prints_what_the_prober_saw(dual_server):
+    mode, url = dual_server
+    run = [sys.executable, "-m", "pipeline.cli", "probe", url]
+    text = subprocess.run(run, capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert "outcome: ok" in text.stdout and "protocol: modern 2026-07-28 via server/discover" in text.stdout
+    assert "eras: modern yes, legacy yes; header routing yes, list cache hints yes" in text.stdout
+    assert "tools: 1: now" in text.stdout and "check era_negotiation: dual [pass]" in text.stdout
+    data = json.loads(subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=120).stdout)
+    assert data["eras"] == {"modern": True, "legacy": True, "discover": True, "header_routing": True, "list_cache_hints": True}
+    assert data["http"]["auth_required"] is False and data["server_info"]["name"] == "dual-test"
