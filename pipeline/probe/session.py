@@ -24,9 +24,10 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from pipeline import ENGINE_VERSION
-from pipeline.models import CheckResult, EraFacts, ProbeOutcome, ProbeResult
+from pipeline.models import CheckResult, EraFacts, FuzzCase, Invocation, ProbeOutcome, ProbeResult
 from pipeline.probe.endpoint import endpoint_facts
 from pipeline.probe.eras import negotiate
+from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
 from pipeline.probe.raw import Limits, probe_client
 from pipeline.probe.sandbox import Running
 
@@ -280,6 +281,83 @@ async def _run_checks(result: ProbeResult, client: Client) -> None:
             )
         )
     await _check_unknown_tool(checks, client)
+    if result.tools:
+        await _exercise_tools(result, client)
+
+
+MAX_INVOKED = 8  # safe tools called once each (invocation smoke test)
+MAX_FUZZED = 2  # safe tools sent seed 000's fuzz cases
+
+
+async def _call(client: Client, name: str, arguments: dict[str, Any]) -> tuple[str, Any, float]:
+    """("ok" | "is_error" | "jsonrpc_error" | "timeout" | "crash", the result dict or the error text, ms)."""
+    started = time.perf_counter()
+    try:
+        reply = await client.call_tool(name, arguments)
+        payload = _dump(reply)
+        outcome = "is_error" if reply.is_error else "ok"
+    except MCPError as exc:
+        payload = f"{exc.code}: {exc.message}"[:500]
+        outcome = "timeout" if "timed out" in exc.message else "crash" if _connection_closed(exc) else "jsonrpc_error"
+    except (RuntimeError, ValidationError) as exc:  # the SDK refuses a result that breaks the tool's outputSchema
+        payload, outcome = f"{type(exc).__name__}: {exc}"[:500], "invalid_result"
+    except Exception as exc:  # noqa: BLE001 - the session itself broke
+        payload, outcome = f"{type(exc).__name__}: {exc}"[:500], "crash"
+    if outcome == "timeout" and not await _alive(client):
+        # A server that died mid-call leaves the SDK waiting out its read timeout: a timeout, then a dead session, is a crash.
+        outcome, payload = "crash", f"{payload}; the server was gone afterwards"
+    return outcome, payload, (time.perf_counter() - started) * 1000
+
+
+async def _alive(client: Client) -> bool:
+    """Does the session still answer at all? (A timeout again is not proof of death.)"""
+    try:
+        await client.list_tools()
+    except MCPError as exc:
+        return not _connection_closed(exc)
+    except Exception:  # noqa: BLE001 - closed streams and broken pipes: gone
+        return False
+    return True
+
+
+async def _exercise_tools(result: ProbeResult, client: Client) -> None:
+    """Seed 000/003 invocation smoke test, functional outcome, error handling with bad arguments, and fuzzing,
+    only ever on tools that are read-only by annotation and by name (pipeline.probe.invoke)."""
+    plans = []
+    for tool in result.tools or []:
+        safe, _ = safe_to_call(tool)
+        arguments = arguments_for(tool.get("inputSchema")) if safe else None
+        if arguments is not None:
+            plans.append((tool, arguments))
+    result.invocations = []
+    for tool, arguments in plans[:MAX_INVOKED]:
+        outcome, payload, ms = await _call(client, tool["name"], arguments)
+        works, why = functional(payload, tool.get("outputSchema")) if outcome == "ok" else (False, str(payload)[:200])
+        shown = "ok" if outcome in ("ok", "invalid_result") else outcome
+        result.invocations.append(Invocation(tool=tool["name"], outcome=shown, functional=works if shown == "ok" else None, ms=ms, detail=why[:300]))
+        if outcome == "crash":
+            return  # the session is gone: nothing more can be asked of it
+    with_required = next(((t, a) for t, a in plans if missing_required(t.get("inputSchema") or {}, a) is not None), None)
+    if with_required is not None:
+        tool, arguments = with_required
+        schema = tool.get("inputSchema") or {}
+        for name, bad in (("error_missing_parameter", missing_required(schema, arguments)), ("error_wrong_type", wrong_type(schema, arguments))):
+            if bad is None:
+                continue
+            outcome, payload, ms = await _call(client, tool["name"], bad)
+            handled = outcome in ("jsonrpc_error", "is_error")
+            result.checks.append(CheckResult(name=name, outcome=outcome if outcome != "ok" else "accepted", passed=handled,
+                                             detail=f"{tool['name']}: {str(payload)[:300]}", ms=ms))
+            if outcome == "crash":
+                return
+    result.fuzz = []
+    for tool, arguments in plans[:MAX_FUZZED]:
+        for case, bad in fuzz_cases(tool.get("inputSchema") or {}, arguments):
+            outcome, _, _ = await _call(client, tool["name"], bad)
+            verdict = {"jsonrpc_error": "proper_error", "is_error": "proper_error", "timeout": "timeout", "crash": "crash"}.get(outcome, "accepted")
+            result.fuzz.append(FuzzCase(tool=tool["name"], case=case, outcome=verdict))
+            if outcome == "crash":
+                return
 
 
 async def _check(checks: list[CheckResult], name: str, call, judge) -> None:

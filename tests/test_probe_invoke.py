@@ -1,0 +1,99 @@
+"""Tool calls: only read-only tools (by annotation AND by name and description), schema-valid arguments,
+functional outcomes, error handling with bad arguments, and fuzzing; a mutating tool is never called."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import anyio
+import jsonschema
+import pytest
+
+from pipeline import check
+from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
+from tests.conftest import NOW
+
+ZOO = Path(__file__).parent / "servers" / "tool_zoo.py"
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False}
+
+
+@pytest.mark.parametrize("tool, callable_", [
+    ({"name": "get_weather", "annotations": READ_ONLY}, True),
+    ({"name": "listFiles", "annotations": READ_ONLY}, True),
+    ({"name": "search-docs", "annotations": {"readOnlyHint": True}}, True),
+    ({"name": "get_weather"}, False),  # no annotations: never
+    ({"name": "get_weather", "annotations": {"readOnlyHint": False}}, False),
+    ({"name": "delete_file", "annotations": READ_ONLY}, False),  # the annotation says read-only, the name does not
+    ({"name": "getAndUpdateUser", "annotations": READ_ONLY}, False),
+    ({"name": "send_email", "annotations": READ_ONLY}, False),
+    ({"name": "execute_query", "annotations": READ_ONLY}, False),
+    ({"name": "trigger-long-running-operation", "annotations": READ_ONLY}, False),
+    ({"name": "weather", "annotations": READ_ONLY}, False),  # no read verb: not sure enough
+    ({"name": "get_item", "description": "Gets an item and permanently deletes it.", "annotations": READ_ONLY}, False),
+    ({"name": "fetch", "annotations": {**READ_ONLY, "openWorldHint": True}}, False),
+    ({"name": "get_item", "annotations": {**READ_ONLY, "destructiveHint": True}}, False),
+])
+def test_only_tools_read_only_by_annotation_and_by_name_may_be_called(tool, callable_):
+    assert safe_to_call(tool)[0] is callable_
+
+
+def test_arguments_are_generated_from_the_schema_and_valid_against_it():
+    schema = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "minLength": 6}, "units": {"enum": ["metric", "imperial"]}, "days": {"type": "integer", "minimum": 3, "maximum": 5},
+            "when": {"type": "string", "format": "date-time"}, "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
+            "filter": {"type": "object", "properties": {"active": {"type": "boolean"}}, "required": ["active"]}, "timezone": {"type": "string"},
+            "optional": {"type": "string"},
+        },
+        "required": ["city", "units", "days", "when", "tags", "filter", "timezone"],
+    }
+    arguments = arguments_for(schema)
+    jsonschema.validate(arguments, schema)
+    assert arguments == {"city": "testxx", "units": "metric", "days": 3, "when": "2026-01-01T00:00:00Z", "tags": ["test", "test"],
+                         "filter": {"active": False}, "timezone": "UTC"}  # only required properties; names hint at values
+    assert arguments_for({"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"}}, "required": ["code"]}) is None
+    assert arguments_for({"type": "string"}) is None and arguments_for("nonsense") is None
+
+
+def test_bad_argument_sets_and_fuzz_cases():
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "count": {"type": "integer"}}, "required": ["name", "count"]}
+    valid = {"name": "test", "count": 1}
+    assert missing_required(schema, valid) == {"count": 1}
+    assert wrong_type(schema, valid) == {"name": 12345, "count": 1}
+    cases = dict(fuzz_cases(schema, valid))
+    assert set(cases) == {"oversized_string", "empty_string", "unicode_edge", "null_required", "boundary_number"}
+    assert len(cases["oversized_string"]["name"]) == 100_000 and cases["null_required"]["name"] is None and cases["boundary_number"]["count"] == 2**63
+
+
+def test_functional_means_the_result_looks_like_the_job():
+    assert functional({"content": [{"type": "text", "text": "22°C and sunny"}]}, None) == (True, "content as declared")
+    assert functional({"content": []}, None)[0] is False
+    assert functional({"content": [{"type": "text", "text": "Error: upstream down"}]}, None)[0] is False
+    schema = {"type": "object", "properties": {"t": {"type": "number"}}, "required": ["t"]}
+    assert functional({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"t": 21.5}}, schema)[0] is True
+    assert functional({"content": [{"type": "text", "text": "{}"}], "structuredContent": {"t": "warm"}}, schema)[0] is False
+    assert functional({"content": [{"type": "text", "text": "x"}]}, schema)[0] is False  # declared structure, none sent
+
+
+def test_the_prober_calls_only_safe_tools_and_classifies_what_they_do(tmp_path, settings):
+    calls = tmp_path / "calls.log"
+    command = [sys.executable, str(ZOO)]
+    server = check.target_server(None, command, NOW)
+    result = anyio.run(check._probe, server, command, {"TOOL_ZOO_CALLS": str(calls)}, settings, NOW)
+    assert result.outcome.value == "ok", result.detail
+    called = set(calls.read_text().split())
+    assert called == {"get_status", "search_animals"}  # never: a lying annotation, a mutating name, no annotations, open-world
+    invocations = {i.tool: i for i in result.invocations}
+    assert set(invocations) == {"get_status", "search_animals"}
+    assert invocations["get_status"].outcome == "ok" and invocations["get_status"].functional is True
+    assert invocations["search_animals"].outcome == "ok" and invocations["search_animals"].functional is False
+    assert "error text" in invocations["search_animals"].detail
+    checks = {c.name: c for c in result.checks}
+    assert checks["error_missing_parameter"].passed is True and checks["error_missing_parameter"].outcome in ("jsonrpc_error", "is_error")
+    assert checks["error_wrong_type"].passed is True
+    fuzz = [(f.tool, f.case, f.outcome) for f in result.fuzz]
+    assert ("search_animals", "oversized_string", "crash") in fuzz  # the server died on it, and the fuzzer stopped there
+    assert fuzz[-1] == ("search_animals", "oversized_string", "crash")
+    assert {case for tool, case, _ in fuzz if tool == "get_status"} == {"oversized_string", "empty_string", "unicode_edge", "null_required"}
