@@ -1,0 +1,60 @@
+"""A full deep probe of server-everything over Streamable HTTP: wall time per probe.
+
+python bench/deep_probe.py [--runs 5] [--server server-everything-http]
+Target (issue 3): under 3 s wall for one full deep probe (server already installed; its start is timed
+separately). A deep probe here is everything the probe stage does: both eras on the raw layer, the
+endpoint facts, the SDK session with every list, the checks, the calls to safe tools and the fuzz cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pipeline.config import Settings  # noqa: E402
+from pipeline.discover.local import LocalCatalogSource  # noqa: E402
+from pipeline.probe.install import Installer, install_key  # noqa: E402
+from pipeline.probe.sandbox import LocalProcessSandbox  # noqa: E402
+from pipeline.probe.session import deep_probe  # noqa: E402
+
+
+async def measure(spec, installed, settings: Settings, runs: int) -> tuple[float, list[float], object]:
+    sandbox = LocalProcessSandbox(settings.start_timeout)
+    started = time.perf_counter()
+    async with sandbox.start(spec, installed) as running:
+        start_seconds = time.perf_counter() - started
+        times, result = [], None
+        for _ in range(runs):
+            began = time.perf_counter()
+            result = await deep_probe("bench", running, call_timeout=settings.call_timeout, total_timeout=settings.probe_timeout,
+                                      now=datetime.now(timezone.utc), allow_private=True)
+            times.append(time.perf_counter() - began)
+    return start_seconds, times, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--server", default="server-everything-http")
+    args = parser.parse_args()
+    settings = Settings.from_env()
+    entry = next(e for e in LocalCatalogSource().read().entries if e.id == args.server)
+    installed = Installer(settings.cache_dir, settings.install_timeout).install([entry.launch])[install_key(entry.launch)]
+    start_seconds, times, result = anyio.run(measure, entry.launch, installed, settings, args.runs)
+    print(f"{args.server}: started in {start_seconds:.2f} s; deep probe median {statistics.median(times):.2f} s "
+          f"(all: {', '.join(f'{t:.2f}' for t in times)}); target < 3 s")
+    print(f"  outcome {result.outcome.value}, {result.era} {result.protocol_version}, eras {result.eras.model_dump() if result.eras else None}")
+    print(f"  {len(result.tools or [])} tools, {len(result.resources or [])} resources, {len(result.prompts or [])} prompts; "
+          f"{len(result.invocations or [])} safe tools called, {len(result.fuzz or [])} fuzz cases, {len(result.checks)} checks")
+
+
+if __name__ == "__main__":
+    main()
