@@ -97,3 +97,12 @@ def test_the_prober_calls_only_safe_tools_and_classifies_what_they_do(tmp_path, 
     assert ("search_animals", "oversized_string", "crash") in fuzz  # the server died on it, and the fuzzer stopped there
     assert fuzz[-1] == ("search_animals", "oversized_string", "crash")
     assert {case for tool, case, _ in fuzz if tool == "get_status"} == {"oversized_string", "empty_string", "unicode_edge", "null_required"}
+
+
+def test_mcp_apps_views_are_read_for_mime_type_and_csp(settings):
+    command = [sys.executable, str(Path(__file__).parent / "servers" / "apps_server.py")]
+    result = anyio.run(check._probe, check.target_server(None, command, NOW), command, {}, settings, NOW)
+    assert result.outcome.value == "ok", result.detail
+    assert result.apps.model_dump() == {"views": 2, "readable": 1, "html_mime": 1, "csp": 1}
+    apps_check = {c.name: c for c in result.checks}["mcp_apps"]
+    assert apps_check.passed is False and "ui://chart/missing.html" in apps_check.detail

@@ -24,7 +24,7 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from pipeline import ENGINE_VERSION
-from pipeline.models import CheckResult, EraFacts, FuzzCase, Invocation, ProbeOutcome, ProbeResult
+from pipeline.models import AppsFacts, CheckResult, EraFacts, FuzzCase, Invocation, ProbeOutcome, ProbeResult
 from pipeline.probe.endpoint import endpoint_facts
 from pipeline.probe.eras import negotiate
 from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
@@ -282,7 +282,52 @@ async def _run_checks(result: ProbeResult, client: Client) -> None:
         )
     await _check_unknown_tool(checks, client)
     if result.tools:
+        await _check_apps(result, client)
         await _exercise_tools(result, client)
+
+
+MAX_VIEWS = 10
+
+
+def ui_views(tools: list[dict[str, Any]]) -> list[str]:
+    """The ui:// views tools link to (MCP Apps: `_meta.ui.resourceUri`, or the older `_meta["ui/resourceUri"]`)."""
+    views: list[str] = []
+    for tool in tools:
+        meta = tool.get("_meta") if isinstance(tool.get("_meta"), dict) else {}
+        ui = meta.get("ui") if isinstance(meta.get("ui"), dict) else {}
+        for uri in (ui.get("resourceUri"), meta.get("ui/resourceUri")):
+            if isinstance(uri, str) and uri.startswith("ui://") and uri not in views:
+                views.append(uri)
+    return views
+
+
+async def _check_apps(result: ProbeResult, client: Client) -> None:
+    """Seed 001 MCP Apps: each linked ui:// view is read (reading is safe) for its MIME type and CSP metadata."""
+    views = ui_views(result.tools or [])
+    if not views:
+        return
+    listed = {r.get("uri"): r for r in result.resources or [] if isinstance(r, dict)}
+    apps = AppsFacts(views=len(views))
+    problems = []
+    for uri in views[:MAX_VIEWS]:
+        try:
+            contents = _dump(await client.read_resource(uri)).get("contents") or []
+        except Exception as exc:  # noqa: BLE001 - an unreadable view is the finding
+            problems.append(f"{uri}: {type(exc).__name__}: {exc}"[:200])
+            continue
+        if not contents:
+            problems.append(f"{uri}: no contents")
+            continue
+        apps.readable += 1
+        first = contents[0]
+        if str(first.get("mimeType") or listed.get(uri, {}).get("mimeType") or "").lower().startswith("text/html"):
+            apps.html_mime += 1
+        metas = [first.get("_meta"), listed.get(uri, {}).get("_meta")]
+        if any(isinstance(m, dict) and isinstance(m.get("ui"), dict) and "csp" in m["ui"] for m in metas):
+            apps.csp += 1
+    result.apps = apps
+    result.checks.append(CheckResult(name="mcp_apps", outcome=f"{apps.readable}/{apps.views} readable", passed=apps.readable == apps.views,
+                                     detail="; ".join(problems) or None))
 
 
 MAX_INVOKED = 8  # safe tools called once each (invocation smoke test)
