@@ -28,6 +28,7 @@ class Settings(BaseModel):
     fast_probe_timeout: float = 15.0
     install_timeout: float = 600.0
     concurrency: int = 4
+    allow_private: bool = False  # SCOREBOARD_ALLOW_PRIVATE=1: catalog remotes on loopback/private addresses may be probed (tests)
     stderr_cap: int = 64_000  # bytes of a server's stderr kept as evidence
     # Discovery online: optional credentials and endpoints, from the environment only.
     github_token: str | None = None  # GITHUB_TOKEN: topic search (30 req/min instead of 10), tarballs
@@ -46,6 +47,7 @@ class Settings(BaseModel):
             "cache_dir": os.environ.get("SCOREBOARD_CACHE"),
             "site_url": os.environ.get("SCOREBOARD_SITE_URL"),
             "datasette_url": os.environ.get("SCOREBOARD_DATASETTE_URL"),
+            "allow_private": os.environ.get("SCOREBOARD_ALLOW_PRIVATE"),
             "github_token": os.environ.get("GITHUB_TOKEN"),
             "smithery_api_key": os.environ.get("SMITHERY_API_KEY"),
             "pulsemcp_api_key": os.environ.get("PULSEMCP_API_KEY"),

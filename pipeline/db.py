@@ -305,6 +305,7 @@ def upsert_catalog(db: Database, entries: Iterable[CatalogEntry], ran: Iterable[
             else:
                 merged, kept = _merge_fields(existing, fields, provenance, ran)
                 sources = sorted((set(json.loads(existing["sources"] or "[]")) - ran) | seen_sources)
+                delisted = "delisted_at" in json.loads(existing.get("attributes") or "{}")
                 merged.update(
                     external_links=dumps({**json.loads(existing["external_links"] or "{}"), **entry.external_links}),
                     metrics=dumps({**json.loads(existing.get("metrics") or "{}"), **entry.metrics}),
@@ -312,8 +313,8 @@ def upsert_catalog(db: Database, entries: Iterable[CatalogEntry], ran: Iterable[
                     source_categories=dumps({**json.loads(existing.get("source_categories") or "{}"), **entry.source_categories}),
                     provenance=dumps(kept),
                     sources=dumps(sources),
-                    is_active=1,
-                    deactivated_at=None,
+                    is_active=0 if delisted else 1,  # its owner asked to be taken off: sources listing it do not bring it back
+                    deactivated_at=existing["deactivated_at"] if delisted else None,
                 )
                 merged.update(classification_of({**existing, **merged}))
                 after = {**existing, **merged}
@@ -386,6 +387,17 @@ def save_download_counts(db: Database, due: dict[tuple[str, str], list[str]], co
                 "attributes": dumps({**json.loads(row["attributes"] or "{}"), "downloads_checked_at": iso(now)}),
             })
     return len(per_server)
+
+
+def delist(db: Database, server_id: str, now: datetime) -> None:
+    """Take a server off the scoreboard at its owner's request (`/.well-known/mcp-scoreboard` with "delist": true).
+
+    Its rows stay (never deleted); discovery will not make it active again while the request stands.
+    """
+    with db.atomic():
+        row = db["servers"].get(server_id)
+        attributes = {**json.loads(row["attributes"] or "{}"), "delisted_at": iso(now)}
+        db["servers"].update(server_id, {"is_active": 0, "deactivated_at": iso(now), "attributes": dumps(attributes)})
 
 
 def active_servers(db: Database, ids: Iterable[str] | None = None) -> list[Server]:

@@ -257,6 +257,7 @@ class ProbeResult(BaseModel):
     apps: AppsFacts | None = None
     package_version: str | None = None
     stderr_tail: str | None = None
+    delist: bool = False  # the server's opt-out file asks to be taken off the scoreboard too
 
     @property
     def reachable(self) -> bool:

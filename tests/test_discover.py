@@ -25,7 +25,7 @@ class ListSource:
 
 
 def entry(id_, source="test", **fields):
-    return CatalogEntry(id=id_, name=fields.pop("name", id_), transport="stdio", keys=[f"{source}:{id_}"],
+    return CatalogEntry(id=id_, name=fields.pop("name", id_), transport=fields.pop("transport", "stdio"), keys=[f"{source}:{id_}"],
                         records=[SourceRecord(source=source, key=id_, payload={"id": id_})], **fields)
 
 

@@ -152,3 +152,41 @@ def test_tls_version_is_read_and_an_untrusted_certificate_is_invalid(self_signed
         first, facts, _ = facts_for(site.origin + "/mcp")  # the probe's own client refuses the untrusted certificate ...
         assert first.failure.value == "unreachable" and "CERTIFICATE" in first.detail.upper()
         assert facts.tls_version == version and facts.cert_valid is False  # ... and the facts say why
+
+
+def test_opted_out_servers_are_not_probed_and_delisted_ones_stay_off(db, settings):
+    import io
+    from datetime import timedelta
+
+    from pipeline import db as store
+    from pipeline.probe import run_probe
+    from pipeline.probe.install import Installer
+    from pipeline.progress import Progress
+    from tests.conftest import NOW
+    from tests.test_discover import ListSource, entry, quiet
+
+    calls = []
+    routes = {
+        ("GET", "/.well-known/mcp-scoreboard"): lambda o: response("200 OK", js({"optout": True, "delist": True})),
+        ("POST", "/mcp"): lambda o: calls.append("mcp") or response("200 OK", js({"jsonrpc": "2.0", "id": 1, "result": {}})),
+    }
+    with Site(routes) as site:
+        servers = [entry("gone", transport="streamable-http", remote_url=site.origin + "/mcp"),
+                   entry("private", transport="streamable-http", remote_url="http://10.1.2.3/mcp")]
+        from pipeline.discover import run_discover
+        run_discover(db, sources=[ListSource("test", servers)], now=NOW, progress=quiet(1))
+
+        def probe(allow_private):
+            return run_probe(db, servers=store.active_servers(db), installer=Installer(settings.cache_dir), now=NOW,
+                             settings=settings.model_copy(update={"allow_private": allow_private, "call_timeout": 2.0}),
+                             progress=Progress("probe", 2, stream=io.StringIO()))
+
+        refused = probe(False)  # loopback and 10.x are not ours to dial by default
+        assert refused.counts == {"not_probeable": 2}
+        report = probe(True)  # configuration allows them (as tests do): the opt-out file is honoured
+    assert report.counts.get("opted_out") == 1 and calls == []  # never a single MCP request
+    row = db["servers"].get("gone")
+    assert row["is_active"] == 0 and "delisted_at" in json.loads(row["attributes"])
+    run_discover(db, sources=[ListSource("test", servers)], now=NOW + timedelta(days=1), progress=quiet(1))
+    assert db["servers"].get("gone")["is_active"] == 0  # still listed by the source, still off the scoreboard
+    assert [s.id for s in store.active_servers(db)] == ["private"]

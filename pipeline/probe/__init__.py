@@ -46,7 +46,7 @@ def run_probe(
     # A catalog entry with no package we can start and no public remote endpoint cannot be met
     # live: it is "not measured", which is not down, so it gets no probe row at all. Remote URLs
     # on localhost or private addresses (sources list some) are never dialled from the catalog.
-    reachable = [s for s in servers if _probeable(s)]
+    reachable = [s for s in servers if _probeable(s, settings.allow_private)]
     if len(reachable) < len(servers):
         report.counts["not_probeable"] = len(servers) - len(reachable)
     servers = reachable
@@ -59,6 +59,8 @@ def run_probe(
 
     def record(result: ProbeResult) -> None:
         store.record_probe(db, result, run_id)
+        if result.delist:
+            store.delist(db, result.server_id, now)  # its owner asked to be off the scoreboard: off it stays
         outcome = result.outcome.value
         report.counts[outcome] = report.counts.get(outcome, 0) + 1
         if not result.reachable:
@@ -87,9 +89,9 @@ def run_probe(
     return report
 
 
-def _probeable(server: Server) -> bool:
+def _probeable(server: Server, allow_private: bool) -> bool:
     key = remote_key(server.remote_url)
-    return server.launch is not None or (key is not None and is_public_endpoint(key))
+    return server.launch is not None or (key is not None and (allow_private or is_public_endpoint(key)))
 
 
 async def probe_server(
@@ -111,13 +113,16 @@ async def probe_server(
                 result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now, **extra)
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
         elif server.remote_url:
-            limits = Limits(timeout=settings.call_timeout)
+            limits = Limits(timeout=settings.call_timeout, allow_private=settings.allow_private)
             async with probe_client(limits) as client:
                 asked = await opt_out(client, server.remote_url, limits)
             if asked:
-                return _failed(server, kind, now, ProbeOutcome.opted_out, f"the server asks not to be probed ({OPT_OUT_PATH}: {asked})")
+                failed = _failed(server, kind, now, ProbeOutcome.opted_out, f"the server asks not to be probed ({OPT_OUT_PATH}: {asked})")
+                failed.delist = asked["delist"]
+                return failed
             running = Running(transport=server.transport, url=server.remote_url)
-            result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now)
+            extra = {"allow_private": settings.allow_private} if kind == "deep" else {}
+            result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now, **extra)
         else:
             return _failed(server, kind, now, ProbeOutcome.unreachable, "no way to reach this server: no package to start and no remote URL")
     except StartFailed as exc:
