@@ -539,6 +539,17 @@ def latest_probe(db: Database, server_id: str, kinds: tuple[str, ...] = ("deep",
     return row["id"], ProbeResult.model_validate_json(row["evidence"])
 
 
+def rate_limited_until(db: Database) -> dict[str, datetime]:
+    """Servers whose latest probe was rate limited with a Retry-After, and until when they asked us to wait."""
+    from datetime import timedelta
+
+    rows = db.query(
+        "select p.server_id, p.started_at, json_extract(p.evidence, '$.retry_after_s') wait from probe_runs p join "
+        "(select server_id, max(id) id from probe_runs group by server_id) latest on p.id = latest.id where p.outcome = 'rate_limited'"
+    )
+    return {r["server_id"]: parse_iso(r["started_at"]) + timedelta(seconds=r["wait"]) for r in rows if r["wait"]}
+
+
 def latest_probe_summaries(db: Database) -> dict[str, dict[str, Any]]:
     """The latest deep/sandbox probe of every server, from its columns only (no evidence parsed)."""
     return {

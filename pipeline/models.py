@@ -258,6 +258,7 @@ class ProbeResult(BaseModel):
     package_version: str | None = None
     stderr_tail: str | None = None
     delist: bool = False  # the server's opt-out file asks to be taken off the scoreboard too
+    retry_after_s: float | None = None  # rate limited: how long the server asked us to wait before the next probe
 
     @property
     def reachable(self) -> bool:

@@ -190,3 +190,41 @@ def test_opted_out_servers_are_not_probed_and_delisted_ones_stay_off(db, setting
     run_discover(db, sources=[ListSource("test", servers)], now=NOW + timedelta(days=1), progress=quiet(1))
     assert db["servers"].get("gone")["is_active"] == 0  # still listed by the source, still off the scoreboard
     assert [s.id for s in store.active_servers(db)] == ["private"]
+
+
+def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_honoured(db, settings):
+    import io
+    from datetime import timedelta
+
+    from pipeline import db as store
+    from pipeline.discover import run_discover
+    from pipeline.monitor import run_monitor
+    from pipeline.probe import run_probe
+    from pipeline.probe.install import Installer
+    from pipeline.progress import Progress
+    from tests.conftest import NOW
+    from tests.test_discover import ListSource, entry, quiet
+
+    routes = {
+        ("POST", "/limited/mcp"): lambda o: response("429 Too Many Requests", js({"error": "slow down"}), extra="Retry-After: 120\r\n"),
+        ("POST", "/gated/mcp"): lambda o: response("401 Unauthorized", extra='WWW-Authenticate: Bearer resource_metadata="' + o + '/prm"\r\n'),
+    }
+    with Site(routes) as site:
+        servers = [entry("limited", transport="streamable-http", remote_url=site.origin + "/limited/mcp"),
+                   entry("gated", transport="streamable-http", remote_url=site.origin + "/gated/mcp")]
+        run_discover(db, sources=[ListSource("test", servers)], now=NOW, progress=quiet(1))
+        allowed = settings.model_copy(update={"allow_private": True, "call_timeout": 2.0, "probe_timeout": 10.0, "fast_probe_timeout": 5.0})
+
+        def stage(run, at):
+            return run(db, servers=store.active_servers(db), installer=Installer(settings.cache_dir), now=at, settings=allowed,
+                       progress=Progress("probe", 2, stream=io.StringIO()))
+
+        first = stage(run_probe, NOW)
+        assert first.counts == {"rate_limited": 1, "auth_required": 1}  # named states, never "down"
+        latest = {sid: store.latest_probe(db, sid)[1] for sid in ("limited", "gated")}
+        assert latest["limited"].retry_after_s == 120 and "Retry-After: 120" in latest["limited"].detail
+        assert latest["gated"].http.auth_required is True and latest["gated"].http.protected_resource_metadata is False
+        soon = stage(run_monitor, NOW + timedelta(seconds=60))
+        assert soon.counts == {"waiting_retry_after": 1, "auth_required": 1}  # the limited one asked for two minutes
+        later = stage(run_monitor, NOW + timedelta(seconds=180))
+        assert later.counts == {"rate_limited": 1, "auth_required": 1}

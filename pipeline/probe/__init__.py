@@ -49,7 +49,11 @@ def run_probe(
     reachable = [s for s in servers if _probeable(s, settings.allow_private)]
     if len(reachable) < len(servers):
         report.counts["not_probeable"] = len(servers) - len(reachable)
-    servers = reachable
+    # A server that answered 429 with Retry-After is left alone until then (probe policy): not measured, not down.
+    waiting = store.rate_limited_until(db)
+    servers = [s for s in reachable if waiting.get(s.id, now) <= now]
+    if len(servers) < len(reachable):
+        report.counts["waiting_retry_after"] = len(reachable) - len(servers)
     progress = progress or Progress(stage, len(servers))
     sandbox = sandbox or LocalProcessSandbox(settings.start_timeout)
     specs = [s.launch for s in servers if s.launch is not None]
@@ -109,8 +113,8 @@ async def probe_server(
         if server.launch is not None:
             assert installed is not None
             async with sandbox.start(server.launch, installed) as running:
-                extra = {"allow_private": True} if kind == "deep" else {}  # we started it on loopback ourselves
-                result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now, **extra)
+                result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now,
+                                     allow_private=True)  # we started it on loopback ourselves
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
         elif server.remote_url:
             limits = Limits(timeout=settings.call_timeout, allow_private=settings.allow_private)
@@ -121,8 +125,8 @@ async def probe_server(
                 failed.delist = asked["delist"]
                 return failed
             running = Running(transport=server.transport, url=server.remote_url)
-            extra = {"allow_private": settings.allow_private} if kind == "deep" else {}
-            result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now, **extra)
+            result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now,
+                                 allow_private=settings.allow_private)
         else:
             return _failed(server, kind, now, ProbeOutcome.unreachable, "no way to reach this server: no package to start and no remote URL")
     except StartFailed as exc:

@@ -28,7 +28,8 @@ from pipeline.models import AppsFacts, CheckResult, EraFacts, FuzzCase, Invocati
 from pipeline.probe.endpoint import endpoint_facts
 from pipeline.probe.eras import negotiate
 from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
-from pipeline.probe.raw import Limits, probe_client
+from pipeline.probe.raw import CLIENT_INFO as CLIENT_INFO_RAW
+from pipeline.probe.raw import HANDSHAKE_VERSION, Limits, exchange, probe_client, retry_after
 from pipeline.probe.sandbox import Running
 
 MODERN_VERSIONS = ("2026-07-28",)
@@ -213,16 +214,41 @@ async def _observe_http(result: ProbeResult, url: str, limits: Limits, total_tim
             result.checks.append(CheckResult(name="era_negotiation", outcome=negotiation.era, passed=negotiation.era != "broken",
                                              detail="; ".join(negotiation.problems)[:1000] or None, ms=(time.perf_counter() - started) * 1000))
             result.http = await endpoint_facts(client, url, negotiation.exchanges[0], limits)
+            _named_state(result, negotiation.exchanges)
 
 
-async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime) -> ProbeResult:
+# Outcomes the SDK flattens into "Server returned an error response" but that are states with names, not "down".
+NAMED_STATES = (ProbeOutcome.auth_required, ProbeOutcome.rate_limited, ProbeOutcome.refused)
+
+
+def _named_state(result: ProbeResult, exchanges: list) -> None:
+    """Where the SDK session failed and the raw layer saw a gate, a rate limit or a refusal, record that instead."""
+    if result.outcome == ProbeOutcome.ok:
+        return
+    named = next((e for e in exchanges if e.outcome in NAMED_STATES), None)
+    if named is not None:
+        result.outcome, result.detail = named.outcome, named.detail
+        if named.outcome == ProbeOutcome.rate_limited:
+            result.retry_after_s = retry_after(named.headers.get("retry-after"))
+
+
+async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
+                     allow_private: bool = False) -> ProbeResult:
     """Health check: connect + handshake (+ ping in the legacy era, which has one). No lists, no tool calls."""
 
     async def ping(result: ProbeResult, client: Client) -> None:
         if result.era == "legacy":
             _, result.ping_ms = await _timed(client.session.send_ping)
 
-    return await _probe("fast", server_id, running, call_timeout, total_timeout, now, ping)
+    result = await _probe("fast", server_id, running, call_timeout, total_timeout, now, ping)
+    if result.outcome != ProbeOutcome.ok and running.transport == "streamable-http" and running.url:
+        # One raw request tells a gated or rate-limited endpoint from a broken one.
+        limits = Limits(timeout=call_timeout, allow_private=allow_private)
+        with anyio.move_on_after(call_timeout * 2):
+            async with probe_client(limits) as client:
+                _named_state(result, [await exchange(client, running.url, "initialize", {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {},
+                                                                                        "clientInfo": CLIENT_INFO_RAW}, limits=limits)])
+    return result
 
 
 def _record_handshake(result: ProbeResult, client: Client) -> None:
