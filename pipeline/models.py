@@ -259,6 +259,7 @@ class ProbeResult(BaseModel):
     stderr_tail: str | None = None
     delist: bool = False  # the server's opt-out file asks to be taken off the scoreboard too
     retry_after_s: float | None = None  # rate limited: how long the server asked us to wait before the next probe
+    exchanges: list[dict[str, Any]] | None = None  # the raw layer's HTTP exchanges (status, kept headers, timings, failure)
 
     @property
     def reachable(self) -> bool:

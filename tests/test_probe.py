@@ -109,6 +109,7 @@ def test_streamable_http_servers_get_raw_era_and_endpoint_evidence(probed_catalo
     assert http.eras is not None and (http.eras.modern, http.eras.legacy, http.eras.discover) == (False, True, False)
     assert http.eras.header_routing is None and http.eras.list_cache_hints is None  # modern-only evidence: not applicable
     assert {c.name: c.outcome for c in http.checks}["era_negotiation"] == "legacy"
+    assert [(e["method"], e["status"]) for e in http.exchanges][:2] == [("server/discover", 400), ("initialize", 200)]  # stored raw
     assert http.http is not None and http.http.auth_required is False and http.http.tls_version is None  # plain loopback HTTP
     assert http.http.server_card is False and http.http.html_setup_page is False
     assert results["server-everything"].eras is None and results["server-everything"].http is None  # stdio: no HTTP to observe

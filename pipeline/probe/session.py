@@ -213,6 +213,7 @@ async def _observe_http(result: ProbeResult, url: str, limits: Limits, total_tim
                                    list_cache_hints=negotiation.list_cache_hints)
             result.checks.append(CheckResult(name="era_negotiation", outcome=negotiation.era, passed=negotiation.era != "broken",
                                              detail="; ".join(negotiation.problems)[:1000] or None, ms=(time.perf_counter() - started) * 1000))
+            result.exchanges = [e.evidence() for e in negotiation.exchanges]
             result.http = await endpoint_facts(client, url, negotiation.exchanges[0], limits)
             _named_state(result, negotiation.exchanges)
 
