@@ -4,9 +4,10 @@ python bench/fast_probes.py [--endpoints 200] [--concurrency 50] [--rounds 3]
 Target (issue 3): under 5 ms median overhead per probe over a bare httpx POST of the same request.
 
 A child process serves `initialize` on N loopback ports (one asyncio loop, JSON answers). Each probe
-here is the raw layer's bounded exchange (deadline, byte cap, classification, kept headers) with a
-fresh one-connection client per server, as the prober does; the baseline is a bare httpx POST of the
-same body through one long-lived client, the cheapest request httpx makes. Throughput is measured at
+here is the monitor's own fast probe over Streamable HTTP (`raw_fast_probe`: `server/discover`, or with
+--legacy `initialize` + `notifications/initialized` + `ping`, each a bounded raw exchange) with a fresh
+one-connection client per server; the baseline is a bare httpx POST of `initialize` through one
+long-lived client, the cheapest request httpx makes. Throughput is measured at
 the given concurrency; the overhead one probe at a time, in pairs (prober minus bare, per endpoint).
 """
 
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import anyio
@@ -26,19 +28,37 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline.probe.raw import Limits, exchange, probe_client  # noqa: E402
+from pipeline.probe.raw import Limits  # noqa: E402
+from pipeline.probe.session import raw_fast_probe  # noqa: E402
+
+NOW = datetime.now(timezone.utc)
 
 SERVER = textwrap.dedent("""
     import asyncio, json, sys
-    BODY = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                       "serverInfo": {"name": "bench", "version": "1"}}}).encode()
+    LEGACY = sys.argv[2] == "legacy"
+    def answer(message):
+        method, rid = message.get("method"), message.get("id")
+        if method == "server/discover" and not LEGACY:
+            result = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete", "ttlMs": 0,
+                      "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "bench", "version": "1"}}}
+        elif method == "server/discover":
+            return 400, {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}}
+        elif method == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "bench", "version": "1"}}
+        elif rid is None:
+            return 202, None
+        else:
+            result = {}
+        return 200, {"jsonrpc": "2.0", "id": rid, "result": result}
     async def handle(reader, writer):
         try:
             while True:
                 head = await reader.readuntil(b"\\r\\n\\r\\n")
                 length = next((int(x.split(b":")[1]) for x in head.split(b"\\r\\n") if x.lower().startswith(b"content-length")), 0)
-                await reader.readexactly(length)
-                writer.write(b"HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nContent-Length: %d\\r\\n\\r\\n" % len(BODY) + BODY)
+                body = await reader.readexactly(length)
+                status, reply = answer(json.loads(body)) if body else (200, None)
+                data = json.dumps(reply).encode() if reply is not None else b""
+                writer.write(b"HTTP/1.1 %d OK\\r\\nContent-Type: application/json\\r\\nMcp-Session-Id: s1\\r\\nContent-Length: %d\\r\\n\\r\\n" % (status, len(data)) + data)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -62,10 +82,10 @@ async def bare(client: httpx.AsyncClient, url: str) -> float:
 
 
 async def prober(url: str, limits: Limits) -> float:
+    """The monitor's fast probe itself (pipeline.probe.session.raw_fast_probe)."""
     started = time.perf_counter()
-    async with probe_client(limits) as client:
-        found = await exchange(client, url, "initialize", PARAMS, limits=limits)
-    assert found.ok, found.detail
+    result = await raw_fast_probe("bench", url, call_timeout=limits.timeout, total_timeout=30, now=NOW, allow_private=True)
+    assert result.outcome.value == "ok", result.detail
     return time.perf_counter() - started
 
 
@@ -102,8 +122,9 @@ def main() -> None:
     parser.add_argument("--endpoints", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--legacy", action="store_true", help="servers without server/discover: initialize, initialized, ping (4 requests)")
     args = parser.parse_args()
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.endpoints)], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.endpoints), "legacy" if args.legacy else "modern"], stdout=subprocess.PIPE, text=True)
     try:
         urls = [f"http://127.0.0.1:{port}/mcp" for port in json.loads(server.stdout.readline())]
         limits = Limits(allow_private=True)

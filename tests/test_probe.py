@@ -212,3 +212,18 @@ def test_an_unforeseen_sandbox_error_is_recorded_and_the_run_goes_on(db, setting
     report = run_probe(db, servers=servers, installer=installer, sandbox=ExplodingSandbox(), settings=settings, now=NOW, progress=quiet("probe", 3))
     assert report.counts == {"start_failed": 3}
     assert all("PermissionError" in store.latest_probe(db, s.id)[1].detail for s in servers)
+
+
+def test_fast_probes_meet_every_server_in_its_era_and_http_ones_on_the_raw_layer(probed_catalog, settings):
+    from pipeline.monitor import run_monitor
+
+    db, _, _ = probed_catalog
+    servers = store.active_servers(db)
+    report = run_monitor(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW, progress=quiet("monitor", len(servers)))
+    assert report.counts == {"ok": 7}
+    fast = {r["server_id"]: json.loads(r["evidence"]) for r in db.query("select server_id, evidence from probe_runs where kind = 'fast'")}
+    http = fast["server-everything-http"]
+    assert (http["era"], http["handshake"], http["protocol_version"]) == ("legacy", "initialize", "2025-11-25")
+    assert http["connect_ms"] > 0 and http["ping_ms"] > 0
+    assert [e["method"] for e in http["exchanges"]] == ["server/discover", "initialize", "notifications/initialized", "ping"]
+    assert fast["mcp-server-time"]["era"] == "modern" and fast["mcp-server-time"]["exchanges"] is None  # stdio: the SDK session

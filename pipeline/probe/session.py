@@ -29,10 +29,11 @@ from pipeline.probe.endpoint import endpoint_facts
 from pipeline.probe.eras import negotiate
 from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
 from pipeline.probe.raw import CLIENT_INFO as CLIENT_INFO_RAW
-from pipeline.probe.raw import HANDSHAKE_VERSION, Limits, exchange, probe_client, retry_after
+from pipeline.probe.raw import HANDSHAKE_VERSION, Limits, exchange, modern_meta, probe_client, retry_after
 from pipeline.probe.sandbox import Running
 
 MODERN_VERSIONS = ("2026-07-28",)
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MAX_LIST_PAGES = 20  # pagination is bounded; a cursor seen twice ends it as a loop
 UNKNOWN_TOOL = "scoreboard_probe_no_such_tool"
 CLIENT_INFO = Implementation(name="mcp-scoreboard", version=ENGINE_VERSION)
@@ -233,23 +234,73 @@ def _named_state(result: ProbeResult, exchanges: list) -> None:
             result.retry_after_s = retry_after(named.headers.get("retry-after"))
 
 
+async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total_timeout: float, now: datetime,
+                         allow_private: bool = False) -> ProbeResult:
+    """The monitor's health check over Streamable HTTP, on the raw layer: `server/discover` (modern), else
+    `initialize` + `notifications/initialized` + `ping` on the session (legacy), then the session is closed.
+    Timings are the exchanges' own; a gate, a rate limit or a refusal is a named state."""
+    started = time.perf_counter()
+    result = ProbeResult(server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport="streamable-http", outcome=ProbeOutcome.ok)
+    limits = Limits(timeout=call_timeout, allow_private=allow_private)
+    exchanges: list = []
+    with anyio.move_on_after(total_timeout) as scope:
+        async with probe_client(limits) as client:
+            discover = await exchange(client, url, "server/discover", {"_meta": modern_meta()}, request_id=1,
+                                      headers={"MCP-Protocol-Version": MODERN_VERSIONS[0], "Mcp-Method": "server/discover"}, limits=limits)
+            exchanges.append(discover)
+            versions = (discover.response or {}).get("result", {}).get("supportedVersions") if discover.ok else None
+            if isinstance(versions, list) and MODERN_VERSIONS[0] in versions:
+                result.era, result.protocol_version, result.handshake, result.connect_ms = "modern", MODERN_VERSIONS[0], "server/discover", discover.ms
+            elif discover.outcome not in NAMED_STATES:
+                await _legacy_fast(client, url, limits, result, exchanges)
+    if scope.cancelled_caught:
+        result.outcome, result.detail = ProbeOutcome.timeout, f"no complete health check within {total_timeout:g} s"
+    elif result.era is None:
+        failed = next((e for e in exchanges if e.outcome in NAMED_STATES), None) or next((e for e in reversed(exchanges) if not e.ok), None)
+        result.outcome = failed.outcome if failed else ProbeOutcome.protocol_error
+        result.detail = failed.detail if failed else "neither era answered well-formed"
+        if result.outcome == ProbeOutcome.rate_limited and failed:
+            result.retry_after_s = retry_after(failed.headers.get("retry-after"))
+    result.exchanges = [e.evidence() for e in exchanges]
+    result.duration_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+async def _legacy_fast(client, url: str, limits: Limits, result: ProbeResult, exchanges: list) -> None:
+    initialize = await exchange(client, url, "initialize", {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO_RAW},
+                                request_id=2, limits=limits)
+    exchanges.append(initialize)
+    version = (initialize.response or {}).get("result", {}).get("protocolVersion") if initialize.ok else None
+    if version not in HANDSHAKE_VERSIONS:
+        return
+    session = initialize.headers.get("mcp-session-id")
+    headers = {"MCP-Protocol-Version": version, **({"Mcp-Session-Id": session} if session else {})}
+    exchanges.append(await exchange(client, url, "notifications/initialized", request_id=None, headers=headers, limits=limits))
+    ping = await exchange(client, url, "ping", {}, request_id=3, headers=headers, limits=limits)
+    exchanges.append(ping)
+    result.era, result.protocol_version, result.handshake, result.connect_ms = "legacy", version, "initialize", initialize.ms
+    if ping.ok:
+        result.ping_ms = ping.ms
+    if session:  # end the session we opened, as a client should
+        with anyio.move_on_after(limits.timeout):
+            try:
+                await client.delete(url, headers=headers)
+            except httpx.HTTPError:
+                pass
+
+
 async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
                      allow_private: bool = False) -> ProbeResult:
     """Health check: connect + handshake (+ ping in the legacy era, which has one). No lists, no tool calls."""
+    if running.transport == "streamable-http" and running.url:
+        return await raw_fast_probe(server_id, running.url, call_timeout=call_timeout, total_timeout=total_timeout, now=now,
+                                    allow_private=allow_private)
 
     async def ping(result: ProbeResult, client: Client) -> None:
         if result.era == "legacy":
             _, result.ping_ms = await _timed(client.session.send_ping)
 
-    result = await _probe("fast", server_id, running, call_timeout, total_timeout, now, ping)
-    if result.outcome != ProbeOutcome.ok and running.transport == "streamable-http" and running.url:
-        # One raw request tells a gated or rate-limited endpoint from a broken one.
-        limits = Limits(timeout=call_timeout, allow_private=allow_private)
-        with anyio.move_on_after(call_timeout * 2):
-            async with probe_client(limits) as client:
-                _named_state(result, [await exchange(client, running.url, "initialize", {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {},
-                                                                                        "clientInfo": CLIENT_INFO_RAW}, limits=limits)])
-    return result
+    return await _probe("fast", server_id, running, call_timeout, total_timeout, now, ping)
 
 
 def _record_handshake(result: ProbeResult, client: Client) -> None:
