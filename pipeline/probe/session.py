@@ -31,6 +31,7 @@ from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing
 from pipeline.probe.raw import CLIENT_INFO as CLIENT_INFO_RAW
 from pipeline.probe.raw import HANDSHAKE_VERSION, Limits, exchange, modern_meta, probe_client, retry_after
 from pipeline.probe.sandbox import Running
+from pipeline.probe.tooltext import tool_text_checks
 
 MODERN_VERSIONS = ("2026-07-28",)
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -359,6 +360,8 @@ async def _run_checks(result: ProbeResult, client: Client) -> None:
             )
         )
     await _check_unknown_tool(checks, client)
+    if result.tools is not None:
+        checks.extend(tool_text_checks(result.tools, result.instructions))
     if result.tools:
         await _check_apps(result, client)
         await _exercise_tools(result, client)
