@@ -230,3 +230,29 @@ def test_scoreboard_probe_target_prints_what_the_prober_saw(dual_server):
     data = json.loads(subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=120).stdout)
     assert data["eras"] == {"modern": True, "legacy": True, "discover": True, "header_routing": True, "list_cache_hints": True}
     assert data["http"]["auth_required"] is False and data["server_info"]["name"] == "dual-test"
+
+
+@pytest.mark.parametrize("path, outcome, words", [
+    ("/never", ProbeOutcome.timeout, "no complete answer"),
+    ("/huge", ProbeOutcome.protocol_error, "body passed"),
+    ("/flood", ProbeOutcome.protocol_error, "events without the response"),
+    ("/html", ProbeOutcome.protocol_error, "Content-Type"),
+    ("/crash", ProbeOutcome.crashed, "RemoteProtocolError"),
+    ("/loop", ProbeOutcome.http_error, "more than 3 redirects"),
+    ("/liar", ProbeOutcome.protocol_error, "1999-01-01"),
+    ("/gated", ProbeOutcome.auth_required, "WWW-Authenticate"),
+    ("/limited", ProbeOutcome.rate_limited, "Retry-After: 30"),
+])
+def test_a_full_deep_probe_of_a_hostile_server_ends_classified_within_its_bounds(zoo, path, outcome, words):
+    from datetime import datetime, timezone
+
+    from pipeline.probe.sandbox import Running
+    from pipeline.probe.session import deep_probe
+
+    started = time.monotonic()
+    result = anyio.run(lambda: deep_probe("hostile", Running(transport="streamable-http", url=zoo + path), call_timeout=1.5, total_timeout=10,
+                                          now=datetime.now(timezone.utc), allow_private=True))
+    assert result.outcome is outcome and words in result.detail, result.detail
+    assert time.monotonic() - started < 10  # the probe's total deadline; each request stops at its own 1.5 s
+    assert result.tools is None and result.invocations is None  # no SDK session was opened on a server like this
+    assert result.exchanges and result.checks[0].name == "era_negotiation" and result.checks[0].outcome == "broken"

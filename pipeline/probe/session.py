@@ -196,17 +196,42 @@ async def _probe(
 async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
                      allow_private: bool = False) -> ProbeResult:
     """Handshake in whichever era the server speaks, list everything, run the basic checks; over Streamable HTTP,
-    also negotiate both eras on the raw layer and read the endpoint's HTTP facts (`allow_private`: the URL may be
-    on loopback or a private network, for servers we started ourselves or a target the user named)."""
+    negotiate both eras on the raw layer first and read the endpoint's HTTP facts (`allow_private`: the URL may be
+    on loopback or a private network, for servers we started ourselves or a target the user named).
+
+    The SDK session is opened only when the raw layer found an era that works: a server that floods, streams
+    for ever, sends a gigabyte or lies in its handshake is classified by the bounded raw layer alone."""
+    if not (running.transport == "streamable-http" and running.url):
+        return await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
+    started = time.perf_counter()
+    observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport="streamable-http",
+                           outcome=ProbeOutcome.protocol_error)
+    negotiation = await _observe_http(observed, running.url, Limits(timeout=call_timeout, allow_private=allow_private), total_timeout)
+    if negotiation is None or negotiation.era == "broken":
+        if negotiation is None:
+            observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
+        else:
+            failed = next((e for e in negotiation.exchanges if e.outcome in NAMED_STATES), None) or next(
+                (e for e in negotiation.exchanges if not e.ok), None)
+            observed.outcome = failed.outcome if failed else ProbeOutcome.protocol_error
+            observed.detail = (failed.detail or (f"JSON-RPC error {failed.error}" if failed.error else None)) if failed else None
+            observed.detail = "; ".join(filter(None, [observed.detail, *negotiation.problems]))[:1000] or "neither era answered well-formed"
+            if observed.outcome == ProbeOutcome.rate_limited and failed:
+                observed.retry_after_s = retry_after(failed.headers.get("retry-after"))
+        observed.duration_ms = (time.perf_counter() - started) * 1000
+        return observed
     result = await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
-    if running.transport == "streamable-http" and running.url:
-        await _observe_http(result, running.url, Limits(timeout=call_timeout, allow_private=allow_private), total_timeout)
+    result.eras, result.http, result.exchanges = observed.eras, observed.http, observed.exchanges
+    result.checks[:0] = observed.checks
+    _named_state(result, negotiation.exchanges)
     return result
 
 
-async def _observe_http(result: ProbeResult, url: str, limits: Limits, total_timeout: float) -> None:
-    """Dual-era negotiation and endpoint facts from the raw layer; what the deadline cuts short stays unknown."""
+async def _observe_http(result: ProbeResult, url: str, limits: Limits, total_timeout: float):
+    """Dual-era negotiation and endpoint facts from the raw layer, into `result`; the negotiation, or None when the
+    deadline cut it short (what it cut short stays unknown)."""
     started = time.perf_counter()
+    negotiation = None
     with anyio.move_on_after(total_timeout):
         async with probe_client(limits) as client:
             negotiation = await negotiate(client, url, limits)
@@ -217,7 +242,7 @@ async def _observe_http(result: ProbeResult, url: str, limits: Limits, total_tim
                                              detail="; ".join(negotiation.problems)[:1000] or None, ms=(time.perf_counter() - started) * 1000))
             result.exchanges = [e.evidence() for e in negotiation.exchanges]
             result.http = await endpoint_facts(client, url, negotiation.exchanges[0], limits)
-            _named_state(result, negotiation.exchanges)
+    return negotiation
 
 
 # Outcomes the SDK flattens into "Server returned an error response" but that are states with names, not "down".
