@@ -211,8 +211,10 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
         if negotiation is None:
             observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
         else:
-            failed = next((e for e in negotiation.exchanges if e.outcome in NAMED_STATES), None) or next(
-                (e for e in negotiation.exchanges if not e.ok), None)
+            exchanges = negotiation.exchanges  # a gate or limit first, then a transport failure, then the last refusal
+            failed = (next((e for e in exchanges if e.outcome in NAMED_STATES), None)
+                      or next((e for e in reversed(exchanges) if e.failure is not None), None)
+                      or next((e for e in reversed(exchanges) if not e.ok), None))
             observed.outcome = failed.outcome if failed else ProbeOutcome.protocol_error
             observed.detail = (failed.detail or (f"JSON-RPC error {failed.error}" if failed.error else None)) if failed else None
             observed.detail = "; ".join(filter(None, [observed.detail, *negotiation.problems]))[:1000] or "neither era answered well-formed"

@@ -1,0 +1,207 @@
+"""RepoFetchers: bring a server's source to analyse. Here: the package installed from its registry.
+
+A GitHub fetcher (API + tarball) slots in behind the same interface.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from email.parser import Parser
+from pathlib import Path
+from typing import Protocol
+
+from pipeline.models import Server
+
+MAX_TEXT = 200_000  # bytes of any one text file read for analysis
+MAX_FILES = 5_000  # files listed from one source tree
+
+
+@dataclass
+class SourceTree:
+    """What a fetcher brings back: the file list, the manifest and the documents that matter."""
+
+    fetcher: str
+    ref: str | None  # version or commit
+    files: list[str] = field(default_factory=list)  # relative paths
+    manifest: dict = field(default_factory=dict)  # package.json, or PyPI core metadata as a dict
+    manifest_kind: str = ""  # "package.json" | "pypi-metadata"
+    readme: str | None = None
+    license_text: str | None = None
+    dependencies: dict[str, str] = field(default_factory=dict)  # name -> version spec
+    installed_versions: dict[str, str] = field(default_factory=dict)  # resolved versions of key deps
+
+
+class FetchFailed(Exception):
+    pass
+
+
+class RepoFetcher(Protocol):
+    name: str
+
+    def fetch(self, server: Server) -> SourceTree: ...
+
+
+class InstalledPackageFetcher:
+    """Reads a local-catalog server's package where the installer put it."""
+
+    name = "installed-package"
+
+    def __init__(self, cache_dir: Path) -> None:
+        self.cache_dir = Path(cache_dir)
+
+    def fetch(self, server: Server) -> SourceTree:
+        launch = server.launch
+        if launch is None:
+            raise FetchFailed("no installed package: this server is not started from a package")
+        if launch.registry == "npm":
+            return self._npm(launch.package)
+        return self._pypi(launch.package)
+
+    def _npm(self, package: str) -> SourceTree:
+        modules = self.cache_dir / "npm" / "node_modules"
+        root = modules / package
+        manifest_path = root / "package.json"
+        if not manifest_path.exists():
+            raise FetchFailed(f"{package} is not installed in the cache (run the probe stage first)")
+        manifest = json.loads(_read(manifest_path) or "{}")
+        files = _list_files(root)
+        deps = {**manifest.get("dependencies", {})}
+        installed = {}
+        for dep in ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server"):
+            for candidate in (root / "node_modules" / dep / "package.json", modules / dep / "package.json"):
+                if candidate.exists():
+                    installed[dep] = json.loads(_read(candidate) or "{}").get("version", "")
+                    break
+        return SourceTree(
+            fetcher=self.name,
+            ref=manifest.get("version"),
+            files=files,
+            manifest=manifest,
+            manifest_kind="package.json",
+            readme=_first_text(root, files, ("README.md", "README", "readme.md")),
+            license_text=_first_text(root, files, ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")),
+            dependencies=deps,
+            installed_versions=installed,
+        )
+
+    def _pypi(self, package: str) -> SourceTree:
+        site = next((self.cache_dir / "pypi").glob(f"{_safe(package)}/venv/lib/python*/site-packages"), None)
+        if site is None:
+            raise FetchFailed(f"{package} is not installed in the cache (run the probe stage first)")
+        normalized = package.replace("-", "_").lower()
+        dist = next((d for d in site.glob("*.dist-info") if d.name.lower().startswith(normalized + "-")), None)
+        if dist is None:
+            raise FetchFailed(f"{package}: no installed distribution metadata found")
+        message = Parser().parsestr(_read(dist / "METADATA") or "")
+        manifest = {key.lower(): value for key, value in message.items() if key not in ("Classifier", "Requires-Dist", "Project-URL")}
+        manifest["classifiers"] = message.get_all("Classifier") or []
+        manifest["project_urls"] = message.get_all("Project-URL") or []
+        requires = message.get_all("Requires-Dist") or []
+        deps = dict(split_requirement(r) for r in requires)
+        installed = {}
+        for dist_info in site.glob("mcp-*.dist-info"):
+            installed["mcp"] = dist_info.name[len("mcp-"): -len(".dist-info")]
+        record = _read(dist / "RECORD") or ""
+        files = sorted({line.split(",")[0] for line in record.splitlines() if line and not line.startswith("..")})[:MAX_FILES]
+        return SourceTree(
+            fetcher=self.name,
+            ref=message.get("Version"),
+            files=files,
+            manifest=manifest,
+            manifest_kind="pypi-metadata",
+            readme=message.get_payload() or None,
+            license_text=_first_text(dist, _list_files(dist), ("LICENSE", "LICENSE.txt", "LICENSE.md", "licenses/LICENSE")),
+            dependencies=deps,
+            installed_versions=installed,
+        )
+
+
+def split_requirement(requirement: str) -> tuple[str, str]:
+    """'mcp[cli]>=2.3,<3; python_version>"3.9"' -> ('mcp', '>=2.3,<3'): the name and its version spec."""
+    text = requirement.split(";")[0].strip()
+    name = text.split("[")[0]
+    for separator in ("<", ">", "=", "!", "~", " "):
+        name = name.split(separator)[0]
+    spec = text[len(name):].strip()
+    if spec.startswith("["):
+        spec = spec[spec.find("]") + 1:].strip()
+    return name.strip().lower(), spec
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(MAX_TEXT).decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def _list_files(root: Path) -> list[str]:
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in ("node_modules", ".git", "__pycache__"))
+        for name in sorted(filenames):
+            found.append(str(Path(dirpath, name).relative_to(root)))
+            if len(found) >= MAX_FILES:
+                return found
+    return found
+
+
+def _first_text(root: Path, files: list[str], names: tuple[str, ...]) -> str | None:
+    lowered = {f.lower(): f for f in files}
+    for name in names:
+        if name.lower() in lowered:
+            return _read(root / lowered[name.lower()])
+    return None
+
+
+class LocalDirectoryFetcher:
+    """Reads a source checkout on disk (`scoreboard check --source DIR`)."""
+
+    name = "local-directory"
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def fetch(self, server: Server | None = None) -> SourceTree:
+        if not self.root.is_dir():
+            raise FetchFailed(f"{self.root}: not a directory")
+        files = _list_files(self.root)
+        manifest: dict = {}
+        kind = ""
+        deps: dict[str, str] = {}
+        if (self.root / "package.json").exists():
+            manifest = json.loads(_read(self.root / "package.json") or "{}")
+            kind = "package.json"
+            deps = {**manifest.get("dependencies", {})}
+        elif (self.root / "pyproject.toml").exists():
+            import tomllib
+
+            document = tomllib.loads(_read(self.root / "pyproject.toml") or "")
+            project = document.get("project", {})
+            license_field = project.get("license")
+            manifest = {
+                "name": project.get("name"),
+                "summary": project.get("description"),
+                "license": license_field.get("text") if isinstance(license_field, dict) else license_field,
+                "classifiers": project.get("classifiers", []),
+                "project_urls": [f"{k}, {v}" for k, v in (project.get("urls") or {}).items()],
+            }
+            kind = "pypi-metadata"
+            deps = dict(split_requirement(r) for r in project.get("dependencies", []))
+        return SourceTree(
+            fetcher=self.name,
+            ref=manifest.get("version"),
+            files=files,
+            manifest=manifest,
+            manifest_kind=kind,
+            readme=_first_text(self.root, files, ("README.md", "README.rst", "README", "readme.md")),
+            license_text=_first_text(self.root, files, ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")),
+            dependencies=deps,
+        )

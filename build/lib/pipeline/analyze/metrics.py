@@ -1,0 +1,221 @@
+"""Seed 000's repository sub-metrics, computed purely from a fetched SourceTree.
+
+Each metric returns its 0–100 value with the signals behind it, or None when the tree cannot
+show it (a published package carries no commit history, releases or CI files): "not measured"
+is not zero.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pipeline.analyze.fetch import SourceTree
+
+# SPDX identifiers we recognise as standard licenses (score 100).
+SPDX = {
+    "mit", "apache-2.0", "bsd-2-clause", "bsd-3-clause", "isc", "mpl-2.0", "gpl-2.0", "gpl-3.0",
+    "gpl-2.0-only", "gpl-3.0-only", "gpl-2.0-or-later", "gpl-3.0-or-later", "lgpl-2.1", "lgpl-3.0",
+    "lgpl-2.1-only", "lgpl-3.0-only", "agpl-3.0", "agpl-3.0-only", "agpl-3.0-or-later", "unlicense",
+    "cc0-1.0", "0bsd", "epl-2.0", "zlib", "bsl-1.0", "artistic-2.0",
+}
+# Licenses identified by name but not as an SPDX id (score 70).
+NAMED_LICENSES = {
+    "mit license": "MIT", "apache license 2.0": "Apache-2.0", "apache software license": "Apache-2.0",
+    "bsd license": "BSD", "gnu general public license v3 (gplv3)": "GPL-3.0",
+}
+ACTION_WORDS = re.compile(
+    r"\b(provides?|enables?|allows?|lets?|gets?|fetch(es)?|reads?|writes?|search(es)?|lists?|creates?|manages?|"
+    r"converts?|queries|query|retrieves?|exposes?|gives?|connects?|stores?|runs?)\b",
+    re.I,
+)
+USAGE_HEADING = re.compile(r"^#+\s*(usage|installation|install|configuration|getting started|quick ?start|setup)\b", re.I | re.M)
+SDK_PACKAGES = ("mcp", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server")
+
+
+def _has(files: list[str], *names: str) -> bool:
+    lowered = [f.lower() for f in files]
+    return any(f == n or f.startswith(n) or f.split("/")[-1].startswith(n) for f in lowered for n in names)
+
+
+def _has_dir(files: list[str], name: str) -> bool:
+    return any(f.lower().startswith(name + "/") or f"/{name}/" in f.lower() for f in files)
+
+
+def documentation_coverage(tree: SourceTree) -> dict[str, Any]:
+    """README +25, CHANGELOG +15, examples/ +15, CONTRIBUTING +10, LICENSE +10, docs/ +7,
+    SECURITY +3, CODE_OF_CONDUCT +3, namespace match +7, installable package +5 (seed 000)."""
+    signals = {
+        "readme": (bool(tree.readme and tree.readme.strip()), 25),
+        "changelog": (_has(tree.files, "changelog", "changes", "history.md"), 15),
+        "examples": (_has_dir(tree.files, "examples") or _has_dir(tree.files, "example"), 15),
+        "contributing": (_has(tree.files, "contributing"), 10),
+        "license_file": (bool(tree.license_text) or _has(tree.files, "license", "copying"), 10),
+        "docs_dir": (_has_dir(tree.files, "docs"), 7),
+        "security": (_has(tree.files, "security.md"), 3),
+        "code_of_conduct": (_has(tree.files, "code_of_conduct"), 3),
+        "namespace_match": (_namespace_match(tree), 7),
+        "installable": (tree.manifest_kind in ("package.json", "pypi-metadata"), 5),
+    }
+    return {
+        "value": min(100, sum(points for present, points in signals.values() if present)),
+        "signals": {name: present for name, (present, _) in signals.items()},
+    }
+
+
+def _namespace_match(tree: SourceTree) -> bool:
+    """The published name claims the namespace its repository lives in (mcpName / mcp-name)."""
+    declared = tree.manifest.get("mcpName") or _mcp_name_in_readme(tree.readme)
+    repo = _repository_url(tree) or ""
+    match = re.match(r"io\.github\.([^/]+)/", declared or "")
+    return bool(match and f"github.com/{match.group(1).lower()}/" in repo.lower())
+
+
+def _mcp_name_in_readme(readme: str | None) -> str | None:
+    match = re.search(r"mcp-name:\s*([\w.\-/]+)", readme or "")
+    return match.group(1) if match else None
+
+
+def _repository_url(tree: SourceTree) -> str | None:
+    repo = tree.manifest.get("repository")
+    if isinstance(repo, dict):
+        return repo.get("url")
+    if isinstance(repo, str):
+        return repo
+    for entry in tree.manifest.get("project_urls", []):
+        label, _, url = entry.partition(",")
+        if label.strip().lower() in ("repository", "source", "source code", "homepage"):
+            return url.strip()
+    return None
+
+
+def description_quality(description: str | None, readme: str | None) -> dict[str, Any]:
+    """Seed 000: repo description length and action words; README length, headings, code, usage.
+
+    Split 40 (description) / 60 (README); the seed names the signals, not their points.
+    """
+    text = (description or "").strip()
+    body = readme or ""
+    desc_points = 0
+    if len(text) >= 20:
+        desc_points += 15
+    if len(text) >= 60:
+        desc_points += 10
+    if ACTION_WORDS.search(text):
+        desc_points += 15
+    headings = len(re.findall(r"^#{1,6}\s+\S", body, re.M))
+    code_blocks = body.count("```") // 2
+    readme_points = 0
+    readme_points += 20 if len(body) >= 1500 else 10 if len(body) >= 300 else 0
+    readme_points += 15 if headings >= 3 else 5 if headings >= 1 else 0
+    readme_points += 15 if code_blocks >= 1 else 0
+    readme_points += 10 if USAGE_HEADING.search(body) else 0
+    return {
+        "value": desc_points + readme_points,
+        "signals": {
+            "description_chars": len(text),
+            "action_word": bool(ACTION_WORDS.search(text)),
+            "readme_chars": len(body),
+            "headings": headings,
+            "code_blocks": code_blocks,
+            "usage_section": bool(USAGE_HEADING.search(body)),
+        },
+    }
+
+
+def license_clarity(tree: SourceTree) -> dict[str, Any]:
+    """Known SPDX license 100; identified but non-standard 70; custom 40; none 0 (seed 000)."""
+    declared = (
+        tree.manifest.get("license-expression")
+        or tree.manifest.get("license")
+        or _license_from_classifiers(tree.manifest.get("classifiers", []))
+    )
+    if isinstance(declared, dict):  # old package.json form {"type": "MIT"}
+        declared = declared.get("type")
+    declared = (declared or "").strip()
+    if declared and all(part.strip().lower() in SPDX for part in re.split(r"\s+(?:OR|AND)\s+|[()]", declared) if part.strip()):
+        return {"value": 100, "license": declared, "kind": "spdx"}
+    if declared.lower() in NAMED_LICENSES:
+        return {"value": 70, "license": NAMED_LICENSES[declared.lower()], "kind": "named"}
+    if declared.upper().startswith("SEE LICENSE IN") or (declared and len(declared) > 40):
+        return {"value": 40, "license": declared[:80], "kind": "custom"}
+    if tree.license_text:
+        first = tree.license_text.strip().splitlines()[0].strip().lower() if tree.license_text.strip() else ""
+        for name, spdx in NAMED_LICENSES.items():
+            if name in first:
+                return {"value": 70, "license": spdx, "kind": "named"}
+        return {"value": 40, "license": "custom", "kind": "custom"}
+    if declared:
+        return {"value": 70, "license": declared, "kind": "named"}
+    return {"value": 0, "license": None, "kind": "none"}
+
+
+def _license_from_classifiers(classifiers: list[str]) -> str | None:
+    for classifier in classifiers:
+        if classifier.startswith("License :: OSI Approved :: "):
+            name = classifier.rsplit("::", 1)[1].strip().lower()
+            return NAMED_LICENSES.get(name, name)
+    return None
+
+
+def dependency_health(tree: SourceTree) -> dict[str, Any]:
+    """Manifest +30, lock file +25, CI/CD +20, Renovate/Dependabot +25 (seed 000).
+
+    A published package shows only its manifest; lock file, CI and automation live in the
+    repository, so from a package this metric is measured on the manifest alone and says so.
+    """
+    signals = {
+        "manifest": bool(tree.manifest_kind),
+        "lock_file": _has(tree.files, "package-lock.json", "uv.lock", "poetry.lock", "pnpm-lock.yaml", "yarn.lock"),
+        "ci": _has_dir(tree.files, ".github/workflows") or _has(tree.files, ".gitlab-ci.yml"),
+        "automation": _has(tree.files, ".github/dependabot.yml", "renovate.json"),
+    }
+    points = {"manifest": 30, "lock_file": 25, "ci": 20, "automation": 25}
+    return {
+        "value": sum(points[k] for k, present in signals.items() if present),
+        "signals": signals,
+        "scope": "package" if tree.fetcher == "installed-package" else "repository",
+    }
+
+
+def spec_version(tree: SourceTree) -> dict[str, Any]:
+    """Map the MCP SDK the server depends on to the spec revision it implements.
+
+    Seed 000's table: SDK < 1.1.0 → 2024-11-05; 1.1.x–1.5.x → 2025-06-18; ≥ 1.6.0 → 2025-11-25.
+    Extended (ours): the Python SDK 2.x and the TypeScript SDK v2 speak 2026-07-28.
+    """
+    for package in SDK_PACKAGES:
+        version = tree.installed_versions.get(package) or _lowest_version(tree.dependencies.get(package, ""))
+        if not version:
+            continue
+        parts = [int(p) for p in re.findall(r"\d+", version)[:3]] + [0, 0, 0]
+        major, minor = parts[0], parts[1]
+        if package == "@modelcontextprotocol/server" or major >= 2:
+            spec = "2026-07-28"
+        elif (major, minor) < (1, 1):
+            spec = "2024-11-05"
+        elif (major, minor) < (1, 6):
+            spec = "2025-06-18"
+        else:
+            spec = "2025-11-25"
+        return {"value": spec, "sdk": package, "sdk_version": version}
+    return {"value": None, "sdk": None, "sdk_version": None}
+
+
+def _lowest_version(spec: str) -> str | None:
+    match = re.search(r"\d+(?:\.\d+){0,2}", spec or "")
+    return match.group(0) if match else None
+
+
+def analyze_tree(tree: SourceTree, description: str | None) -> dict[str, Any]:
+    """All sub-metrics that a source tree can show. Maintenance pulse and version hygiene need
+    repository history (commits, releases), which a package does not carry: recorded as None."""
+    return {
+        "documentation_coverage": documentation_coverage(tree),
+        "description_quality": description_quality(description, tree.readme),
+        "license_clarity": license_clarity(tree),
+        "dependency_health": dependency_health(tree),
+        "maintenance_pulse": None,
+        "version_hygiene": None,
+        "spec_version": spec_version(tree),
+    }

@@ -1,0 +1,143 @@
+"""`scoreboard check`: probe one server (and optionally its source), score it under all four
+rubrics and explain every point, for server authors and their CI. Nothing is stored."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import AsyncIterator
+
+import anyio
+
+from pipeline.analyze import analyze_server
+from pipeline.analyze.fetch import LocalDirectoryFetcher
+from pipeline.config import Settings
+from pipeline.db import content_hash
+from pipeline.models import ProbeResult, ScoreCard, Server
+from pipeline.probe.sandbox import Running, scrubbed_environment
+from pipeline.probe.session import deep_probe
+from pipeline.score import score_all
+from pipeline.score.facts import Facts, RunRow, Snapshot
+
+
+def target_server(url: str | None, command: list[str] | None, now: datetime) -> Server:
+    if url:
+        transport = "sse" if url.rstrip("/").endswith("/sse") else "streamable-http"
+        return Server(id="check", name=url, transport=transport, remote_url=url, first_seen_at=now, last_seen_at=now)
+    return Server(id="check", name=" ".join(command or []), transport="stdio", first_seen_at=now, last_seen_at=now)
+
+
+@asynccontextmanager
+async def _stdio(command: list[str], extra_env: dict[str, str]) -> AsyncIterator[Running]:
+    scratch = Path(tempfile.mkdtemp(prefix="scoreboard-check-"))
+    errlog = (scratch / "stderr.log").open("w", encoding="utf-8")
+    try:
+        # The author's own command: keep PATH and HOME so their toolchain works; nothing else leaks.
+        env = scrubbed_environment(tuple(os.environ.get("PATH", "").split(os.pathsep)), Path.home())
+        env.update(extra_env)
+        yield Running(transport="stdio", command=command[0], args=tuple(command[1:]), env=env, cwd=Path.cwd(), errlog=errlog,
+                      stderr_path=scratch / "stderr.log")
+    finally:
+        errlog.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+async def _probe(server: Server, command: list[str] | None, extra_env: dict[str, str], settings: Settings, now: datetime) -> ProbeResult:
+    if command:
+        async with _stdio(command, extra_env) as running:
+            result = await deep_probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=settings.probe_timeout, now=now)
+            result.stderr_tail = running.stderr_tail(4000)
+            return result
+    running = Running(transport=server.transport, url=server.remote_url)
+    # A URL the author names may be on localhost: checking one's own server before publishing it is the point.
+    return await deep_probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=settings.probe_timeout, now=now,
+                            allow_private=True)
+
+
+def probe_target(url: str | None, command: list[str] | None, settings: Settings, now: datetime) -> ProbeResult:
+    """`scoreboard probe TARGET`: one deep probe of a server that need not be in the catalog; nothing is stored."""
+    return anyio.run(_probe, target_server(url, command, now), command, {}, settings, now)
+
+
+def render_probe(probe: ProbeResult) -> str:
+    """What the prober saw, for a person: handshake, eras, endpoint facts, lists and every check."""
+    lines = [f"outcome: {probe.outcome.value}" + (f" ({probe.detail})" if probe.detail else "") + f"; {probe.duration_ms:.0f} ms"]
+    if probe.reachable:
+        lines.append(f"protocol: {probe.era} {probe.protocol_version} via {probe.handshake}; connect {probe.connect_ms:.0f} ms"
+                     + (f", ping {probe.ping_ms:.0f} ms" if probe.ping_ms is not None else ""))
+    info = probe.server_info or {}
+    if info:
+        shown = ", ".join(f"{k} {info[k]!r}" for k in ("name", "title", "version", "description", "websiteUrl") if info.get(k))
+        icons = info.get("icons") or []
+        lines.append(f"server: {shown}" + (f"; {len(icons)} icons ({', '.join(str(i.get('mimeType')) for i in icons[:4])})" if icons else ""))
+    if probe.instructions:
+        lines.append(f"instructions: {len(probe.instructions)} chars: {probe.instructions[:160]!r}")
+    if probe.capabilities is not None:
+        lines.append(f"capabilities: {', '.join(sorted(probe.capabilities)) or 'none'}")
+    if probe.eras is not None:
+        e = probe.eras
+        lines.append(f"eras: modern {_yes(e.modern)}, legacy {_yes(e.legacy)}; header routing {_yes(e.header_routing)}, list cache hints {_yes(e.list_cache_hints)}")
+    if probe.http is not None:
+        h = probe.http
+        lines.append(f"endpoint: TLS {h.tls_version or '–'} (certificate {_yes(h.cert_valid)}), HSTS {_yes(h.hsts)}, auth required {_yes(h.auth_required)}"
+                     f" (protected-resource metadata {_yes(h.protected_resource_metadata)}, authorization-server metadata {_yes(h.authorization_server_metadata)}),"
+                     f" server card {_yes(h.server_card)}, HTML setup page {_yes(h.html_setup_page)}")
+    for name in ("tools", "resources", "resource_templates", "prompts"):
+        items = getattr(probe, name)
+        if items is not None:
+            names = [str(i.get("name") or i.get("uri") or i.get("uriTemplate")) for i in items]
+            lines.append(f"{name.replace('_', ' ')}: {len(items)}" + (f": {', '.join(names[:12])}" + (" …" if len(names) > 12 else "") if names else ""))
+    for check in probe.checks:
+        state = "pass" if check.passed else "fail" if check.passed is False else "info"
+        lines.append(f"  check {check.name}: {check.outcome} [{state}]" + (f" — {check.detail[:200]}" if check.detail else ""))
+    if probe.stderr_tail:
+        lines.append(f"stderr (last lines): {probe.stderr_tail[-400:]!r}")
+    return "\n".join(lines)
+
+
+def _yes(value: bool | None) -> str:
+    return "–" if value is None else "yes" if value else "no"
+
+
+def run_check(url: str | None, command: list[str] | None, source: Path | None, extra_env: dict[str, str], settings: Settings,
+              now: datetime) -> tuple[ProbeResult, list[ScoreCard]]:
+    server = target_server(url, command, now)
+    probe = anyio.run(_probe, server, command, extra_env, settings, now)
+    analysis = analyze_server(server, LocalDirectoryFetcher(source), now) if source else None
+    if analysis and analysis.description and not server.description:
+        server = server.model_copy(update={"description": analysis.description, "repository": "local"})
+    facts = Facts(server=server, now=now, probe=probe, probe_ref="this probe", analysis=analysis, analysis_ref="--source" if analysis else None)
+    facts.runs = [RunRow(probe.kind, probe.started_at, probe.outcome.value, probe.connect_ms, len(probe.tools) if probe.tools is not None else None, probe.invocations)]
+    if probe.tools is not None:
+        facts.snapshots = [Snapshot(now, content_hash(probe.tools), probe.tools)]
+    return probe, score_all(facts)
+
+
+def render_text(probe: ProbeResult, cards: list[ScoreCard]) -> str:
+    lines = [f"probe: {probe.outcome.value}" + (f" ({probe.detail})" if probe.detail else "")]
+    if probe.reachable:
+        lines.append(f"  {probe.era} {probe.protocol_version} via {probe.handshake}, {len(probe.tools or [])} tools, connect {probe.connect_ms:.0f} ms")
+    for card in cards:
+        value = "–" if card.composite is None else f"{card.composite:.1f}"
+        grade = f" {card.grade}" if card.grade else ""
+        lines += ["", f"{card.rubric}: {value}{grade} ({card.visibility}, {card.dimension_indicator})"]
+        if card.flags:
+            lines += [f"  flag {f.label} [{f.severity}]: {f.reason}" for f in card.flags]
+        for extra in ("rank_score", "status", "spec_readiness"):
+            if card.extra.get(extra) is not None:
+                lines.append(f"  {extra.replace('_', ' ')}: {card.extra[extra]}")
+        for dim in card.dimensions:
+            shown = "–" if dim.score is None else f"{dim.score:.1f}"
+            lines.append(f"  {dim.label}: {shown} [{dim.status.replace('_', ' ')}]")
+            for r in (r for r in card.rules if r.dimension == dim.name):
+                points = f"{r.points:g}/{r.max_points:g}" if r.measured else "not measured"
+                lines.append(f"    {r.rule}: {points} — {r.reason}")
+        gains = sorted((r for r in card.rules if r.how_to_gain), key=lambda r: r.points - r.max_points)
+        if gains:
+            lines.append("  how to gain points:")
+            lines += [f"    - {r.rule}: {r.how_to_gain}" for r in gains]
+    return "\n".join(lines)

@@ -1,0 +1,379 @@
+"""`scoreboard`: one command per stage. The only place real clients are constructed."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import click
+import httpx
+from sqlite_utils import Database
+
+from pipeline import db as store
+from pipeline.analyze import run_analyze
+from pipeline.analyze.fetch import InstalledPackageFetcher
+from pipeline.config import Settings
+from pipeline.discover import SnapshotDownloads, online_sources, run_discover, snapshot_sources
+from pipeline.discover.downloads import DownloadCounter
+from pipeline.discover.http import USER_AGENT, SourceHTTP
+from pipeline.discover.local import DEFAULT_CATALOG, LocalCatalogSource
+from pipeline.judge import OfflineJudge, run_judge
+from pipeline.models import StageReport
+from pipeline.monitor import run_monitor
+from pipeline.probe import run_probe
+from pipeline.probe.install import Installer
+from pipeline.render import run_build
+from pipeline.score import run_score
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _open(settings: Settings) -> Database:
+    try:
+        return store.open_db(settings.db_path)
+    except store.ScoreboardDatabaseError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageReport]) -> StageReport:
+    """Run one stage with its `runs` row; always end with one summary line."""
+    run_id = store.start_run(db, name, args, utcnow())
+    try:
+        report = body(run_id)
+    except KeyboardInterrupt:
+        report = StageReport(stage=name, interrupted=True)
+    except Exception as exc:
+        store.fail_run(db, run_id, f"{type(exc).__name__}: {exc}", utcnow())
+        raise
+    store.finish_run(db, run_id, report, utcnow())
+    click.echo(report.summary_line())
+    if report.interrupted:
+        raise Interrupted(name)
+    return report
+
+
+def _servers(db: Database, ids: tuple[str, ...]):
+    servers = store.active_servers(db, ids or None)
+    missing = set(ids) - {s.id for s in servers}
+    if missing:
+        raise click.ClickException(f"no active server with id: {', '.join(sorted(missing))}")
+    return servers
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", "db_path", type=click.Path(path_type=Path), envvar="SCOREBOARD_DB", help="Database file (default data/scoreboard.db).")
+@click.option("--cache", "cache_dir", type=click.Path(path_type=Path), envvar="SCOREBOARD_CACHE", help="Where local servers are installed.")
+@click.pass_context
+def cli(ctx: click.Context, db_path: Path | None, cache_dir: Path | None) -> None:
+    """MCP Scoreboard: discover, examine, score and publish MCP servers."""
+    ctx.obj = Settings.from_env(db_path=db_path, cache_dir=cache_dir)
+
+
+def pass_settings(command: Callable) -> Callable:
+    """Hand a command the Settings; `--db` and `--cache` are accepted after the command name too."""
+
+    @click.option("--db", "db_override", type=click.Path(path_type=Path), help="Database file (default data/scoreboard.db).")
+    @click.option("--cache", "cache_override", type=click.Path(path_type=Path), help="Where local servers are installed.")
+    @click.pass_obj
+    @functools.wraps(command)
+    def with_settings(settings: Settings, db_override: Path | None, cache_override: Path | None, **kwargs):
+        updates = {k: v for k, v in {"db_path": db_override, "cache_dir": cache_override}.items() if v}
+        return command(settings.model_copy(update=updates), **kwargs)
+
+    return with_settings
+server_option = click.option("--server", "server_ids", multiple=True, help="Only this server id (repeatable).")
+
+
+@cli.command()
+@click.option("--catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=DEFAULT_CATALOG, show_default="embedded local catalog")
+@click.option("--from-snapshot", "snapshot", type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="Read saved source payloads from DIR/<source>/ (official-registry, awesome-mcp-servers, glama, pulsemcp, github-topics, "
+                   "smithery, best-of-mcp-servers, docker-mcp-catalog; npm-pypi-downloads for download counts).")
+@click.option("--online", is_flag=True, help="Fetch the eight sources live (credentials from GITHUB_TOKEN, SMITHERY_API_KEY, PULSEMCP_API_KEY, …).")
+@click.option("--sources", "source_names", help="Comma-separated sources to read (default: every one available, plus `local`).")
+@pass_settings
+def discover(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, source_names: str | None) -> None:
+    """Read the sources and merge their servers into the catalog (the embedded local catalog by default)."""
+    if snapshot and online:
+        raise click.UsageError("--from-snapshot and --online are alternatives")
+    names = [n.strip() for n in source_names.split(",") if n.strip()] if source_names else None
+    db = _open(settings)
+    with httpx.Client(timeout=httpx.Timeout(60.0, connect=15.0), follow_redirects=True, max_redirects=5) as client:
+        http = SourceHTTP(client, user_agent=f"{USER_AGENT} (+{settings.site_url})")
+        try:
+            sources, downloads = _discovery_sources(settings, catalog, snapshot, online, names, http)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from exc
+        args = {"catalog": str(catalog), "snapshot": str(snapshot) if snapshot else None, "online": online, "sources": [s.name for s in sources]}
+        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow()))
+
+
+def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, names: list[str] | None, http: SourceHTTP):
+    """The sources a discover run reads, and where download counts come from (if anywhere)."""
+    remote_names = [n for n in names if n != "local"] if names else None
+    sources: list = []
+    if names is None or "local" in names:
+        sources.append(LocalCatalogSource(catalog))
+    downloads = None
+    if snapshot is not None:
+        if remote_names != []:
+            sources += snapshot_sources(snapshot, remote_names)
+        if (snapshot / "npm-pypi-downloads").is_dir():
+            downloads = SnapshotDownloads(snapshot / "npm-pypi-downloads")
+    elif online:
+        if remote_names != []:
+            sources += online_sources(http, settings, remote_names)
+        if settings.npm_downloads_api or settings.pypi_stats_api:
+            downloads = DownloadCounter(http, settings.npm_downloads_api, settings.pypi_stats_api)
+    elif remote_names:
+        raise ValueError("--sources other than `local` need --from-snapshot DIR or --online")
+    return sources, downloads
+
+
+@cli.command()
+@server_option
+@pass_settings
+def analyze(settings: Settings, server_ids: tuple[str, ...]) -> None:
+    """Analyse each server's source (for local servers: the installed package)."""
+    db = _open(settings)
+    _analyze(db, settings, server_ids)
+
+
+def _install(settings: Settings, specs: list) -> dict:
+    """Install local servers' packages (cached ones are kept), with a start and a summary line."""
+    if not specs:
+        return {}
+    started = time.monotonic()
+    click.echo(f"[install] {len(specs)} local servers' packages into {settings.cache_dir} (already installed ones are kept)", err=True)
+    results = Installer(settings.cache_dir, settings.install_timeout).install(specs)
+    failed = sorted(k for k, v in results.items() if not v.ok)
+    click.echo(f"install done: installed {len(results) - len(failed)}, failed {len(failed)}; {time.monotonic() - started:.1f}s")
+    for key in failed:
+        click.echo(f"  {key}: {results[key].error}", err=True)
+    return results
+
+
+def _analyze(db: Database, settings: Settings, server_ids: tuple[str, ...]) -> None:
+    servers = _servers(db, server_ids)
+    fetcher = InstalledPackageFetcher(settings.cache_dir)
+    _install(settings, [s.launch for s in servers if s.launch])
+    _stage(db, "analyze", {"servers": list(server_ids)}, lambda _: run_analyze(db, servers=servers, fetcher=fetcher, now=utcnow()))
+
+
+@cli.command()
+@click.argument("target", required=False)
+@server_option
+@click.option("--stdio", "stdio_command", help='Probe one local server started by this command, e.g. --stdio "python server.py".')
+@click.option("--json", "as_json", is_flag=True, help="With TARGET or --stdio: print the full evidence as JSON.")
+@click.option("--concurrency", type=int, help="Servers probed at once.")
+@click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")
+@pass_settings
+def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], stdio_command: str | None, as_json: bool,
+          concurrency: int | None, call_timeout: float | None) -> None:
+    """Deep-probe each catalog server live: handshake, lists, basic checks.
+
+    With TARGET (an MCP URL) or --stdio COMMAND: probe that one server, which need not be in the catalog,
+    store nothing, and print what the prober saw.
+    """
+    settings = settings.model_copy(update={k: v for k, v in {"concurrency": concurrency, "call_timeout": call_timeout}.items() if v})
+    if target or stdio_command:
+        import json
+        import shlex
+
+        from pipeline.check import probe_target, render_probe
+
+        if target and stdio_command:
+            raise click.UsageError("give either TARGET or --stdio COMMAND")
+        seen = probe_target(target, shlex.split(stdio_command) if stdio_command else None, settings, utcnow())
+        click.echo(json.dumps(seen.model_dump(mode="json"), indent=2, sort_keys=True) if as_json else render_probe(seen))
+        return
+    _probe(_open(settings), settings, server_ids, "deep")
+
+
+def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str) -> None:
+    servers = _servers(db, server_ids)
+    installer = Installer(settings.cache_dir, settings.install_timeout)
+    run = run_probe if kind == "deep" else run_monitor
+    stage = "probe" if kind == "deep" else "monitor"
+    _stage(db, stage, {"servers": list(server_ids)}, lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+
+
+@cli.command()
+@server_option
+@pass_settings
+def monitor(settings: Settings, server_ids: tuple[str, ...]) -> None:
+    """Fast-probe each server (connect, handshake, ping) for reliability."""
+    _probe(_open(settings), settings, server_ids, "fast")
+
+
+@cli.command()
+@server_option
+@pass_settings
+def judge(settings: Settings, server_ids: tuple[str, ...]) -> None:
+    """Rate tool schemas for interpretability (offline judge unless LLM keys are configured)."""
+    db = _open(settings)
+    servers = _servers(db, server_ids)
+    _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
+
+
+@cli.command()
+@pass_settings
+def score(settings: Settings) -> None:
+    """Rescore every active server from stored evidence (no network)."""
+    db = _open(settings)
+    servers = store.active_servers(db)
+    _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
+
+
+@cli.command()
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Output directory (default _site/).")
+@pass_settings
+def build(settings: Settings, site_dir: Path | None) -> None:
+    """Render the database into the static site."""
+    db = _open(settings)
+    target = site_dir or settings.site_dir
+    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, site_dir=target, now=utcnow(), site_url=settings.site_url, datasette_url=settings.datasette_url))
+    click.echo(f"site written to {target}/index.html")
+
+
+@cli.command()
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Site directory (default _site/).")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port of the static site.")
+@click.option("--datasette-port", type=int, default=8001, show_default=True)
+@pass_settings
+def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: int) -> None:
+    """Serve the static site and Datasette over the database on localhost."""
+    from pipeline import serve as serving
+
+    _open(settings).close()
+    target = site_dir or settings.site_dir
+    if not (target / "index.html").exists():
+        raise click.ClickException(f"{target}/index.html does not exist: run `scoreboard build` first")
+    try:
+        handle = serving.start(target, settings.db_path, port, datasette_port)
+    except (OSError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"site:      {handle.site_url}", err=False)
+    click.echo(f"datasette: {handle.datasette_url}")
+    click.echo("press Ctrl-C to stop")
+    sys.stdout.flush()
+    try:
+        import threading
+
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        handle.stop()
+
+
+@cli.command()
+@click.argument("url", required=False)
+@click.option("--stdio", "stdio_command", help='Check a local server started by this command, e.g. --stdio "python server.py".')
+@click.option("--source", type=click.Path(path_type=Path, exists=True, file_okay=False), help="Also analyse this source directory.")
+@click.option("--env", "env_pairs", multiple=True, help="KEY=VALUE passed to a --stdio server (repeatable).")
+@click.option("--json", "as_json", is_flag=True, help="Print the probe and every score card as JSON.")
+@click.option("--rubric", type=click.Choice(["scoreboard", "review", "outside-in", "remote"]), default="scoreboard", show_default=True,
+              help="The rubric --min-score applies to.")
+@click.option("--min-score", type=float, help="Exit 1 when the rubric's score is below this (or missing).")
+@click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")
+@pass_settings
+def check(settings: Settings, url: str | None, stdio_command: str | None, source: Path | None, env_pairs: tuple[str, ...], as_json: bool,
+          rubric: str, min_score: float | None, call_timeout: float | None) -> None:
+    """Probe one server (URL or --stdio COMMAND), score it under all four rubrics, explain every point."""
+    import json
+    import shlex
+
+    from pipeline.check import render_text, run_check
+
+    if bool(url) == bool(stdio_command):
+        raise click.UsageError("give either a URL or --stdio COMMAND")
+    bad = [p for p in env_pairs if "=" not in p]
+    if bad:
+        raise click.UsageError(f"--env takes KEY=VALUE, not {bad[0]!r}")
+    if call_timeout:
+        settings = settings.model_copy(update={"call_timeout": call_timeout})
+    command = shlex.split(stdio_command) if stdio_command else None
+    probe_result, cards = run_check(url, command, source, dict(p.split("=", 1) for p in env_pairs), settings, utcnow())
+    if as_json:
+        click.echo(json.dumps({"probe": probe_result.model_dump(mode="json"), "scores": [c.as_json() for c in cards]}, indent=2, sort_keys=True))
+    else:
+        click.echo(render_text(probe_result, cards))
+    if min_score is not None:
+        chosen = next(c for c in cards if c.rubric == rubric)
+        if chosen.composite is None or chosen.composite < min_score:
+            shown = "no score" if chosen.composite is None else f"{chosen.composite:.1f}"
+            click.echo(f"{rubric} score {shown} is below --min-score {min_score:g}", err=True)
+            raise SystemExit(1)
+
+
+@cli.command()
+@pass_settings
+def install(settings: Settings) -> None:
+    """Install the local catalog's servers into the cache (the probe stage does this too)."""
+    batch = LocalCatalogSource().read()
+    results = _install(settings, [e.launch for e in batch.entries if e.launch])
+    for key, result in sorted(results.items()):
+        if result.ok:
+            click.echo(f"  {key}: {result.version}")
+    if not all(r.ok for r in results.values()):
+        raise click.ClickException("some packages failed to install (see above)")
+
+
+@cli.command()
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Output directory (default _site/).")
+@pass_settings
+def run(settings: Settings, site_dir: Path | None) -> None:
+    """Run every stage in order: discover → analyze → probe → monitor → judge → score → build."""
+    db = _open(settings)
+    target = site_dir or settings.site_dir
+    _stage(db, "discover", {}, lambda _: run_discover(db, sources=[LocalCatalogSource()], now=utcnow()))
+    servers = store.active_servers(db)
+    installer = Installer(settings.cache_dir, settings.install_timeout)
+    # Local servers are analysed from their installed package, so install before analysing.
+    _install(settings, [s.launch for s in servers if s.launch])
+    fetcher = InstalledPackageFetcher(settings.cache_dir)
+    _stage(db, "analyze", {}, lambda _: run_analyze(db, servers=servers, fetcher=fetcher, now=utcnow()))
+    _stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+    _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+    _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
+    _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
+    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, site_dir=target, now=utcnow(), site_url=settings.site_url, datasette_url=settings.datasette_url))
+    click.echo(f"site written to {target}/index.html")
+
+
+def main(argv: list[str] | None = None) -> None:
+    # The SDK logs a traceback for every malformed message a server sends; the prober records
+    # those as evidence instead, so they need not flood the terminal.
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)
+    try:
+        cli.main(args=argv, prog_name="scoreboard", standalone_mode=False)
+    except Interrupted as exc:
+        click.echo(f"interrupted during {exc}; everything committed before it is kept", err=True)
+        sys.exit(130)
+    except store.ScoreboardDatabaseError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

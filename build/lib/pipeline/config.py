@@ -1,0 +1,61 @@
+"""Settings: paths, timeouts, concurrency. Read from the environment once, at the CLI edge."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mcp-scoreboard"
+
+
+class Settings(BaseModel):
+    db_path: Path = REPO_ROOT / "data" / "scoreboard.db"
+    site_dir: Path = REPO_ROOT / "_site"
+    cache_dir: Path = _default_cache_dir()
+    site_url: str = "http://localhost:8000/"  # where the site is published: absolute links in the sitemap and feed
+    datasette_url: str = "http://localhost:8001/"  # where Datasette serves the database: server pages link to their rows
+    # Probing untrusted servers: every wait is bounded.
+    start_timeout: float = 30.0  # spawn until an HTTP server accepts connections
+    call_timeout: float = 10.0  # one request/response
+    probe_timeout: float = 60.0  # a whole deep probe of one server
+    fast_probe_timeout: float = 15.0
+    install_timeout: float = 600.0
+    concurrency: int = 4
+    allow_private: bool = False  # SCOREBOARD_ALLOW_PRIVATE=1: catalog remotes on loopback/private addresses may be probed (tests)
+    stderr_cap: int = 64_000  # bytes of a server's stderr kept as evidence
+    # Discovery online: optional credentials and endpoints, from the environment only.
+    github_token: str | None = None  # GITHUB_TOKEN: topic search (30 req/min instead of 10), tarballs
+    smithery_api_key: str | None = None  # SMITHERY_API_KEY: Smithery's list API needs one
+    pulsemcp_api_key: str | None = None  # PULSEMCP_API_KEY + PULSEMCP_TENANT_ID: the v0.1 API; without, the open v0beta list
+    pulsemcp_tenant: str | None = None
+    glama_token: str | None = None  # GLAMA_API_TOKEN: optional
+    npm_downloads_api: str | None = None  # SCOREBOARD_NPM_DOWNLOADS_API: base URL of npm's download-counts API
+    pypi_stats_api: str | None = None  # SCOREBOARD_PYPI_STATS_API: base URL of the PyPI Stats API
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> "Settings":
+        env = {
+            "db_path": os.environ.get("SCOREBOARD_DB"),
+            "site_dir": os.environ.get("SCOREBOARD_SITE"),
+            "cache_dir": os.environ.get("SCOREBOARD_CACHE"),
+            "site_url": os.environ.get("SCOREBOARD_SITE_URL"),
+            "datasette_url": os.environ.get("SCOREBOARD_DATASETTE_URL"),
+            "allow_private": os.environ.get("SCOREBOARD_ALLOW_PRIVATE"),
+            "github_token": os.environ.get("GITHUB_TOKEN"),
+            "smithery_api_key": os.environ.get("SMITHERY_API_KEY"),
+            "pulsemcp_api_key": os.environ.get("PULSEMCP_API_KEY"),
+            "pulsemcp_tenant": os.environ.get("PULSEMCP_TENANT_ID"),
+            "glama_token": os.environ.get("GLAMA_API_TOKEN"),
+            "npm_downloads_api": os.environ.get("SCOREBOARD_NPM_DOWNLOADS_API"),
+            "pypi_stats_api": os.environ.get("SCOREBOARD_PYPI_STATS_API"),
+        }
+        values = {k: v for k, v in env.items() if v}
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)

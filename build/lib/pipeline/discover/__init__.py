@@ -1,0 +1,168 @@
+"""Discover: read each source, deduplicate their servers into one catalog, keep every record's provenance.
+
+Sources are read whole first (a source that fails is recorded and vouches for nothing this run);
+then every listing is merged across sources (pipeline.discover.merge) and the catalog is updated
+in one transaction. Download counts are an optional enrichment step afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Callable, Protocol, Sequence
+
+from sqlite_utils import Database
+
+from pipeline import db as store
+from pipeline.discover.base import SourceBatch
+from pipeline.discover.merge import merge_listings
+from pipeline.models import StageReport
+from pipeline.progress import Progress
+
+__all__ = ["SourceBatch", "Source", "CallableSource", "run_discover", "SOURCE_NAMES", "snapshot_sources", "online_sources", "SnapshotDownloads"]
+
+# The eight sources of seed 000, by the directory name a snapshot keeps each under.
+SOURCE_NAMES = (
+    "official-registry", "awesome-mcp-servers", "glama", "pulsemcp", "github-topics", "smithery", "best-of-mcp-servers", "docker-mcp-catalog",
+)
+DOWNLOADS_EVERY = timedelta(days=7)  # seed 000: npm and PyPI downloads are refreshed weekly
+
+
+class Source(Protocol):
+    name: str
+
+    def read(self) -> SourceBatch: ...
+
+
+@dataclass
+class CallableSource:
+    """A source whose reading is one call: a snapshot reader bound to its directory, or a fetcher bound to its client."""
+
+    name: str
+    reader: Callable[[], SourceBatch]
+
+    def read(self) -> SourceBatch:
+        return self.reader()
+
+
+class Downloads(Protocol):
+    def weekly(self, packages: Sequence[tuple[str, str]]) -> tuple[dict[tuple[str, str], float], list[str]]: ...
+
+
+def snapshot_sources(directory: Path, names: Sequence[str] | None = None) -> list[CallableSource]:
+    """The sources saved under `directory/<source>/`, in seed order; `names` selects some."""
+    from pipeline.discover import awesome, bestof, docker_catalog, github_topics, glama, pulsemcp, registry, smithery
+
+    readers = {
+        "official-registry": registry.read_snapshot, "awesome-mcp-servers": awesome.read_snapshot, "glama": glama.read_snapshot,
+        "pulsemcp": pulsemcp.read_snapshot, "github-topics": github_topics.read_snapshot, "smithery": smithery.read_snapshot,
+        "best-of-mcp-servers": bestof.read_snapshot, "docker-mcp-catalog": docker_catalog.read_snapshot,
+    }
+    wanted = list(names) if names else [n for n in SOURCE_NAMES if (directory / n).is_dir()]
+    unknown = [n for n in wanted if n not in readers]
+    if unknown:
+        raise ValueError(f"unknown source(s): {', '.join(unknown)}; known: {', '.join(SOURCE_NAMES)}")
+    missing = [n for n in wanted if not (directory / n).is_dir()]
+    if missing:
+        raise ValueError(f"{directory} has no folder for: {', '.join(missing)}")
+    return [CallableSource(name, lambda reader=readers[name], path=directory / name: reader(path)) for name in wanted]
+
+
+def online_sources(http, settings, names: Sequence[str] | None = None) -> list[CallableSource]:
+    """The eight sources read live through `http` (a SourceHTTP), with credentials from `settings`."""
+    from pipeline.discover import awesome, bestof, docker_catalog, github_topics, glama, pulsemcp, registry, smithery
+
+    fetchers: dict[str, Callable[[], SourceBatch]] = {
+        "official-registry": lambda: registry.fetch(http),
+        "awesome-mcp-servers": lambda: awesome.fetch(http),
+        "glama": lambda: glama.fetch(http, settings.glama_token),
+        "pulsemcp": lambda: pulsemcp.fetch(http, settings.pulsemcp_api_key, settings.pulsemcp_tenant),
+        "github-topics": lambda: github_topics.fetch(http, settings.github_token),
+        "smithery": lambda: smithery.fetch(http, settings.smithery_api_key),
+        "best-of-mcp-servers": lambda: bestof.fetch(http, settings.github_token),
+        "docker-mcp-catalog": lambda: docker_catalog.fetch(http, settings.github_token),
+    }
+    wanted = list(names) if names else list(SOURCE_NAMES)
+    unknown = [n for n in wanted if n not in fetchers]
+    if unknown:
+        raise ValueError(f"unknown source(s): {', '.join(unknown)}; known: {', '.join(SOURCE_NAMES)}")
+    return [CallableSource(name, fetchers[name]) for name in wanted]
+
+
+@dataclass
+class SnapshotDownloads:
+    """Weekly download counts saved under `<snapshot>/npm-pypi-downloads/` (npm point or bulk bodies, PyPI Stats `recent` bodies)."""
+
+    directory: Path
+
+    def weekly(self, packages: Sequence[tuple[str, str]]) -> tuple[dict[tuple[str, str], float], list[str]]:
+        from pipeline.discover.downloads import read_snapshot
+
+        return read_snapshot(self.directory)
+
+
+def run_discover(
+    db: Database,
+    *,
+    sources: Sequence[Source],
+    now: datetime,
+    downloads: Downloads | None = None,
+    progress: Progress | None = None,
+) -> StageReport:
+    started = time.monotonic()
+    report = StageReport(stage="discover")
+    progress = progress or Progress("discover", len(sources) + 1)
+    listings, entries, ran = [], [], []
+    listed: dict[str, int] = {}
+    skipped = 0
+    aliases = store.repo_aliases(db)
+    for source in sources:
+        read_started = time.monotonic()
+        try:
+            batch = source.read()
+        except Exception as exc:  # noqa: BLE001 - one broken source never stops the others
+            batch = SourceBatch(problems=[f"failed: {type(exc).__name__}: {exc}"], complete=False)
+        for problem in batch.problems[:20]:
+            progress.note(f"{source.name}: {problem}")
+        if len(batch.problems) > 20:
+            progress.note(f"{source.name}: … and {len(batch.problems) - 20} more problems (table discovery_problems)")
+        store.record_problems(db, source.name, batch.problems, now)
+        store.save_aliases(db, source.name, batch.aliases, now)
+        aliases.update(batch.aliases)
+        listings += batch.listings
+        entries += batch.entries
+        if batch.complete:
+            ran.append(source.name)
+        listed[f"listed:{source.name}"] = len(batch.listings) + len(batch.entries)
+        skipped += len(batch.problems)
+        report.failures += len(batch.problems)
+        report.phases[f"read:{source.name}"] = time.monotonic() - read_started
+        state = "" if batch.complete else "; incomplete, so it deactivates nothing"
+        progress.step(source.name, f"{len(batch.listings) + len(batch.entries)} servers, {len(batch.problems)} skipped{state}", ok=not batch.problems)
+    merge_started = time.monotonic()
+    merged = merge_listings(listings, aliases, store.catalog_keys(db))
+    report.phases["merge"] = time.monotonic() - merge_started
+    write_started = time.monotonic()
+    counts = store.upsert_catalog(db, [*entries, *merged], ran, now)
+    report.phases["write"] = time.monotonic() - write_started
+    report.counts.update({**counts, "skipped": skipped, **listed})
+    progress.step("catalog", f"{len(listings)} listings merged into {len(merged)} servers; " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    if downloads is not None:
+        _enrich_downloads(db, downloads, now, report, progress)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _enrich_downloads(db: Database, downloads: Downloads, now: datetime, report: StageReport, progress: Progress) -> None:
+    """Weekly npm and PyPI download counts for servers whose count is older than a week."""
+    due = store.packages_due_for_downloads(db, now - DOWNLOADS_EVERY)
+    if not due:
+        return
+    counts, problems = downloads.weekly(sorted(due))
+    store.record_problems(db, "npm-pypi-downloads", problems, now)
+    updated = store.save_download_counts(db, due, counts, now)
+    report.counts["download_counts"] = updated
+    report.failures += len(problems)
+    progress.note(f"downloads: {updated} servers updated from {len(counts)} of {len(due)} packages; {len(problems)} problems")

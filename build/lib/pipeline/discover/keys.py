@@ -1,0 +1,158 @@
+"""Identity of a server across sources: normalised repository and remote URLs, catalog keys, page ids.
+
+Seed 000 keys the catalog by the normalised GitHub URL. Sources spell the same repository many
+ways (case, `.git`, trailing slash, `www.`, `http:`, fragments, `/tree/<branch>/<path>` links into
+a monorepo), so every URL goes through `parse_github` before it becomes a key. Pure functions only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from urllib.parse import unquote, urlsplit
+
+_OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
+_REPO = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
+# First path segments of github.com that are site pages, not owners.
+_NOT_OWNERS = {
+    "about", "apps", "collections", "contact", "enterprise", "events", "explore", "features", "issues", "login", "marketplace",
+    "new", "notifications", "orgs", "organizations", "pricing", "pulls", "search", "settings", "site", "sponsors", "topics",
+    "trending", "users",
+}
+# The reference servers that moved from modelcontextprotocol/servers to servers-archived (2025-05);
+# links in other sources still point at servers/tree/main/src/<name>.
+ARCHIVED_REFERENCE_SERVERS = frozenset({
+    "aws-kb-retrieval-server", "brave-search", "everart", "gdrive", "github", "gitlab", "google-maps", "postgres", "puppeteer",
+    "redis", "sentry", "slack", "sqlite",
+})
+
+
+@dataclass(frozen=True)
+class RepoRef:
+    """A GitHub repository (lower-cased, GitHub is case-insensitive) and an optional path inside it."""
+
+    owner: str
+    name: str
+    subpath: str | None = None
+
+    @property
+    def repo_key(self) -> str:
+        return f"github:{self.owner}/{self.name}"
+
+    @property
+    def key(self) -> str:
+        return self.repo_key if not self.subpath else f"{self.repo_key}#{self.subpath.lower()}"
+
+    @property
+    def url(self) -> str:
+        return f"https://github.com/{self.owner}/{self.name}"
+
+    def renamed(self, aliases: dict[str, str]) -> RepoRef:
+        """Follow known renames: `aliases` maps an old repo key to the new one (best-of's updated_github_id)."""
+        ref = self
+        if ref.repo_key == "github:modelcontextprotocol/servers" and ref.subpath:
+            parts = ref.subpath.split("/")
+            if len(parts) >= 2 and parts[0] == "src" and parts[1].lower() in ARCHIVED_REFERENCE_SERVERS:
+                ref = RepoRef("modelcontextprotocol", "servers-archived", ref.subpath)
+        seen = {ref.repo_key}
+        while ref.repo_key in aliases:
+            target = aliases[ref.repo_key]
+            if target in seen:  # a rename loop in the data: stop where we are
+                break
+            seen.add(target)
+            owner, _, name = target.removeprefix("github:").partition("/")
+            ref = RepoRef(owner, name, ref.subpath)
+        return ref
+
+
+def parse_github(url: str | None, subfolder: str | None = None) -> RepoRef | None:
+    """A GitHub repository URL in any spelling the sources use, or None if it is not one.
+
+    `/tree/<branch>/<path>` keeps `<path>` as the subpath; `/blob/<branch>/<path>/<file>` keeps the
+    file's directory; other pages of a repository (`/issues`, `/wiki`) mean the repository itself.
+    `subfolder` (the registry's `repository.subfolder`) wins over a path found in the URL.
+    """
+    if not url or not isinstance(url, str):
+        return None
+    text = url.strip().strip("<>").strip()
+    if text.startswith("git@github.com:"):
+        text = "https://github.com/" + text.removeprefix("git@github.com:")
+    text = re.sub(r"^(git\+)?(https?|git|ssh)://(git@)?", "https://", text, flags=re.I)
+    if not re.match(r"^https://", text, re.I):
+        text = "https://" + text
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return None
+    host = (parts.hostname or "").lower()
+    if host not in ("github.com", "www.github.com"):
+        return None
+    segments = [unquote(s) for s in parts.path.split("/") if s]
+    if len(segments) < 2:
+        return None
+    owner, name = segments[0], segments[1]
+    if name.lower().endswith(".git"):
+        name = name[:-4]
+    if owner.lower() in _NOT_OWNERS or not _OWNER.match(owner) or not _REPO.match(name) or name in (".", ".."):
+        return None
+    rest = segments[2:]
+    subpath: str | None = None
+    if len(rest) >= 3 and rest[0] in ("tree", "blob"):
+        path = rest[2:-1] if rest[0] == "blob" else rest[2:]
+        subpath = "/".join(path) or None
+    if subfolder and isinstance(subfolder, str):
+        subpath = subfolder.strip().strip("/") or subpath
+    if subpath:
+        subpath = re.sub(r"/{2,}", "/", subpath.strip("/")).removeprefix("./") or None
+    return RepoRef(owner.lower(), name.lower(), subpath)
+
+
+def normalise_url(url: str | None) -> str | None:
+    """An http(s) URL reduced to what identifies an endpoint: lower-case host, no default port,
+    no query, fragment or trailing slash. None for anything that is not an http(s) URL."""
+    if not url or not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if scheme not in ("http", "https") or not host or any(c.isspace() for c in host):
+        return None
+    netloc = host if port in (None, 80 if scheme == "http" else 443) else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def remote_key(url: str | None) -> str | None:
+    normal = normalise_url(url)
+    return f"remote:{normal}" if normal else None
+
+
+def repository_key(url: str | None, subfolder: str | None = None, aliases: dict[str, str] | None = None) -> str | None:
+    """The key of a source repository: GitHub (with renames followed), else any other http(s) host."""
+    ref = parse_github(url, subfolder)
+    if ref is not None:
+        return ref.renamed(aliases or {}).key
+    normal = normalise_url(url)
+    return f"repo:{normal.split('://', 1)[1]}" if normal else None
+
+
+def slug_id(key: str) -> str:
+    """A readable page id for a catalog key: lower-case, safe in URLs and file names.
+
+    `github:owner/repo#src/x` -> `owner--repo--src--x`; other kinds keep their kind as a prefix
+    (`registry--io.github.x--y`). Two keys can slug alike (`src/x` and `src--x`); the catalog
+    then gives the later one `with_hash(id, key)`, and keeps every id once given.
+    """
+    kind, _, rest = key.partition(":")
+    readable = rest.replace("#", "/") if kind == "github" else f"{kind}/{rest.split('://', 1)[-1]}"
+    parts = [re.sub(r"[^a-z0-9._]+", "-", part.lower()).strip("-._") for part in readable.split("/")]
+    slug = "--".join(part for part in parts if part)
+    return with_hash(slug, key) if len(slug) > 110 or not slug else slug
+
+
+def with_hash(slug: str, key: str) -> str:
+    return f"{slug[:110].strip('-._')}-{hashlib.sha1(key.encode()).hexdigest()[:8]}".lstrip("-._")

@@ -1,0 +1,71 @@
+"""Judge: rate each tool's schema for interpretability (clarity, input completeness, confidence).
+
+Providers sit behind one Protocol. With no API key the default is the offline judge: a
+deterministic heuristic, always labelled `offline`, whose judgements are shown but never
+counted as the multi-model consensus of seed 000's Schema Interpretability dimension.
+Only changed tool text is re-judged (by content hash).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any, Protocol, Sequence
+
+from sqlite_utils import Database
+
+from pipeline import db as store
+from pipeline.judge.offline import OfflineJudge
+from pipeline.models import Judgement, Server, StageReport
+from pipeline.progress import Progress
+
+__all__ = ["LLMProvider", "OfflineJudge", "run_judge"]
+
+
+class LLMProvider(Protocol):
+    provider: str
+    model: str
+    offline: bool
+
+    def judge_tool(self, tool: dict[str, Any]) -> dict[str, Any]:
+        """Return {"clarity", "input_completeness", "confidence"} in 0–100 and a short "rationale"."""
+        ...
+
+
+def run_judge(
+    db: Database, *, servers: Sequence[Server], providers: Sequence[LLMProvider], now: datetime, progress: Progress | None = None
+) -> StageReport:
+    started = time.monotonic()
+    report = StageReport(stage="judge", counts={"judged": 0, "unchanged": 0, "no_tools": 0})
+    progress = progress or Progress("judge", len(servers))
+    try:
+        for server in servers:
+            latest = store.latest_probe(db, server.id)
+            tools = latest[1].tools if latest else None
+            if not tools:
+                report.counts["no_tools"] += 1
+                progress.step(server.id, "no tools captured yet")
+                continue
+            fresh: list[Judgement] = []
+            for provider in providers:
+                done = store.judged_hashes(db, server.id, provider.model)
+                for tool in tools:
+                    digest = store.content_hash(tool)
+                    if (tool.get("name", ""), digest) in done:
+                        report.counts["unchanged"] += 1
+                        continue
+                    verdict = provider.judge_tool(tool)
+                    fresh.append(
+                        Judgement(
+                            server_id=server.id, tool_name=str(tool.get("name", "")), tool_hash=digest,
+                            provider=provider.provider, model=provider.model, offline=provider.offline,
+                            judged_at=now, clarity=verdict["clarity"], input_completeness=verdict["input_completeness"],
+                            confidence=verdict["confidence"], rationale=verdict.get("rationale"),
+                        )
+                    )
+            report.counts["judged"] += store.save_judgements(db, fresh)
+            progress.step(server.id, f"{len(fresh)} judged")
+    except KeyboardInterrupt:
+        report.interrupted = True
+    report.seconds = time.monotonic() - started
+    return report

@@ -1,0 +1,312 @@
+"""Schema migrations for the evidence database. Append new migrations; never edit applied ones.
+
+docs/schema.md documents every table; tests/test_schema_doc.py fails when the two drift.
+"""
+
+from __future__ import annotations
+
+import json
+
+from sqlite_utils import Database
+from sqlite_utils.db import Table
+from sqlite_utils.migrations import Migrations
+
+MIGRATION_SET = "mcp-scoreboard"
+
+migrations = Migrations(MIGRATION_SET)
+
+
+def _table(db: Database, name: str) -> Table:
+    return db.table(name)  # type: ignore[return-value]
+
+
+@migrations()
+def m001_evidence_schema(db: Database) -> None:
+    _table(db, "runs").create(
+        {
+            "id": int,
+            "stage": str,
+            "started_at": str,
+            "finished_at": str,
+            "status": str,
+            "counts": str,
+            "failures": int,
+            "seconds": float,
+            "engine_version": str,
+            "args": str,
+        },
+        pk="id",
+        not_null={"stage", "started_at", "status", "engine_version"},
+        defaults={"failures": 0},
+    )
+    _table(db, "runs").create_index(["stage", "started_at"])
+    _table(db, "servers").create(
+        {
+            "id": str,
+            "name": str,
+            "description": str,
+            "repository": str,
+            "subpath": str,
+            "homepage": str,
+            "transport": str,
+            "remote_url": str,
+            "launch": str,
+            "env_vars": str,
+            "external_links": str,
+            "sources": str,
+            "is_active": int,
+            "first_seen_at": str,
+            "last_seen_at": str,
+            "deactivated_at": str,
+        },
+        pk="id",
+        not_null={"name", "transport", "is_active", "first_seen_at", "last_seen_at"},
+        defaults={"is_active": 1, "env_vars": "[]", "external_links": "{}", "sources": "[]"},
+    )
+    _table(db, "source_records").create(
+        {
+            "id": int,
+            "source": str,
+            "source_key": str,
+            "server_id": str,
+            "fetched_at": str,
+            "content_hash": str,
+            "payload": str,
+        },
+        pk="id",
+        not_null={"source", "source_key", "server_id", "fetched_at", "content_hash", "payload"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "source_records").create_index(["source", "source_key", "content_hash"], unique=True)
+    _table(db, "source_records").create_index(["server_id"])
+    _table(db, "analyses").create(
+        {
+            "id": int,
+            "server_id": str,
+            "analyzed_at": str,
+            "fetcher": str,
+            "source_ref": str,
+            "ok": int,
+            "error": str,
+            "license": str,
+            "spec_version": str,
+            "result": str,
+            "engine_version": str,
+        },
+        pk="id",
+        not_null={"server_id", "analyzed_at", "fetcher", "ok", "result", "engine_version"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "analyses").create_index(["server_id", "analyzed_at"])
+    _table(db, "probe_runs").create(
+        {
+            "id": int,
+            "server_id": str,
+            "run_id": int,
+            "kind": str,
+            "started_at": str,
+            "duration_ms": float,
+            "transport": str,
+            "outcome": str,
+            "detail": str,
+            "era": str,
+            "protocol_version": str,
+            "handshake": str,
+            "connect_ms": float,
+            "ping_ms": float,
+            "tool_count": int,
+            "evidence": str,
+            "engine_version": str,
+        },
+        pk="id",
+        not_null={"server_id", "kind", "started_at", "duration_ms", "transport", "outcome", "evidence", "engine_version"},
+        foreign_keys=[("server_id", "servers", "id"), ("run_id", "runs", "id")],
+    )
+    _table(db, "probe_runs").create_index(["server_id", "kind", "started_at"])
+    _table(db, "tool_snapshots").create(
+        {
+            "id": int,
+            "server_id": str,
+            "probe_run_id": int,
+            "captured_at": str,
+            "content_hash": str,
+            "tool_count": int,
+            "tools": str,
+        },
+        pk="id",
+        not_null={"server_id", "captured_at", "content_hash", "tool_count", "tools"},
+        foreign_keys=[("server_id", "servers", "id"), ("probe_run_id", "probe_runs", "id")],
+    )
+    _table(db, "tool_snapshots").create_index(["server_id", "captured_at"])
+    _table(db, "judgements").create(
+        {
+            "id": int,
+            "server_id": str,
+            "tool_name": str,
+            "tool_hash": str,
+            "provider": str,
+            "model": str,
+            "offline": int,
+            "judged_at": str,
+            "clarity": float,
+            "input_completeness": float,
+            "confidence": float,
+            "rationale": str,
+        },
+        pk="id",
+        not_null={"server_id", "tool_name", "tool_hash", "provider", "model", "offline", "judged_at"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "judgements").create_index(["server_id", "tool_name", "model", "tool_hash"], unique=True)
+    _table(db, "scores").create(
+        {
+            "server_id": str,
+            "rubric": str,
+            "composite": float,
+            "grade": str,
+            "visibility": str,
+            "dimension_indicator": str,
+            "dimensions": str,
+            "rules": str,
+            "flags": str,
+            "badges": str,
+            "rules_version": str,
+            "engine_version": str,
+            "scored_at": str,
+        },
+        pk=("server_id", "rubric"),
+        not_null={"server_id", "rubric", "visibility", "dimensions", "rules", "rules_version", "engine_version", "scored_at"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "score_history").create(
+        {
+            "server_id": str,
+            "rubric": str,
+            "day": str,
+            "composite": float,
+            "grade": str,
+            "visibility": str,
+            "rules_version": str,
+            "scored_at": str,
+        },
+        pk=("server_id", "rubric", "day"),
+        not_null={"server_id", "rubric", "day", "visibility", "rules_version", "scored_at"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    _table(db, "alerts").create(
+        {
+            "id": int,
+            "server_id": str,
+            "rubric": str,
+            "kind": str,
+            "created_at": str,
+            "old_value": float,
+            "new_value": float,
+            "message": str,
+        },
+        pk="id",
+        not_null={"server_id", "kind", "created_at", "message"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+
+
+@migrations()
+def m002_probe_daily(db: Database) -> None:
+    """Per-server, per-day rollups of probe runs, so 30 days of 5-minute probes stay small."""
+    _table(db, "probe_daily").create(
+        {
+            "server_id": str,
+            "day": str,
+            "kind": str,
+            "runs": int,
+            "reachable": int,
+            "ok": int,
+            "latency_hist": str,
+        },
+        pk=("server_id", "day", "kind"),
+        not_null={"server_id", "day", "kind", "runs", "reachable", "ok", "latency_hist"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+
+
+@migrations()
+def m003_score_extra(db: Database) -> None:
+    """Rubric-specific figures beside the composite: rank score, status chip, spec readiness, trend, uncapped composite."""
+    _table(db, "scores").add_column("extra", str, not_null_default="{}")
+
+
+@migrations()
+def m004_classification(db: Database) -> None:
+    """Seed 000's category and target platforms per server, for leaderboard filters and Datasette."""
+    from pipeline.db import classification_of  # the catalog keeps them current; this fills existing rows once
+
+    servers = _table(db, "servers")
+    servers.add_column("category", str, not_null_default="Other")
+    servers.add_column("platforms", str, not_null_default="[]")
+    for row in list(db.query("select id, name, description, repository, subpath, launch from servers")):
+        servers.update(row["id"], classification_of(row))
+    servers.create_index(["category"])
+
+
+# Seed 000's verified publishers: known organisations, matched by GitHub owner or registry
+# namespace. A table, so the list can change without a code deploy: edit `verified_publishers` and
+# the next discovery run applies it.
+VERIFIED_PUBLISHERS = {
+    "Anthropic": ["github:anthropics", "github:modelcontextprotocol", "namespace:com.anthropic"],
+    "OpenAI": ["github:openai", "namespace:com.openai"],
+    "Microsoft": ["github:microsoft", "github:azure", "github:azure-samples", "github:microsoftdocs", "namespace:com.microsoft"],
+    "Google": ["github:google", "github:googleapis", "github:google-gemini", "github:googlecloudplatform", "namespace:com.google"],
+    "Cloudflare": ["github:cloudflare", "namespace:com.cloudflare"],
+    "Stripe": ["github:stripe", "namespace:com.stripe"],
+    "Supabase": ["github:supabase", "github:supabase-community", "namespace:com.supabase"],
+    "GitHub": ["github:github", "namespace:com.github"],
+    "AWS": ["github:awslabs", "github:aws", "github:aws-samples", "namespace:com.amazonaws", "namespace:com.amazon"],
+    "Docker": ["github:docker", "namespace:com.docker"],
+    "HashiCorp": ["github:hashicorp", "namespace:com.hashicorp"],
+    "Grafana": ["github:grafana", "namespace:com.grafana"],
+    "MongoDB": ["github:mongodb", "github:mongodb-js", "namespace:com.mongodb"],
+    "Elastic": ["github:elastic", "namespace:co.elastic"],
+    "Redis": ["github:redis", "namespace:io.redis"],
+    "Neon": ["github:neondatabase", "github:neondatabase-labs", "namespace:tech.neon"],
+    "Atlassian": ["github:atlassian", "namespace:com.atlassian"],
+    "Notion": ["github:makenotion", "namespace:com.notion"],
+    "Vercel": ["github:vercel", "namespace:com.vercel"],
+    "Sentry": ["github:getsentry", "namespace:io.sentry"],
+    "Brave": ["github:brave", "namespace:com.brave"],
+    "Exa": ["github:exa-labs", "namespace:ai.exa"],
+    "Figma": ["github:figma", "namespace:com.figma"],
+    "Shopify": ["github:shopify", "namespace:com.shopify"],
+    "Twilio": ["github:twilio", "github:twilio-labs", "namespace:com.twilio"],
+    "Snowflake": ["github:snowflake-labs", "namespace:com.snowflake"],
+    "Datadog": ["github:datadog", "namespace:com.datadoghq"],
+    "PayPal": ["github:paypal", "namespace:com.paypal"],
+    "JetBrains": ["github:jetbrains", "namespace:com.jetbrains"],
+    "Salesforce": ["github:salesforce", "github:salesforcecli", "namespace:com.salesforce"],
+    "Hugging Face": ["github:huggingface", "namespace:co.huggingface"],
+    "Mistral AI": ["github:mistralai", "namespace:ai.mistral"],
+}
+
+
+@migrations()
+def m005_discovery(db: Database) -> None:
+    """Discovery from eight sources: identity keys, renames, merged metadata with provenance, verified publishers."""
+    servers = _table(db, "servers")
+    for column in ("repo_key", "registry_name", "verified_publisher"):
+        servers.add_column(column, str)
+    for column, empty in (("packages", "[]"), ("remotes", "[]"), ("metrics", "{}"), ("attributes", "{}"), ("source_categories", "{}"), ("provenance", "{}")):
+        servers.add_column(column, str, not_null_default=empty)
+    servers.create_index(["repo_key"])
+    _table(db, "server_keys").create({"key": str, "server_id": str, "first_seen_at": str}, pk="key", not_null={"server_id", "first_seen_at"},
+                                      foreign_keys=[("server_id", "servers", "id")])
+    _table(db, "server_keys").create_index(["server_id"])
+    for row in list(db.query("select id, sources, first_seen_at from servers")):
+        if "local" in json.loads(row["sources"] or "[]"):
+            _table(db, "server_keys").insert({"key": f"local:{row['id']}", "server_id": row["id"], "first_seen_at": row["first_seen_at"]})
+    _table(db, "repo_aliases").create({"old_key": str, "new_key": str, "source": str, "first_seen_at": str}, pk="old_key",
+                                       not_null={"new_key", "source", "first_seen_at"})
+    _table(db, "verified_publishers").create({"match": str, "publisher": str}, pk="match", not_null={"publisher"})
+    _table(db, "verified_publishers").insert_all(
+        [{"match": match, "publisher": publisher} for publisher, matches in VERIFIED_PUBLISHERS.items() for match in matches]
+    )
+    _table(db, "discovery_problems").create({"id": int, "source": str, "problem": str, "seen_at": str}, pk="id", not_null={"source", "problem", "seen_at"})
+    _table(db, "discovery_problems").create_index(["seen_at"])

@@ -1,0 +1,382 @@
+"""Pydantic models: the contract between stages.
+
+Stages never hand each other raw dicts from the database or the wire; they hand these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Transport = Literal["stdio", "streamable-http", "sse"]
+Registry = Literal["pypi", "npm"]
+
+
+class EnvVar(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    secret: bool = False
+    description: str | None = None
+
+
+class LaunchSpec(BaseModel):
+    """How to install and start a local server: a package and the command it installs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    registry: Registry
+    package: str
+    version: str | None = None
+    command: str
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    transport: Transport
+    url: str | None = None  # template for HTTP servers, e.g. http://127.0.0.1:{port}/mcp
+    workdir: Literal["empty", "git-repository"] = "empty"
+
+    @property
+    def requirement(self) -> str:
+        if self.version is None:
+            return self.package
+        return f"{self.package}=={self.version}" if self.registry == "pypi" else f"{self.package}@{self.version}"
+
+
+class ServerFields(BaseModel):
+    """What the catalog knows of a server, whether a source reports it or the database holds it."""
+
+    id: str
+    name: str
+    description: str | None = None
+    repository: str | None = None
+    subpath: str | None = None
+    homepage: str | None = None
+    transport: Transport
+    remote_url: str | None = None
+    launch: LaunchSpec | None = None
+    env_vars: list[EnvVar] = Field(default_factory=list)
+    external_links: dict[str, str] = Field(default_factory=dict)
+    # What discovery learned beyond the fields above (empty for the embedded local catalog):
+    repo_key: str | None = None  # github:owner/repo, shared by every server of a monorepo
+    registry_name: str | None = None  # the official registry's reverse-DNS name
+    packages: list[Package] = Field(default_factory=list)
+    remotes: list[Remote] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)  # stars, downloads, pulls, visitors, use counts, rank
+    attributes: dict[str, Any] = Field(default_factory=dict)  # license, language, scope, official, status, ...
+    source_categories: dict[str, list[str]] = Field(default_factory=dict)  # each source's own category labels
+    provenance: dict[str, str] = Field(default_factory=dict)  # field -> the source its value came from
+
+
+class Remote(BaseModel):
+    """A hosted endpoint of a server, as a source lists it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    transport: Literal["streamable-http", "sse"]
+    url: str
+    auth_headers: list[str] = Field(default_factory=list)  # header names the endpoint expects (auth hints)
+
+
+class Package(BaseModel):
+    """A published package of a server (registryType + identifier, as the official registry names them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    registry: str  # npm, pypi, oci, nuget, mcpb, cargo
+    identifier: str
+    version: str | None = None
+    transport: str | None = None
+
+
+class SourceRecord(BaseModel):
+    """One record of one source, kept whole so every field on a page can say where it came from."""
+
+    source: str
+    key: str  # the source's own identity for the record (registry name, qualifiedName, file, line)
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class Listing(BaseModel):
+    """One server as one discovery source lists it, before deduplication."""
+
+    source: str
+    key: str
+    name: str
+    description: str | None = None
+    repository: str | None = None  # as the source spelled it
+    subfolder: str | None = None
+    homepage: str | None = None
+    registry_name: str | None = None
+    remotes: list[Remote] = Field(default_factory=list)
+    packages: list[Package] = Field(default_factory=list)
+    env_vars: list[EnvVar] = Field(default_factory=list)
+    external_links: dict[str, str] = Field(default_factory=dict)
+    categories: list[str] = Field(default_factory=list)
+    metrics: dict[str, float] = Field(default_factory=dict)
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    weak_repository: str | None = None  # a guessed repository, joined only if another source names it
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class CatalogEntry(ServerFields):
+    """One server as the catalog will store it: from the local catalog, or merged from listings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")
+    keys: list[str] = Field(default_factory=list)  # every identity key of the server, the canonical one first
+    derived_id: bool = False  # the id was made from the canonical key (merged listings), not given (local catalog)
+    records: list[SourceRecord] = Field(default_factory=list)
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({r.source for r in self.records})
+
+
+class Server(ServerFields):
+    """A row of the catalog, as later stages see it."""
+
+    sources: list[str] = Field(default_factory=list)
+    category: str = "Other"  # seed 000 classification (pipeline.classify), kept current by the catalog
+    platforms: list[str] = Field(default_factory=list)
+    verified_publisher: str | None = None  # seed 000: a known organisation, from the verified_publishers table
+    is_active: bool = True
+    first_seen_at: datetime
+    last_seen_at: datetime
+
+    @property
+    def is_local(self) -> bool:
+        """Run locally (a stdio server, or one we start on loopback), as opposed to a public remote endpoint."""
+        return self.launch is not None or self.transport == "stdio"
+
+
+class ProbeOutcome(str, Enum):
+    """Classified result of one probe. "Not measured" states are named, never folded into down."""
+
+    ok = "ok"
+    auth_required = "auth_required"  # gated: a state with a name, never "down"
+    rate_limited = "rate_limited"  # 429: unmeasurable this time, never "down"
+    opted_out = "opted_out"
+    refused = "refused"  # policy: a private or loopback address the configuration does not allow; not measured
+    install_failed = "install_failed"
+    start_failed = "start_failed"
+    unreachable = "unreachable"
+    timeout = "timeout"
+    protocol_error = "protocol_error"
+    http_error = "http_error"
+    crashed = "crashed"
+
+
+class CheckResult(BaseModel):
+    """One named check within a probe, with a classified outcome."""
+
+    name: str
+    outcome: str
+    passed: bool | None  # None: not applicable / not measured
+    detail: str | None = None
+    ms: float | None = None
+
+
+class Invocation(BaseModel):
+    """One safe tool call (read-only by annotation and by name) and what came back."""
+
+    tool: str
+    outcome: Literal["ok", "is_error", "jsonrpc_error", "timeout", "crash"]
+    functional: bool | None = None  # the result looked like the job (content, valid structuredContent, no error text)
+    ms: float | None = None
+    detail: str | None = None
+
+
+class FuzzCase(BaseModel):
+    tool: str
+    case: str
+    outcome: Literal["proper_error", "accepted", "crash", "timeout"]
+
+
+class HttpFacts(BaseModel):
+    """What the raw HTTP layer saw of a remote endpoint (None: not observed)."""
+
+    tls_version: str | None = None
+    cert_valid: bool | None = None
+    hsts: bool | None = None
+    auth_required: bool = False
+    protected_resource_metadata: bool | None = None  # RFC 9728 document found and valid
+    authorization_server_metadata: bool | None = None  # RFC 8414 / OIDC
+    server_card: bool | None = None  # /.well-known/mcp.json or a SEP-2127 server card
+    html_setup_page: bool | None = None
+
+
+class EraFacts(BaseModel):
+    """Dual-era negotiation (seed 003): which protocol eras answered, and spec-readiness evidence."""
+
+    modern: bool | None = None  # 2026-07-28 path (server/discover + per-request _meta)
+    legacy: bool | None = None  # initialize + session
+    discover: bool | None = None  # server/discover answered well-formed
+    header_routing: bool | None = None  # Mcp-Method / Mcp-Name headers honoured
+    list_cache_hints: bool | None = None  # ttlMs / cacheScope on list results
+
+
+class AppsFacts(BaseModel):
+    """MCP Apps (seed 001): ui:// views linked from tools."""
+
+    views: int = 0
+    readable: int = 0
+    html_mime: int = 0
+    csp: int = 0
+
+
+class ProbeResult(BaseModel):
+    server_id: str
+    kind: Literal["deep", "fast", "sandbox"]
+    started_at: datetime
+    duration_ms: float
+    transport: Transport
+    outcome: ProbeOutcome
+    detail: str | None = None
+    era: Literal["modern", "legacy"] | None = None
+    protocol_version: str | None = None
+    handshake: Literal["server/discover", "initialize"] | None = None
+    connect_ms: float | None = None
+    ping_ms: float | None = None
+    server_info: dict[str, Any] | None = None
+    capabilities: dict[str, Any] | None = None
+    instructions: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    resources: list[dict[str, Any]] | None = None
+    resource_templates: list[dict[str, Any]] | None = None
+    prompts: list[dict[str, Any]] | None = None
+    checks: list[CheckResult] = Field(default_factory=list)
+    invocations: list[Invocation] | None = None  # None: no smoke test was run
+    fuzz: list[FuzzCase] | None = None
+    http: HttpFacts | None = None
+    eras: EraFacts | None = None
+    apps: AppsFacts | None = None
+    package_version: str | None = None
+    stderr_tail: str | None = None
+    delist: bool = False  # the server's opt-out file asks to be taken off the scoreboard too
+    retry_after_s: float | None = None  # rate limited: how long the server asked us to wait before the next probe
+    exchanges: list[dict[str, Any]] | None = None  # the raw layer's HTTP exchanges (status, kept headers, timings, failure)
+
+    @property
+    def reachable(self) -> bool:
+        return self.outcome == ProbeOutcome.ok
+
+
+class AnalysisResult(BaseModel):
+    """Static analysis of a server's source (for the local catalog: its installed package)."""
+
+    server_id: str
+    analyzed_at: datetime
+    fetcher: str
+    source_ref: str | None = None
+    ok: bool
+    error: str | None = None
+    files: list[str] = Field(default_factory=list)
+    description: str | None = None
+    readme_chars: int = 0
+    license: str | None = None
+    sdk: dict[str, str] = Field(default_factory=dict)  # dependency name -> version spec
+    spec_version: str | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+
+
+class Judgement(BaseModel):
+    server_id: str
+    tool_name: str
+    tool_hash: str
+    provider: str
+    model: str
+    offline: bool
+    judged_at: datetime
+    clarity: float = Field(ge=0, le=100)
+    input_completeness: float = Field(ge=0, le=100)
+    confidence: float = Field(ge=0, le=100)
+    rationale: str | None = None
+
+
+# Score results are plain dataclasses: a fleet rescore makes hundreds of thousands of them, and
+# they come from our own rules, so there is nothing to validate. vars(x) gives their JSON shape.
+@dataclass
+class RuleOutcome:
+    """What one scoring rule concluded: points out of max, and why."""
+
+    rule: str
+    dimension: str
+    points: float
+    max_points: float
+    measured: bool
+    reason: str
+    how_to_gain: str | None = None
+    evidence: str | None = None  # where the facts came from, e.g. "probe_runs:12"
+
+
+@dataclass
+class DimensionScore:
+    name: str
+    label: str
+    status: Literal["scored", "pending", "not_applicable"]
+    score: float | None
+    weight: float  # effective (renormalised) weight, 0 when not scored
+    reason: str | None = None
+    optional: bool = False  # counts toward the dimension indicator only once scored
+
+
+@dataclass
+class FlagOutcome:
+    name: str
+    label: str
+    severity: str  # critical | warning
+    reason: str
+    cap: float | None = None
+
+
+@dataclass
+class ScoreCard:
+    """One server under one rubric: the composite, its dimensions, every rule's outcome, flags and badges."""
+
+    server_id: str
+    rubric: str
+    composite: float | None
+    grade: str | None
+    visibility: str
+    dimensions: list[DimensionScore]
+    rules: list[RuleOutcome]
+    rules_version: str
+    scored_at: datetime
+    flags: list[FlagOutcome] = field(default_factory=list)
+    badges: list[str] = field(default_factory=list)
+    uncapped: float | None = None  # the composite before flag caps, when a cap lowered it
+    extra: dict[str, Any] = field(default_factory=dict)  # rubric-specific figures (rank score, status, …)
+
+    def __post_init__(self) -> None:
+        if self.composite is not None:
+            self.composite = round(self.composite, 1)
+        if self.uncapped is not None:
+            self.uncapped = round(self.uncapped, 1)
+
+    @property
+    def dimension_indicator(self) -> str:
+        applicable = [d for d in self.dimensions if d.status == "scored" or (d.status == "pending" and not d.optional)]
+        scored = [d for d in applicable if d.status == "scored"]
+        return f"{len(scored)}/{len(applicable)}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "scored_at": self.scored_at.isoformat(), "dimension_indicator": self.dimension_indicator}
+
+
+class StageReport(BaseModel):
+    stage: str
+    counts: dict[str, int] = Field(default_factory=dict)
+    failures: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+    phases: dict[str, float] = Field(default_factory=dict)  # wall seconds per phase, for benchmarks
+
+    def summary_line(self) -> str:
+        parts = ", ".join(f"{k} {v}" for k, v in self.counts.items())
+        state = "interrupted" if self.interrupted else "done"
+        return f"{self.stage} {state}: {parts or 'nothing to do'}; failures {self.failures}; {self.seconds:.1f}s"

@@ -1,0 +1,32 @@
+"""Monitor: fast probes (connect + handshake + ping) on a schedule, feeding reliability."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Sequence
+
+from sqlite_utils import Database
+
+from pipeline.config import Settings
+from pipeline.models import Server, StageReport
+from pipeline.probe import run_probe
+from pipeline.probe.install import Installer
+from pipeline.probe.sandbox import Sandbox
+from pipeline.progress import Progress
+
+
+def run_monitor(
+    db: Database,
+    *,
+    servers: Sequence[Server],
+    installer: Installer,
+    sandbox: Sandbox | None = None,
+    settings: Settings,
+    now: datetime,
+    run_id: int | None = None,
+    progress: Progress | None = None,
+) -> StageReport:
+    return run_probe(
+        db, servers=servers, installer=installer, sandbox=sandbox, settings=settings, now=now,
+        kind="fast", run_id=run_id, progress=progress,
+    )

@@ -1,0 +1,148 @@
+"""Probe: start (or reach) each server and record what a real client sees.
+
+Servers are probed concurrently under a global limit; each result is committed as soon as it
+is known, so an interrupted run keeps everything finished before the interruption.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Literal, Sequence
+
+import anyio
+from sqlite_utils import Database
+
+from pipeline import db as store
+from pipeline.config import Settings
+from pipeline.discover.keys import remote_key
+from pipeline.discover.merge import is_public_endpoint
+from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
+from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
+from pipeline.probe.install import Installed, Installer, install_key
+from pipeline.probe.raw import Limits, probe_client
+from pipeline.probe.sandbox import LocalProcessSandbox, Running, Sandbox, StartFailed
+from pipeline.probe.session import deep_probe, fast_probe
+from pipeline.progress import Progress
+
+ProbeKind = Literal["deep", "fast"]
+
+
+def run_probe(
+    db: Database,
+    *,
+    servers: Sequence[Server],
+    installer: Installer,
+    sandbox: Sandbox | None = None,
+    settings: Settings,
+    now: datetime,
+    kind: ProbeKind = "deep",
+    run_id: int | None = None,
+    progress: Progress | None = None,
+) -> StageReport:
+    started = time.monotonic()
+    stage = "probe" if kind == "deep" else "monitor"
+    report = StageReport(stage=stage)
+    # A catalog entry with no package we can start and no public remote endpoint cannot be met
+    # live: it is "not measured", which is not down, so it gets no probe row at all. Remote URLs
+    # on localhost or private addresses (sources list some) are never dialled from the catalog.
+    reachable = [s for s in servers if _probeable(s, settings.allow_private)]
+    if len(reachable) < len(servers):
+        report.counts["not_probeable"] = len(servers) - len(reachable)
+    # A server that answered 429 with Retry-After is left alone until then (probe policy): not measured, not down.
+    waiting = store.rate_limited_until(db)
+    servers = [s for s in reachable if waiting.get(s.id, now) <= now]
+    if len(servers) < len(reachable):
+        report.counts["waiting_retry_after"] = len(reachable) - len(servers)
+    progress = progress or Progress(stage, len(servers))
+    sandbox = sandbox or LocalProcessSandbox(settings.start_timeout)
+    specs = [s.launch for s in servers if s.launch is not None]
+    if specs:
+        progress.note(f"installing {len({install_key(s) for s in specs})} packages into the cache")
+    installs = installer.install(specs) if specs else {}
+
+    def record(result: ProbeResult) -> None:
+        store.record_probe(db, result, run_id)
+        if result.delist:
+            store.delist(db, result.server_id, now)  # its owner asked to be off the scoreboard: off it stays
+        outcome = result.outcome.value
+        report.counts[outcome] = report.counts.get(outcome, 0) + 1
+        if not result.reachable:
+            report.failures += 1
+        tools = f", {len(result.tools)} tools" if result.tools is not None else ""
+        era = f" {result.era} {result.protocol_version}" if result.era else ""
+        progress.step(result.server_id, f"{outcome}{era}{tools}" + (f" ({(result.detail or '')[:120]})" if not result.reachable else ""), ok=result.reachable)
+
+    async def probe_all() -> None:
+        limiter = anyio.CapacityLimiter(max(1, settings.concurrency))
+
+        async def one(server: Server) -> None:
+            async with limiter:
+                installed = installs.get(install_key(server.launch)) if server.launch else None
+                record(await probe_server(server, installed, sandbox, settings, now, kind))
+
+        async with anyio.create_task_group() as group:
+            for server in servers:
+                group.start_soon(one, server)
+
+    try:
+        anyio.run(probe_all)
+    except KeyboardInterrupt:
+        report.interrupted = True
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _probeable(server: Server, allow_private: bool) -> bool:
+    key = remote_key(server.remote_url)
+    return server.launch is not None or (key is not None and (allow_private or is_public_endpoint(key)))
+
+
+async def probe_server(
+    server: Server, installed: Installed | None, sandbox: Sandbox, settings: Settings, now: datetime, kind: ProbeKind
+) -> ProbeResult:
+    """Probe one server; whatever happens, return a classified result."""
+    version = installed.version if installed else None
+    if server.launch is not None and (installed is None or not installed.ok):
+        return _failed(server, kind, now, ProbeOutcome.install_failed, installed.error if installed else "not installed")
+    probe = deep_probe if kind == "deep" else fast_probe
+    timeout = settings.probe_timeout if kind == "deep" else settings.fast_probe_timeout
+    started = time.perf_counter()
+    running: Running | None = None
+    try:
+        if server.launch is not None:
+            assert installed is not None
+            async with sandbox.start(server.launch, installed) as running:
+                result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now,
+                                     allow_private=True)  # we started it on loopback ourselves
+                result.stderr_tail = running.stderr_tail(settings.stderr_cap)
+        elif server.remote_url:
+            limits = Limits(timeout=settings.call_timeout, allow_private=settings.allow_private)
+            async with probe_client(limits) as client:
+                asked = await opt_out(client, server.remote_url, limits)
+            if asked:
+                failed = _failed(server, kind, now, ProbeOutcome.opted_out, f"the server asks not to be probed ({OPT_OUT_PATH}: {asked})")
+                failed.delist = asked["delist"]
+                return failed
+            running = Running(transport=server.transport, url=server.remote_url)
+            result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now,
+                                 allow_private=settings.allow_private)
+        else:
+            return _failed(server, kind, now, ProbeOutcome.unreachable, "no way to reach this server: no package to start and no remote URL")
+    except StartFailed as exc:
+        result = _failed(server, kind, now, ProbeOutcome.start_failed, str(exc))
+        result.duration_ms = (time.perf_counter() - started) * 1000
+    except Exception as exc:  # noqa: BLE001 - whatever one server does, the others are still probed
+        result = _failed(server, kind, now, ProbeOutcome.start_failed, f"{type(exc).__name__}: {exc}"[:1000])
+        result.duration_ms = (time.perf_counter() - started) * 1000
+    if result.outcome == ProbeOutcome.start_failed and result.stderr_tail:
+        result.detail = f"{result.detail}; stderr: {result.stderr_tail[-500:]}"
+    result.package_version = version
+    return result
+
+
+def _failed(server: Server, kind: ProbeKind, now: datetime, outcome: ProbeOutcome, detail: str | None) -> ProbeResult:
+    return ProbeResult(
+        server_id=server.id, kind=kind, started_at=now, duration_ms=0, transport=server.transport,
+        outcome=outcome, detail=detail,
+    )

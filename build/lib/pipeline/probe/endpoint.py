@@ -1,0 +1,142 @@
+"""What an HTTP endpoint shows beyond MCP (seeds 000, 001, 004): TLS and HSTS, OAuth discovery for a
+gated server (RFC 9728, RFC 8414), a server card, a setup page for browsers, and our opt-out file.
+
+Every read is a bounded GET; whatever a server sends, the answer is a fact or None ("not seen").
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import ssl
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import anyio
+import httpx
+
+from pipeline.models import HttpFacts
+from pipeline.probe.raw import USER_AGENT, Exchange, Limits, Stopped, refuse_private
+
+OPT_OUT_PATH = "/.well-known/mcp-scoreboard"
+SERVER_CARD_PATHS = ("/.well-known/mcp.json", "/.well-known/mcp/server-card.json")  # SEP-2127 and the older name
+_RESOURCE_METADATA = re.compile(r'resource_metadata="([^"]+)"')
+
+
+async def get_json(client: httpx.AsyncClient, url: str, limits: Limits, accept: str = "application/json") -> tuple[int | None, str, Any]:
+    """(status, content type, parsed JSON or None) of a bounded GET; never raises."""
+    status, kind, body = await get_bytes(client, url, limits, accept)
+    if body is None or "json" not in kind:
+        return status, kind, None
+    try:
+        return status, kind, json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return status, kind, None
+
+
+async def get_bytes(client: httpx.AsyncClient, url: str, limits: Limits, accept: str) -> tuple[int | None, str, bytes | None]:
+    """A bounded GET; a URL that resolves to a private address is not fetched (a hostile server may point us anywhere)."""
+    try:
+        with anyio.fail_after(limits.timeout):
+            await refuse_private(url, limits)
+            async with client.stream("GET", url, headers={"User-Agent": USER_AGENT, "Accept": accept}) as response:
+                kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                if response.status_code != 200:
+                    return response.status_code, kind, None
+                chunks, size = [], 0
+                async for chunk in response.aiter_bytes():
+                    size += len(chunk)
+                    if size > min(limits.max_bytes, 1_000_000):
+                        return response.status_code, kind, None
+                    chunks.append(chunk)
+                return response.status_code, kind, b"".join(chunks)
+    except (TimeoutError, httpx.HTTPError, OSError, Stopped):
+        return None, "", None
+
+
+async def opt_out(client: httpx.AsyncClient, url: str, limits: Limits) -> dict[str, bool] | None:
+    """The server's answer at /.well-known/mcp-scoreboard: {"optout": true} (and "delist") means leave it alone."""
+    _, _, document = await get_json(client, urljoin(url, OPT_OUT_PATH), limits)
+    if isinstance(document, dict) and document.get("optout") is True:
+        return {"optout": True, "delist": document.get("delist") is True}
+    return None
+
+
+async def endpoint_facts(client: httpx.AsyncClient, url: str, first: Exchange, limits: Limits) -> HttpFacts:
+    """Facts about the endpoint, given the first MCP exchange with it (its status and headers)."""
+    secure = urlsplit(url).scheme == "https"
+    facts = HttpFacts()
+    if secure:
+        facts.tls_version, facts.cert_valid = await tls_facts(url, limits.timeout)
+        facts.hsts = "strict-transport-security" in first.headers if first.status is not None else None
+    if first.status in (401, 403):
+        facts.auth_required = True
+        resource = await _protected_resource(client, url, first.headers.get("www-authenticate", ""), limits)
+        facts.protected_resource_metadata = resource is not None
+        if resource is not None:
+            facts.authorization_server_metadata = await _authorization_server(client, resource, limits)
+    facts.server_card = False
+    for path in SERVER_CARD_PATHS:
+        _, _, card = await get_json(client, urljoin(url, path), limits)
+        if isinstance(card, dict) and (card.get("name") or card.get("serverInfo")):
+            facts.server_card = True
+            break
+    status, kind, _ = await get_bytes(client, url, limits, accept="text/html")
+    facts.html_setup_page = status == 200 and kind == "text/html"
+    return facts
+
+
+async def tls_facts(url: str, timeout: float) -> tuple[str | None, bool | None]:
+    """(TLS version, certificate valid) of an https endpoint; the version is read even when the certificate fails."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "", parts.port or 443
+
+    def handshake(verify: bool) -> str | None:
+        context = ssl.create_default_context()
+        if not verify:
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        with socket.create_connection((host, port), timeout=timeout) as raw:
+            with context.wrap_socket(raw, server_hostname=host) as secured:
+                return secured.version()
+
+    try:
+        return await anyio.to_thread.run_sync(handshake, True), True
+    except ssl.SSLCertVerificationError:
+        try:
+            return await anyio.to_thread.run_sync(handshake, False), False
+        except (OSError, ssl.SSLError):
+            return None, False
+    except (OSError, ssl.SSLError):
+        return None, None
+
+
+async def _protected_resource(client: httpx.AsyncClient, url: str, challenge: str, limits: Limits) -> dict[str, Any] | None:
+    """RFC 9728: the URL in WWW-Authenticate's resource_metadata, else the path-suffixed, else the root well-known document."""
+    parts = urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    candidates = [m.group(1) for m in _RESOURCE_METADATA.finditer(challenge)]
+    path = parts.path.rstrip("/")
+    if path:
+        candidates.append(f"{origin}/.well-known/oauth-protected-resource{path}")
+    candidates.append(f"{origin}/.well-known/oauth-protected-resource")
+    for candidate in dict.fromkeys(candidates):
+        _, _, document = await get_json(client, candidate, limits)
+        if isinstance(document, dict) and isinstance(document.get("resource"), str) and isinstance(document.get("authorization_servers"), list):
+            return document
+    return None
+
+
+async def _authorization_server(client: httpx.AsyncClient, resource: dict[str, Any], limits: Limits) -> bool:
+    """RFC 8414 (or OpenID discovery) metadata of the first authorization server the resource names."""
+    servers = [s for s in resource["authorization_servers"] if isinstance(s, str)]
+    if not servers:
+        return False
+    issuer = servers[0].rstrip("/")
+    parts = urlsplit(issuer)
+    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path
+    for candidate in (f"{origin}/.well-known/oauth-authorization-server{path}", f"{issuer}/.well-known/openid-configuration"):
+        _, _, document = await get_json(client, candidate, limits)
+        if isinstance(document, dict) and document.get("issuer") and (document.get("token_endpoint") or document.get("authorization_endpoint")):
+            return True
+    return False

@@ -1,0 +1,123 @@
+"""Dual-era negotiation over Streamable HTTP, on the raw layer (seed 003).
+
+Modern first: `server/discover` at 2026-07-28 with the per-request `_meta` envelope and the
+`Mcp-Method` header, no session. Then legacy: `initialize` with the newest handshake version,
+`notifications/initialized` on the session it opens. The server is modern, legacy, dual or
+broken; spec-readiness evidence is recorded beside it: whether `server/discover` answers, whether
+the server routes on the `Mcp-Method` header (a request without it must be refused with -32020),
+and whether list results carry cache hints (`ttlMs`). A server that claims a protocol version it
+cannot have (an unknown one, or the modern one through `initialize`) is not taken at its word.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from pipeline.models import ProbeOutcome
+from pipeline.probe.raw import CLIENT_INFO, HANDSHAKE_VERSION, KNOWN_VERSIONS, MODERN_VERSION, Exchange, Failure, Limits, exchange, modern_meta
+
+HEADER_MISMATCH = -32020
+Era = Literal["modern", "legacy", "dual", "broken"]
+
+
+@dataclass
+class Negotiation:
+    era: Era = "broken"
+    protocol_version: str | None = None
+    handshake: str | None = None  # "server/discover" or "initialize": what the session will use
+    server_info: dict[str, Any] | None = None
+    capabilities: dict[str, Any] | None = None
+    instructions: str | None = None
+    session_id: str | None = None
+    header_routing: bool | None = None  # refuses a request whose Mcp-Method header is missing (modern only)
+    list_cache_hints: bool | None = None  # tools/list carries ttlMs (modern only)
+    problems: list[str] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> ProbeOutcome:
+        """ok when either era works; otherwise the most telling failure (a gate or a rate limit before "down")."""
+        if self.era != "broken":
+            return ProbeOutcome.ok
+        outcomes = [e.outcome for e in self.exchanges]
+        for named in (ProbeOutcome.refused, ProbeOutcome.auth_required, ProbeOutcome.rate_limited):
+            if named in outcomes:
+                return named
+        return outcomes[-1] if outcomes else ProbeOutcome.unreachable
+
+    def evidence(self) -> dict[str, Any]:
+        return {"era": self.era, "protocol_version": self.protocol_version, "handshake": self.handshake, "session_id": self.session_id is not None,
+                "header_routing": self.header_routing, "list_cache_hints": self.list_cache_hints, "problems": self.problems,
+                "exchanges": [e.evidence() for e in self.exchanges]}
+
+
+def _modern_headers(method: str) -> dict[str, str]:
+    return {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": method}
+
+
+async def negotiate(client: httpx.AsyncClient, url: str, limits: Limits = Limits()) -> Negotiation:
+    found = Negotiation()
+    discover = await exchange(client, url, "server/discover", {"_meta": modern_meta()}, request_id=1, headers=_modern_headers("server/discover"),
+                              limits=limits)
+    found.exchanges.append(discover)
+    modern = _modern_answer(discover, found)
+    if discover.failure in (Failure.refused_private, Failure.rate_limited):
+        return found  # the address is not ours to dial, or the server asked us to wait: a second request would not differ
+    initialize = await exchange(client, url, "initialize",
+                                {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}, request_id=2, limits=limits)
+    found.exchanges.append(initialize)
+    legacy = _legacy_answer(initialize, found)
+    if legacy is not None:
+        session = initialize.headers.get("mcp-session-id")
+        headers = {"MCP-Protocol-Version": legacy["protocolVersion"], **({"Mcp-Session-Id": session} if session else {})}
+        found.exchanges.append(await exchange(client, url, "notifications/initialized", request_id=None, headers=headers, limits=limits))
+        found.session_id = session
+    if modern is not None:
+        await _spec_readiness(client, url, limits, found)
+    found.era = "dual" if modern and legacy else "modern" if modern else "legacy" if legacy else "broken"
+    chosen = modern or legacy
+    if chosen is not None:
+        info = chosen.get("serverInfo") or (chosen.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo")
+        found.server_info = info if isinstance(info, dict) else None
+        found.capabilities = chosen.get("capabilities") if isinstance(chosen.get("capabilities"), dict) else None
+        found.instructions = chosen.get("instructions") if isinstance(chosen.get("instructions"), str) else None
+        found.protocol_version = MODERN_VERSION if modern else legacy["protocolVersion"]  # type: ignore[index]
+        found.handshake = "server/discover" if modern else "initialize"
+    return found
+
+
+def _modern_answer(reply: Exchange, found: Negotiation) -> dict[str, Any] | None:
+    if not reply.ok:
+        return None
+    result = reply.response["result"]  # type: ignore[index]
+    versions = result.get("supportedVersions") if isinstance(result, dict) else None
+    if not isinstance(versions, list) or MODERN_VERSION not in versions:
+        found.problems.append(f"server/discover answered without {MODERN_VERSION} in supportedVersions: {str(versions)[:120]}")
+        return None
+    return result
+
+
+def _legacy_answer(reply: Exchange, found: Negotiation) -> dict[str, Any] | None:
+    if not reply.ok:
+        return None
+    result = reply.response["result"]  # type: ignore[index]
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    if version not in KNOWN_VERSIONS or version == MODERN_VERSION:
+        found.problems.append(f"initialize answered with protocol version {str(version)[:60]!r}, which no handshake can negotiate")
+        return None
+    return result
+
+
+async def _spec_readiness(client: httpx.AsyncClient, url: str, limits: Limits, found: Negotiation) -> None:
+    """Header routing (a request without Mcp-Method must be refused) and list-cache hints (ttlMs on tools/list)."""
+    unrouted = await exchange(client, url, "tools/list", {"_meta": modern_meta()}, request_id=3, headers={"MCP-Protocol-Version": MODERN_VERSION},
+                              limits=limits)
+    found.exchanges.append(unrouted)
+    found.header_routing = unrouted.status == 400 and (unrouted.error or {}).get("code") == HEADER_MISMATCH
+    listed = await exchange(client, url, "tools/list", {"_meta": modern_meta()}, request_id=4, headers=_modern_headers("tools/list"), limits=limits)
+    found.exchanges.append(listed)
+    if listed.ok and isinstance(listed.response["result"], dict):  # type: ignore[index]
+        found.list_cache_hints = "ttlMs" in listed.response["result"]  # type: ignore[index]

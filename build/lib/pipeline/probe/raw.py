@@ -1,0 +1,319 @@
+"""Raw MCP over HTTP: one JSON-RPC exchange at a time, with the HTTP facts the SDK hides.
+
+The SDK's client is right for the happy path, but a score needs what it does not say: the status
+code, the headers (session id, protocol version, WWW-Authenticate, Retry-After, HSTS), the content
+type, how many bytes and events came back, and exactly how a broken server broke. Every exchange
+here is bounded in time (one deadline over connect, headers and the whole body or stream), in
+bytes, in SSE events and in redirects; whatever the server does, the caller gets an `Exchange`
+with a classified `failure`, never an exception and never a hang.
+"""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+import json
+import socket
+import ssl
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import anyio
+import httpx
+
+from pipeline import ENGINE_VERSION
+from pipeline.models import ProbeOutcome
+
+USER_AGENT = f"mcp-scoreboard-probe/{ENGINE_VERSION}"
+MODERN_VERSION = "2026-07-28"
+HANDSHAKE_VERSION = "2025-11-25"
+KNOWN_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+KEPT_HEADERS = ("content-type", "mcp-session-id", "mcp-protocol-version", "www-authenticate", "retry-after", "location",
+                "strict-transport-security", "cache-control")
+CLIENT_INFO = {"name": "mcp-scoreboard", "version": ENGINE_VERSION}
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float = 10.0  # one exchange: connect, headers and the whole body or stream
+    max_bytes: int = 5_000_000
+    max_events: int = 1_000  # SSE events before the response (notifications, keep-alives)
+    max_redirects: int = 3
+    allow_private: bool = False  # loopback, private and link-local addresses (tests allow them)
+
+
+class Failure(str, Enum):
+    """Exactly how one exchange failed."""
+
+    refused_private = "refused_private"  # policy: the address is loopback, private or link-local
+    unreachable = "unreachable"  # no connection (DNS, refused, reset before any reply)
+    timeout = "timeout"  # the deadline passed: no answer, or a stream that never delivered one
+    rate_limited = "rate_limited"  # 429: not measured this time, never "down"
+    auth_required = "auth_required"  # 401/403: gated, never "down"
+    http_error = "http_error"  # another 4xx/5xx
+    redirect_loop = "redirect_loop"  # more redirects than allowed
+    too_large = "too_large"  # the body or stream passed the byte cap
+    wrong_content_type = "wrong_content_type"  # neither application/json nor text/event-stream
+    invalid_json = "invalid_json"  # a body or event that is not JSON, or not a JSON-RPC message
+    notification_flood = "notification_flood"  # more SSE events than allowed before the response
+    no_response = "no_response"  # the stream ended without the response to our request
+    dropped = "dropped"  # the connection broke in the middle of a response
+
+
+OUTCOMES = {
+    Failure.refused_private: ProbeOutcome.refused, Failure.unreachable: ProbeOutcome.unreachable, Failure.timeout: ProbeOutcome.timeout,
+    Failure.rate_limited: ProbeOutcome.rate_limited, Failure.auth_required: ProbeOutcome.auth_required, Failure.http_error: ProbeOutcome.http_error,
+    Failure.redirect_loop: ProbeOutcome.http_error, Failure.too_large: ProbeOutcome.protocol_error,
+    Failure.wrong_content_type: ProbeOutcome.protocol_error, Failure.invalid_json: ProbeOutcome.protocol_error,
+    Failure.notification_flood: ProbeOutcome.protocol_error, Failure.no_response: ProbeOutcome.protocol_error, Failure.dropped: ProbeOutcome.crashed,
+}
+
+
+@dataclass
+class Exchange:
+    """One request and what came back, as evidence."""
+
+    method: str
+    url: str
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    response: dict[str, Any] | None = None  # the JSON-RPC response to our request
+    notifications: int = 0  # messages without our id that came first (SSE)
+    events: int = 0
+    bytes: int = 0
+    redirects: list[str] = field(default_factory=list)
+    ms: float = 0.0
+    failure: Failure | None = None
+    detail: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.response is not None and "result" in self.response
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        return self.response.get("error") if self.response and isinstance(self.response.get("error"), dict) else None
+
+    @property
+    def outcome(self) -> ProbeOutcome:
+        if self.failure is not None:
+            return OUTCOMES[self.failure]
+        return ProbeOutcome.ok if self.ok else ProbeOutcome.protocol_error
+
+    def evidence(self) -> dict[str, Any]:
+        return {
+            "method": self.method, "status": self.status, "headers": self.headers, "ms": round(self.ms, 1), "bytes": self.bytes,
+            "events": self.events, "notifications": self.notifications, "redirects": self.redirects,
+            "failure": self.failure.value if self.failure else None, "detail": self.detail,
+            "error": self.error,
+        }
+
+
+class Stopped(Exception):
+    """An exchange ends here, classified (raised inside this module and by `refuse_private`)."""
+
+    def __init__(self, failure: Failure, detail: str) -> None:
+        super().__init__(detail)
+        self.failure, self.detail = failure, detail
+
+
+def retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds a Retry-After header asks us to wait (delta-seconds or an HTTP date), capped at a day."""
+    if not value:
+        return None
+    try:
+        return min(86_400.0, max(0.0, float(value)))
+    except ValueError:
+        pass
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return min(86_400.0, max(0.0, parsedate_to_datetime(value).timestamp() - (now if now is not None else time.time())))
+    except (TypeError, ValueError):
+        return None
+
+
+def private_address(url: str) -> str | None:
+    """The first loopback, private, link-local or otherwise non-public address `url`'s host resolves to, if any."""
+    host = urlsplit(url).hostname or ""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise Stopped(Failure.unreachable, f"cannot resolve {host!r}: {exc}") from exc
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0].split("%")[0])
+        if not address.is_global:
+            return str(address)
+    return None
+
+
+async def refuse_private(url: str, limits: Limits) -> None:
+    if limits.allow_private:
+        return
+    address = await anyio.to_thread.run_sync(private_address, url)  # DNS blocks: off the event loop, inside the deadline
+    if address:
+        raise Stopped(Failure.refused_private, f"{urlsplit(url).hostname} resolves to {address}, which is not a public address")
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client: building one loads the CA bundle (tens of milliseconds of CPU),
+    which across a fleet of servers would cost more than probing them."""
+    return ssl.create_default_context()
+
+
+def probe_client(limits: Limits = Limits()) -> httpx.AsyncClient:
+    """An HTTP client for one server: one connection at a time, redirects followed by hand (to count and
+    check them), no proxies or credentials from the environment."""
+    return httpx.AsyncClient(follow_redirects=False, timeout=httpx.Timeout(limits.timeout), trust_env=False, verify=_tls_context(),
+                             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
+
+
+def modern_meta() -> dict[str, Any]:
+    """The per-request envelope of the 2026-07-28 era."""
+    return {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION, "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": CLIENT_INFO}
+
+
+async def exchange(
+    client: httpx.AsyncClient,
+    url: str,
+    method: str,
+    params: dict[str, Any] | None = None,
+    *,
+    request_id: int | None = 1,
+    headers: dict[str, str] | None = None,
+    limits: Limits = Limits(),
+) -> Exchange:
+    """POST one JSON-RPC message and read until its response (or, for a notification, the status)."""
+    found = Exchange(method=method, url=url)
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    if request_id is not None:
+        message["id"] = request_id
+    body = json.dumps(message).encode()
+    sent = {"User-Agent": USER_AGENT, "Accept": "application/json, text/event-stream", "Content-Type": "application/json", **(headers or {})}
+    started = time.perf_counter()
+    try:
+        with anyio.fail_after(limits.timeout):
+            await refuse_private(url, limits)
+            await _post(client, url, body, sent, request_id, found, limits)
+    except Stopped as stop:
+        found.failure, found.detail = stop.failure, stop.detail
+    except TimeoutError:
+        found.failure, found.detail = Failure.timeout, f"no complete answer within {limits.timeout:g} s"
+    except httpx.TimeoutException as exc:
+        found.failure, found.detail = Failure.timeout, f"{type(exc).__name__}: {exc}"
+    except (httpx.ConnectError, httpx.UnsupportedProtocol, OSError) as exc:
+        found.failure, found.detail = Failure.unreachable, f"{type(exc).__name__}: {exc}"[:500]
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+        found.failure = Failure.dropped if found.status is not None else Failure.unreachable
+        found.detail = f"{type(exc).__name__}: {exc}"[:500]
+    except httpx.HTTPError as exc:
+        found.failure, found.detail = Failure.dropped, f"{type(exc).__name__}: {exc}"[:500]
+    found.ms = (time.perf_counter() - started) * 1000
+    return found
+
+
+async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str], request_id: int | None, found: Exchange,
+                limits: Limits) -> None:
+    target = url
+    for _ in range(limits.max_redirects + 1):
+        async with client.stream("POST", target, content=body, headers=headers) as response:
+            found.status = response.status_code
+            found.headers = {k: response.headers[k][:500] for k in KEPT_HEADERS if k in response.headers}
+            if response.is_redirect and "location" in response.headers:
+                target = urljoin(target, response.headers["location"])
+                found.redirects.append(target[:300])
+                await refuse_private(target, limits)
+                continue
+            await _read(response, request_id, found, limits)
+            return
+    raise Stopped(Failure.redirect_loop, f"more than {limits.max_redirects} redirects: {' -> '.join(found.redirects[:5])}")
+
+
+async def _read(response: httpx.Response, request_id: int | None, found: Exchange, limits: Limits) -> None:
+    status = response.status_code
+    if status == 429:
+        raise Stopped(Failure.rate_limited, f"HTTP 429; Retry-After: {response.headers.get('retry-after', 'not given')}")
+    if status in (401, 403):
+        raise Stopped(Failure.auth_required, f"HTTP {status}; WWW-Authenticate: {response.headers.get('www-authenticate', 'not given')[:300]}")
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if request_id is None and status in (200, 202, 204):
+        return  # a notification: the status is the answer
+    if kind == "text/event-stream" and status < 400:
+        await _read_stream(response, request_id, found, limits)
+        return
+    text = (await _bounded(response, found, limits)).decode("utf-8", errors="replace")
+    if status >= 400 and kind != "application/json":
+        raise Stopped(Failure.http_error, f"HTTP {status}: {text[:200]!r}")
+    if kind != "application/json":
+        raise Stopped(Failure.wrong_content_type, f"HTTP {status} with Content-Type {response.headers.get('content-type', 'none')!r}: {text[:120]!r}")
+    found.response = _message(text, request_id)
+    if status >= 400 and found.error is None:
+        raise Stopped(Failure.http_error, f"HTTP {status}: {text[:200]!r}")
+
+
+async def _bounded(response: httpx.Response, found: Exchange, limits: Limits) -> bytes:
+    chunks: list[bytes] = []
+    async for chunk in response.aiter_bytes():
+        found.bytes += len(chunk)
+        if found.bytes > limits.max_bytes:
+            raise Stopped(Failure.too_large, f"body passed {limits.max_bytes:,} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _message(text: str, request_id: int | None) -> dict[str, Any]:
+    try:
+        message = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise Stopped(Failure.invalid_json, f"not JSON: {exc}; starts {text[:80]!r}") from exc
+    if isinstance(message, list):  # a batch: find ours
+        message = next((m for m in message if isinstance(m, dict) and m.get("id") == request_id), None)
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or ("result" not in message and "error" not in message):
+        raise Stopped(Failure.invalid_json, f"not a JSON-RPC response: {text[:120]!r}")
+    return message
+
+
+async def _read_stream(response: httpx.Response, request_id: int | None, found: Exchange, limits: Limits) -> None:
+    """Read SSE events until the response to `request_id`; everything else before it is counted."""
+    data: list[str] = []
+    async for line in _lines(response, found, limits):
+        if line == "":
+            payload, data = "\n".join(data), []
+            if payload:  # SSE: an event with empty data is not dispatched (servers send one to prime resumption)
+                found.events += 1
+                if found.events > limits.max_events:
+                    raise Stopped(Failure.notification_flood, f"{limits.max_events:,} events without the response")
+                try:
+                    message = json.loads(payload)
+                except json.JSONDecodeError as exc:
+                    raise Stopped(Failure.invalid_json, f"event {found.events} is not JSON: {payload[:80]!r}") from exc
+                if isinstance(message, dict) and message.get("id") == request_id and ("result" in message or "error" in message):
+                    found.response = message
+                    return
+                found.notifications += 1
+            continue
+        if line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+    raise Stopped(Failure.no_response, f"the stream ended after {found.events} events without the response")
+
+
+async def _lines(response: httpx.Response, found: Exchange, limits: Limits):
+    pending = ""
+    async for chunk in response.aiter_text():
+        found.bytes += len(chunk.encode())
+        if found.bytes > limits.max_bytes:
+            raise Stopped(Failure.too_large, f"stream passed {limits.max_bytes:,} bytes")
+        pending += chunk
+        *lines, pending = pending.replace("\r\n", "\n").split("\n")
+        for line in lines:
+            yield line
+    if pending:
+        yield pending
+    yield ""

@@ -1,0 +1,555 @@
+"""Meet a running server the way a client does, with the official SDK, and record what it saw.
+
+Every step is bounded in time; every failure becomes a classified outcome, never an exception
+that escapes. The SDK hides HTTP facts (status codes, headers); over Streamable HTTP the raw layer
+(pipeline.probe.raw, eras, endpoint) records them beside the SDK's session.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import AsyncExitStack
+from datetime import datetime
+from typing import Any, Awaitable, Callable
+
+import anyio
+import httpx
+import jsonschema
+from mcp import Client, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
+from mcp.types import Implementation
+from mcp_types.jsonrpc import CONNECTION_CLOSED
+from pydantic import ValidationError
+
+from pipeline import ENGINE_VERSION
+from pipeline.models import AppsFacts, CheckResult, EraFacts, FuzzCase, Invocation, ProbeOutcome, ProbeResult
+from pipeline.probe.endpoint import endpoint_facts
+from pipeline.probe.eras import negotiate
+from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
+from pipeline.probe.raw import CLIENT_INFO as CLIENT_INFO_RAW
+from pipeline.probe.raw import HANDSHAKE_VERSION, Limits, exchange, modern_meta, probe_client, retry_after
+from pipeline.probe.sandbox import Running
+from pipeline.probe.tooltext import tool_text_checks
+
+MODERN_VERSIONS = ("2026-07-28",)
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+MAX_LIST_PAGES = 20  # pagination is bounded; a cursor seen twice ends it as a loop
+UNKNOWN_TOOL = "scoreboard_probe_no_such_tool"
+CLIENT_INFO = Implementation(name="mcp-scoreboard", version=ENGINE_VERSION)
+
+
+def _transport(running: Running):
+    if running.transport == "stdio":
+        params = StdioServerParameters(
+            command=running.command or "", args=list(running.args), env=running.env, cwd=running.cwd
+        )
+        return stdio_client(params, errlog=running.errlog) if running.errlog else stdio_client(params)
+    if running.transport == "sse":
+        return sse_client(running.url or "")
+    return running.url or ""
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def classify(exc: BaseException, connected: bool) -> tuple[ProbeOutcome, str]:
+    """Name what went wrong. `connected`: whether the handshake had completed."""
+    if isinstance(exc, BaseExceptionGroup):
+        return classify(exc.exceptions[0], connected)
+    text = f"{type(exc).__name__}: {exc}"[:1000]
+    if isinstance(exc, TimeoutError):
+        return ProbeOutcome.timeout, text
+    if isinstance(exc, MCPError):
+        if "timed out" in exc.message:
+            return ProbeOutcome.timeout, text
+        if exc.message == "Server returned an error response":
+            return ProbeOutcome.http_error, text
+        if _connection_closed(exc):
+            return (ProbeOutcome.crashed if connected else ProbeOutcome.start_failed), text
+        return ProbeOutcome.protocol_error, text
+    # The SDK speaks HTTP through its own httpx fork, so match transport errors by name as well as type.
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout, ConnectionError)) or names & {"ConnectError", "ConnectTimeout"}:
+        return ProbeOutcome.unreachable, text
+    if names & {"ReadTimeout", "WriteTimeout", "PoolTimeout", "TimeoutException"}:
+        return ProbeOutcome.timeout, text
+    if isinstance(exc, (ValidationError, ValueError, RuntimeError, httpx.HTTPError)):
+        return ProbeOutcome.protocol_error, text
+    if isinstance(exc, (FileNotFoundError, PermissionError)):
+        return ProbeOutcome.start_failed, text
+    if isinstance(exc, (anyio.ClosedResourceError, anyio.EndOfStream, anyio.BrokenResourceError, OSError)):
+        return (ProbeOutcome.crashed if connected else ProbeOutcome.start_failed), text
+    return ProbeOutcome.protocol_error, text
+
+
+def _connection_closed(exc: MCPError) -> bool:
+    return exc.code == CONNECTION_CLOSED and "closed" in exc.message.lower()
+
+
+async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    value = await call()
+    return value, (time.perf_counter() - started) * 1000
+
+
+async def _list_all(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> tuple[list[dict[str, Any]], str | None]:
+    """Follow nextCursor, bounded in pages, stopping on a repeated cursor."""
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_LIST_PAGES):
+        page = await fetch(cursor)
+        items.extend(_dump(item) for item in getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            return items, None
+        if cursor in seen:
+            return items, f"pagination loop: cursor {cursor[:60]!r} repeated"
+        seen.add(cursor)
+    return items, f"pagination stopped after {MAX_LIST_PAGES} pages"
+
+
+def schema_problems(tool: dict[str, Any]) -> list[str]:
+    """Why a tool's schemas are not valid object JSON Schemas (empty when they are)."""
+    problems = []
+    for key in ("inputSchema", "outputSchema"):
+        schema = tool.get(key)
+        if schema is None:
+            if key == "inputSchema":
+                problems.append("inputSchema missing")
+            continue
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            problems.append(f"{key} is not an object schema")
+            continue
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            problems.append(f"{key} invalid: {exc.message[:200]}")
+    return problems
+
+
+class _StreamWatcher:
+    """Collects what the transport could not parse (non-JSON lines, malformed messages) as evidence."""
+
+    LIMIT = 20
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.samples: list[str] = []
+
+    async def __call__(self, message: Any) -> None:
+        if isinstance(message, Exception):
+            self.count += 1
+            if len(self.samples) < 3:
+                self.samples.append(f"{type(message).__name__}: {message}"[:300])
+        await anyio.lowlevel.checkpoint()
+
+    def check(self) -> CheckResult:
+        return CheckResult(
+            name="invalid_messages",
+            outcome="none" if not self.count else f"{self.count} unparseable",
+            passed=self.count == 0,
+            detail="; ".join(self.samples) or None,
+        )
+
+
+def _client(running: Running, call_timeout: float, watcher: _StreamWatcher) -> Client:
+    return Client(
+        _transport(running), mode="auto", read_timeout_seconds=call_timeout, cache=None,
+        client_info=CLIENT_INFO, message_handler=watcher,
+    )
+
+
+async def _probe(
+    kind: str, server_id: str, running: Running, call_timeout: float, total_timeout: float, now: datetime,
+    body: Callable[[ProbeResult, Client], Awaitable[None]],
+) -> ProbeResult:
+    """Connect, record the handshake, run `body`; classify whatever goes wrong, within `total_timeout`."""
+    started = time.perf_counter()
+    result = ProbeResult(
+        server_id=server_id, kind=kind, started_at=now, duration_ms=0, transport=running.transport, outcome=ProbeOutcome.ok,
+    )
+    watcher = _StreamWatcher()
+    connected = False
+    try:
+        with anyio.fail_after(total_timeout):
+            async with AsyncExitStack() as stack:
+                client = _client(running, call_timeout, watcher)
+                _, result.connect_ms = await _timed(lambda: stack.enter_async_context(client))
+                connected = True
+                _record_handshake(result, client)
+                await body(result, client)
+    except Exception as exc:  # noqa: BLE001 - every failure of an untrusted server is classified
+        result.outcome, result.detail = classify(exc, connected)
+    crashed = next((c for c in result.checks if c.outcome == ProbeOutcome.crashed.value), None)
+    if result.outcome == ProbeOutcome.ok and crashed:
+        # The handshake worked, but the server died under a later request: that is a crash.
+        result.outcome, result.detail = ProbeOutcome.crashed, f"server exited during {crashed.name}: {crashed.detail}"
+    result.checks.append(watcher.check())
+    result.duration_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
+                     allow_private: bool = False) -> ProbeResult:
+    """Handshake in whichever era the server speaks, list everything, run the basic checks; over Streamable HTTP,
+    negotiate both eras on the raw layer first and read the endpoint's HTTP facts (`allow_private`: the URL may be
+    on loopback or a private network, for servers we started ourselves or a target the user named).
+
+    The SDK session is opened only when the raw layer found an era that works: a server that floods, streams
+    for ever, sends a gigabyte or lies in its handshake is classified by the bounded raw layer alone."""
+    if not (running.transport == "streamable-http" and running.url):
+        return await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
+    started = time.perf_counter()
+    observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport="streamable-http",
+                           outcome=ProbeOutcome.protocol_error)
+    negotiation = await _observe_http(observed, running.url, Limits(timeout=call_timeout, allow_private=allow_private), total_timeout)
+    if negotiation is None or negotiation.era == "broken":
+        if negotiation is None:
+            observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
+        else:
+            failed = next((e for e in negotiation.exchanges if e.outcome in NAMED_STATES), None) or next(
+                (e for e in negotiation.exchanges if not e.ok), None)
+            observed.outcome = failed.outcome if failed else ProbeOutcome.protocol_error
+            observed.detail = (failed.detail or (f"JSON-RPC error {failed.error}" if failed.error else None)) if failed else None
+            observed.detail = "; ".join(filter(None, [observed.detail, *negotiation.problems]))[:1000] or "neither era answered well-formed"
+            if observed.outcome == ProbeOutcome.rate_limited and failed:
+                observed.retry_after_s = retry_after(failed.headers.get("retry-after"))
+        observed.duration_ms = (time.perf_counter() - started) * 1000
+        return observed
+    result = await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
+    result.eras, result.http, result.exchanges = observed.eras, observed.http, observed.exchanges
+    result.checks[:0] = observed.checks
+    _named_state(result, negotiation.exchanges)
+    return result
+
+
+async def _observe_http(result: ProbeResult, url: str, limits: Limits, total_timeout: float):
+    """Dual-era negotiation and endpoint facts from the raw layer, into `result`; the negotiation, or None when the
+    deadline cut it short (what it cut short stays unknown)."""
+    started = time.perf_counter()
+    negotiation = None
+    with anyio.move_on_after(total_timeout):
+        async with probe_client(limits) as client:
+            negotiation = await negotiate(client, url, limits)
+            modern, legacy = negotiation.era in ("modern", "dual"), negotiation.era in ("legacy", "dual")
+            result.eras = EraFacts(modern=modern, legacy=legacy, discover=modern, header_routing=negotiation.header_routing,
+                                   list_cache_hints=negotiation.list_cache_hints)
+            result.checks.append(CheckResult(name="era_negotiation", outcome=negotiation.era, passed=negotiation.era != "broken",
+                                             detail="; ".join(negotiation.problems)[:1000] or None, ms=(time.perf_counter() - started) * 1000))
+            result.exchanges = [e.evidence() for e in negotiation.exchanges]
+            result.http = await endpoint_facts(client, url, negotiation.exchanges[0], limits)
+    return negotiation
+
+
+# Outcomes the SDK flattens into "Server returned an error response" but that are states with names, not "down".
+NAMED_STATES = (ProbeOutcome.auth_required, ProbeOutcome.rate_limited, ProbeOutcome.refused)
+
+
+def _named_state(result: ProbeResult, exchanges: list) -> None:
+    """Where the SDK session failed and the raw layer saw a gate, a rate limit or a refusal, record that instead."""
+    if result.outcome == ProbeOutcome.ok:
+        return
+    named = next((e for e in exchanges if e.outcome in NAMED_STATES), None)
+    if named is not None:
+        result.outcome, result.detail = named.outcome, named.detail
+        if named.outcome == ProbeOutcome.rate_limited:
+            result.retry_after_s = retry_after(named.headers.get("retry-after"))
+
+
+async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total_timeout: float, now: datetime,
+                         allow_private: bool = False) -> ProbeResult:
+    """The monitor's health check over Streamable HTTP, on the raw layer: `server/discover` (modern), else
+    `initialize` + `notifications/initialized` + `ping` on the session (legacy), then the session is closed.
+    Timings are the exchanges' own; a gate, a rate limit or a refusal is a named state."""
+    started = time.perf_counter()
+    result = ProbeResult(server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport="streamable-http", outcome=ProbeOutcome.ok)
+    limits = Limits(timeout=call_timeout, allow_private=allow_private)
+    exchanges: list = []
+    with anyio.move_on_after(total_timeout) as scope:
+        async with probe_client(limits) as client:
+            discover = await exchange(client, url, "server/discover", {"_meta": modern_meta()}, request_id=1,
+                                      headers={"MCP-Protocol-Version": MODERN_VERSIONS[0], "Mcp-Method": "server/discover"}, limits=limits)
+            exchanges.append(discover)
+            versions = (discover.response or {}).get("result", {}).get("supportedVersions") if discover.ok else None
+            if isinstance(versions, list) and MODERN_VERSIONS[0] in versions:
+                result.era, result.protocol_version, result.handshake, result.connect_ms = "modern", MODERN_VERSIONS[0], "server/discover", discover.ms
+            elif discover.outcome not in NAMED_STATES:
+                await _legacy_fast(client, url, limits, result, exchanges)
+    if scope.cancelled_caught:
+        result.outcome, result.detail = ProbeOutcome.timeout, f"no complete health check within {total_timeout:g} s"
+    elif result.era is None:
+        failed = next((e for e in exchanges if e.outcome in NAMED_STATES), None) or next((e for e in reversed(exchanges) if not e.ok), None)
+        result.outcome = failed.outcome if failed else ProbeOutcome.protocol_error
+        result.detail = failed.detail if failed else "neither era answered well-formed"
+        if result.outcome == ProbeOutcome.rate_limited and failed:
+            result.retry_after_s = retry_after(failed.headers.get("retry-after"))
+    result.exchanges = [e.evidence() for e in exchanges]
+    result.duration_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+async def _legacy_fast(client, url: str, limits: Limits, result: ProbeResult, exchanges: list) -> None:
+    initialize = await exchange(client, url, "initialize", {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO_RAW},
+                                request_id=2, limits=limits)
+    exchanges.append(initialize)
+    version = (initialize.response or {}).get("result", {}).get("protocolVersion") if initialize.ok else None
+    if version not in HANDSHAKE_VERSIONS:
+        return
+    session = initialize.headers.get("mcp-session-id")
+    headers = {"MCP-Protocol-Version": version, **({"Mcp-Session-Id": session} if session else {})}
+    exchanges.append(await exchange(client, url, "notifications/initialized", request_id=None, headers=headers, limits=limits))
+    ping = await exchange(client, url, "ping", {}, request_id=3, headers=headers, limits=limits)
+    exchanges.append(ping)
+    result.era, result.protocol_version, result.handshake, result.connect_ms = "legacy", version, "initialize", initialize.ms
+    if ping.ok:
+        result.ping_ms = ping.ms
+    if session:  # end the session we opened, as a client should
+        with anyio.move_on_after(limits.timeout):
+            try:
+                await client.delete(url, headers=headers)
+            except httpx.HTTPError:
+                pass
+
+
+async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
+                     allow_private: bool = False) -> ProbeResult:
+    """Health check: connect + handshake (+ ping in the legacy era, which has one). No lists, no tool calls."""
+    if running.transport == "streamable-http" and running.url:
+        return await raw_fast_probe(server_id, running.url, call_timeout=call_timeout, total_timeout=total_timeout, now=now,
+                                    allow_private=allow_private)
+
+    async def ping(result: ProbeResult, client: Client) -> None:
+        if result.era == "legacy":
+            _, result.ping_ms = await _timed(client.session.send_ping)
+
+    return await _probe("fast", server_id, running, call_timeout, total_timeout, now, ping)
+
+
+def _record_handshake(result: ProbeResult, client: Client) -> None:
+    result.protocol_version = client.protocol_version
+    result.era = "modern" if client.protocol_version in MODERN_VERSIONS else "legacy"
+    result.handshake = "server/discover" if client.session.discover_result else "initialize"
+    result.server_info = _dump(client.server_info) if client.server_info else None
+    result.capabilities = _dump(client.server_capabilities)
+    result.instructions = client.instructions
+
+
+async def _run_checks(result: ProbeResult, client: Client) -> None:
+    caps = result.capabilities or {}
+    checks = result.checks
+
+    if result.era == "legacy":
+        await _check(checks, "ping", lambda: client.session.send_ping(), lambda _: (True, "pong"))
+        if checks[-1].passed:
+            result.ping_ms = checks[-1].ms
+
+    async def tools() -> None:
+        result.tools, problem = await _list_all(lambda c: client.list_tools(cursor=c), "tools")
+        if problem:
+            raise RuntimeError(problem)
+
+    await _check(checks, "tools/list", tools, lambda _: (True, f"{len(result.tools or [])} tools"))
+    if "resources" in caps:
+
+        async def resources() -> None:
+            result.resources, problem = await _list_all(lambda c: client.list_resources(cursor=c), "resources")
+            result.resource_templates, problem2 = await _list_all(
+                lambda c: client.list_resource_templates(cursor=c), "resource_templates"
+            )
+            if problem or problem2:
+                raise RuntimeError(problem or problem2)
+
+        await _check(checks, "resources/list", resources, lambda _: (True, f"{len(result.resources or [])} resources"))
+    if "prompts" in caps:
+
+        async def prompts() -> None:
+            result.prompts, problem = await _list_all(lambda c: client.list_prompts(cursor=c), "prompts")
+            if problem:
+                raise RuntimeError(problem)
+
+        await _check(checks, "prompts/list", prompts, lambda _: (True, f"{len(result.prompts or [])} prompts"))
+
+    if result.tools is not None:
+        invalid = {t.get("name", "?"): schema_problems(t) for t in result.tools}
+        invalid = {name: p for name, p in invalid.items() if p}
+        checks.append(
+            CheckResult(
+                name="schema_validity",
+                outcome="valid" if not invalid else "invalid",
+                passed=not invalid,
+                detail="; ".join(f"{n}: {', '.join(p)}" for n, p in sorted(invalid.items()))[:2000] or None,
+            )
+        )
+    await _check_unknown_tool(checks, client)
+    if result.tools is not None:
+        checks.extend(tool_text_checks(result.tools, result.instructions))
+    if result.tools:
+        await _check_apps(result, client)
+        await _exercise_tools(result, client)
+
+
+MAX_VIEWS = 10
+
+
+def ui_views(tools: list[dict[str, Any]]) -> list[str]:
+    """The ui:// views tools link to (MCP Apps: `_meta.ui.resourceUri`, or the older `_meta["ui/resourceUri"]`)."""
+    views: list[str] = []
+    for tool in tools:
+        meta = tool.get("_meta") if isinstance(tool.get("_meta"), dict) else {}
+        ui = meta.get("ui") if isinstance(meta.get("ui"), dict) else {}
+        for uri in (ui.get("resourceUri"), meta.get("ui/resourceUri")):
+            if isinstance(uri, str) and uri.startswith("ui://") and uri not in views:
+                views.append(uri)
+    return views
+
+
+async def _check_apps(result: ProbeResult, client: Client) -> None:
+    """Seed 001 MCP Apps: each linked ui:// view is read (reading is safe) for its MIME type and CSP metadata."""
+    views = ui_views(result.tools or [])
+    if not views:
+        return
+    listed = {r.get("uri"): r for r in result.resources or [] if isinstance(r, dict)}
+    apps = AppsFacts(views=len(views))
+    problems = []
+    for uri in views[:MAX_VIEWS]:
+        try:
+            contents = _dump(await client.read_resource(uri)).get("contents") or []
+        except Exception as exc:  # noqa: BLE001 - an unreadable view is the finding
+            problems.append(f"{uri}: {type(exc).__name__}: {exc}"[:200])
+            continue
+        if not contents:
+            problems.append(f"{uri}: no contents")
+            continue
+        apps.readable += 1
+        first = contents[0]
+        if str(first.get("mimeType") or listed.get(uri, {}).get("mimeType") or "").lower().startswith("text/html"):
+            apps.html_mime += 1
+        metas = [first.get("_meta"), listed.get(uri, {}).get("_meta")]
+        if any(isinstance(m, dict) and isinstance(m.get("ui"), dict) and "csp" in m["ui"] for m in metas):
+            apps.csp += 1
+    result.apps = apps
+    result.checks.append(CheckResult(name="mcp_apps", outcome=f"{apps.readable}/{apps.views} readable", passed=apps.readable == apps.views,
+                                     detail="; ".join(problems) or None))
+
+
+MAX_INVOKED = 8  # safe tools called once each (invocation smoke test)
+MAX_FUZZED = 2  # safe tools sent seed 000's fuzz cases
+
+
+async def _call(client: Client, name: str, arguments: dict[str, Any]) -> tuple[str, Any, float]:
+    """("ok" | "is_error" | "jsonrpc_error" | "timeout" | "crash", the result dict or the error text, ms)."""
+    started = time.perf_counter()
+    try:
+        reply = await client.call_tool(name, arguments)
+        payload = _dump(reply)
+        outcome = "is_error" if reply.is_error else "ok"
+    except MCPError as exc:
+        payload = f"{exc.code}: {exc.message}"[:500]
+        outcome = "timeout" if "timed out" in exc.message else "crash" if _connection_closed(exc) else "jsonrpc_error"
+    except (RuntimeError, ValidationError) as exc:  # the SDK refuses a result that breaks the tool's outputSchema
+        payload, outcome = f"{type(exc).__name__}: {exc}"[:500], "invalid_result"
+    except Exception as exc:  # noqa: BLE001 - the session itself broke
+        payload, outcome = f"{type(exc).__name__}: {exc}"[:500], "crash"
+    if outcome == "timeout" and not await _alive(client):
+        # A server that died mid-call leaves the SDK waiting out its read timeout: a timeout, then a dead session, is a crash.
+        outcome, payload = "crash", f"{payload}; the server was gone afterwards"
+    return outcome, payload, (time.perf_counter() - started) * 1000
+
+
+async def _alive(client: Client) -> bool:
+    """Does the session still answer at all? (A timeout again is not proof of death.)"""
+    try:
+        await client.list_tools()
+    except MCPError as exc:
+        return not _connection_closed(exc)
+    except Exception:  # noqa: BLE001 - closed streams and broken pipes: gone
+        return False
+    return True
+
+
+async def _exercise_tools(result: ProbeResult, client: Client) -> None:
+    """Seed 000/003 invocation smoke test, functional outcome, error handling with bad arguments, and fuzzing,
+    only ever on tools that are read-only by annotation and by name (pipeline.probe.invoke)."""
+    plans = []
+    for tool in result.tools or []:
+        safe, _ = safe_to_call(tool)
+        arguments = arguments_for(tool.get("inputSchema")) if safe else None
+        if arguments is not None:
+            plans.append((tool, arguments))
+    result.invocations = []
+    for tool, arguments in plans[:MAX_INVOKED]:
+        outcome, payload, ms = await _call(client, tool["name"], arguments)
+        works, why = functional(payload, tool.get("outputSchema")) if outcome == "ok" else (False, str(payload)[:200])
+        shown = "ok" if outcome in ("ok", "invalid_result") else outcome
+        result.invocations.append(Invocation(tool=tool["name"], outcome=shown, functional=works if shown == "ok" else None, ms=ms, detail=why[:300]))
+        if outcome == "crash":
+            return  # the session is gone: nothing more can be asked of it
+    with_required = next(((t, a) for t, a in plans if missing_required(t.get("inputSchema") or {}, a) is not None), None)
+    if with_required is not None:
+        tool, arguments = with_required
+        schema = tool.get("inputSchema") or {}
+        for name, bad in (("error_missing_parameter", missing_required(schema, arguments)), ("error_wrong_type", wrong_type(schema, arguments))):
+            if bad is None:
+                continue
+            outcome, payload, ms = await _call(client, tool["name"], bad)
+            handled = outcome in ("jsonrpc_error", "is_error")
+            result.checks.append(CheckResult(name=name, outcome=outcome if outcome != "ok" else "accepted", passed=handled,
+                                             detail=f"{tool['name']}: {str(payload)[:300]}", ms=ms))
+            if outcome == "crash":
+                return
+    result.fuzz = []
+    for tool, arguments in plans[:MAX_FUZZED]:
+        for case, bad in fuzz_cases(tool.get("inputSchema") or {}, arguments):
+            outcome, _, _ = await _call(client, tool["name"], bad)
+            verdict = {"jsonrpc_error": "proper_error", "is_error": "proper_error", "timeout": "timeout", "crash": "crash"}.get(outcome, "accepted")
+            result.fuzz.append(FuzzCase(tool=tool["name"], case=case, outcome=verdict))
+            if outcome == "crash":
+                return
+
+
+async def _check(checks: list[CheckResult], name: str, call, judge) -> None:
+    started = time.perf_counter()
+    try:
+        value = await call()
+        passed, detail = judge(value)
+        outcome = "ok" if passed else "failed"
+    except Exception as exc:  # noqa: BLE001
+        outcome, detail = classify(exc, connected=True)
+        outcome, passed = outcome.value, False
+    checks.append(CheckResult(name=name, outcome=outcome, passed=passed, detail=detail, ms=(time.perf_counter() - started) * 1000))
+
+
+async def _check_unknown_tool(checks: list[CheckResult], client: Client) -> None:
+    """Seed 000 error handling: calling a tool that does not exist must yield an error, not a crash.
+
+    Safe: no server tool runs. JSON-RPC error and isError result both count as handled.
+    """
+    started = time.perf_counter()
+    try:
+        reply = await client.call_tool(UNKNOWN_TOOL, {})
+        handled = bool(reply.is_error)
+        outcome = "is_error_result" if handled else "accepted"
+        detail = _first_text(reply)
+    except MCPError as exc:
+        detail = f"{exc.code}: {exc.message}"[:500]
+        outcome = "timeout" if "timed out" in exc.message else "crash" if _connection_closed(exc) else "jsonrpc_error"
+        handled = outcome == "jsonrpc_error"
+    except Exception as exc:  # noqa: BLE001
+        handled = False
+        kind, detail = classify(exc, connected=True)
+        outcome = "timeout" if kind == ProbeOutcome.timeout else "crash"
+    checks.append(
+        CheckResult(name="error_unknown_tool", outcome=outcome, passed=handled, detail=detail, ms=(time.perf_counter() - started) * 1000)
+    )
+
+
+def _first_text(reply: Any) -> str | None:
+    for block in getattr(reply, "content", []) or []:
+        text = getattr(block, "text", None)
+        if text:
+            return text[:500]
+    return None

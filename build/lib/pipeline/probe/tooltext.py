@@ -1,0 +1,44 @@
+"""What the prober says about the text a server hands to agents, as checks in its evidence (pure).
+
+Tool names must be unique, at most 64 characters of [A-Za-z0-9_.-]; descriptions and instructions are
+measured; hidden or control characters and tool-poisoning markers are named with where they stand.
+The scoring rules read the same stored tools; these checks make the probe's own record say it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from pipeline.models import CheckResult
+from pipeline.score.markers import hidden_characters, injection_findings, tool_texts, where
+
+NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+LONG_DESCRIPTION = 10_000  # characters: past this a description crowds an agent's context
+LONG_INSTRUCTIONS = 20_000
+
+
+def tool_text_checks(tools: list[dict[str, Any]], instructions: str | None) -> list[CheckResult]:
+    names = [str(t.get("name", "")) for t in tools]
+    duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
+    malformed = sorted({n for n in names if not NAME.match(n)})
+    name_problems = [f"duplicate: {', '.join(duplicates)}"] * bool(duplicates) + [f"not 1-64 of [A-Za-z0-9_.-]: {', '.join(malformed)[:300]}"] * bool(malformed)
+    sizes = [len(str(t.get("description") or "")) for t in tools]
+    long = [f"{n} ({size:,} chars)" for n, size in zip(names, sizes) if size > LONG_DESCRIPTION]
+    if instructions and len(instructions) > LONG_INSTRUCTIONS:
+        long.append(f"instructions ({len(instructions):,} chars)")
+    hidden, poisoned = [], []
+    for owner, field, text in tool_texts(tools, instructions):
+        if found := hidden_characters(text):
+            hidden.append(f"{where(owner, field)}: {', '.join(found[:5])}")
+        if found := injection_findings(text):
+            poisoned.append(f"{where(owner, field)}: {', '.join(found)}")
+    return [
+        CheckResult(name="tool_names", outcome="valid" if not name_problems else "invalid", passed=not name_problems,
+                    detail="; ".join(name_problems) or None),
+        CheckResult(name="text_sizes", outcome=f"longest description {max(sizes, default=0):,} chars", passed=not long,
+                    detail="; ".join(long)[:1000] or None),
+        CheckResult(name="hidden_characters", outcome="found" if hidden else "none", passed=not hidden, detail="; ".join(hidden)[:1000] or None),
+        CheckResult(name="poisoning_markers", outcome="found" if poisoned else "none", passed=not poisoned, detail="; ".join(poisoned)[:1000] or None),
+    ]

@@ -1,0 +1,114 @@
+"""Datasette metadata: table and column documentation (from docs/schema.md) and canned queries."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pipeline.config import REPO_ROOT
+
+SCHEMA_DOC = REPO_ROOT / "docs" / "schema.md"
+
+CANNED_QUERIES = {
+    "top_servers": {
+        "title": "Top servers",
+        "description": "The headline leaderboard: visibility tier, then composite score.",
+        "sql": """select s.id, s.name, sc.composite, sc.grade, sc.visibility, sc.dimension_indicator, s.transport
+from scores sc join servers s on s.id = sc.server_id
+where sc.rubric = 'scoreboard' and s.is_active = 1
+order by case sc.visibility when 'complete' then 0 when 'verified' then 1 when 'assessed' then 2 when 'limited' then 3 else 4 end,
+         sc.composite desc
+limit :limit""",
+        "params": ["limit"],
+    },
+    "top_servers_by_category": {
+        "title": "Top servers per category",
+        "description": "The best headline scores (how many: per_category) in each of seed 000's categories.",
+        "sql": """select category, rank, id, name, composite, grade, transport from (
+  select s.category, s.id, s.name, sc.composite, sc.grade, s.transport,
+         row_number() over (partition by s.category order by sc.composite desc, s.id) as rank
+  from scores sc join servers s on s.id = sc.server_id
+  where sc.rubric = 'scoreboard' and s.is_active = 1 and sc.composite is not null
+) where rank <= :per_category order by category, rank""",
+        "params": ["per_category"],
+    },
+    "top_servers_by_transport": {
+        "title": "Top servers per transport",
+        "description": "The best headline score for each transport (stdio, Streamable HTTP, SSE).",
+        "sql": """select s.transport, s.id, s.name, max(sc.composite) as composite
+from scores sc join servers s on s.id = sc.server_id
+where sc.rubric = 'scoreboard' and s.is_active = 1 and sc.composite is not null
+group by s.transport order by composite desc""",
+    },
+    "recent_score_drops": {
+        "title": "Recent score drops",
+        "description": "Alerts raised when a score fell by 10 points or more between runs.",
+        "sql": "select created_at, server_id, rubric, old_value, new_value, message from alerts order by created_at desc limit 200",
+    },
+    "critical_flags": {
+        "title": "Servers with critical flags",
+        "description": "Red flags that cap the composite score (dead or archived repository, staging endpoint, prompt injection, exfiltration risk).",
+        "sql": """select sc.server_id, json_extract(f.value, '$.label') as flag, json_extract(f.value, '$.reason') as reason,
+       json_extract(f.value, '$.cap') as cap, sc.composite
+from scores sc, json_each(sc.flags) f
+where sc.rubric = 'scoreboard' and json_extract(f.value, '$.severity') = 'critical'
+order by sc.server_id""",
+    },
+    "tools_by_server": {
+        "title": "Tools by server",
+        "description": "Every tool of each server's latest capture, with its description and read-only hint.",
+        "sql": """select t.server_id, json_extract(tool.value, '$.name') as tool, json_extract(tool.value, '$.description') as description,
+       json_extract(tool.value, '$.annotations.readOnlyHint') as read_only
+from tool_snapshots t join (select server_id, max(id) id from tool_snapshots group by server_id) latest on t.id = latest.id,
+     json_each(t.tools) tool
+where t.server_id like :server_id || '%'
+order by t.server_id, tool""",
+        "params": ["server_id"],
+    },
+    "failing_rule": {
+        "title": "Servers failing a rule",
+        "description": "Servers that earned less than the maximum on one scoring rule (e.g. error_handling), with the reason.",
+        "sql": """select sc.server_id, sc.rubric, json_extract(r.value, '$.points') as points, json_extract(r.value, '$.max_points') as max_points,
+       json_extract(r.value, '$.reason') as reason
+from scores sc, json_each(sc.rules) r
+where json_extract(r.value, '$.rule') = :rule and json_extract(r.value, '$.measured')
+  and json_extract(r.value, '$.points') < json_extract(r.value, '$.max_points')
+order by sc.server_id""",
+        "params": ["rule"],
+    },
+}
+
+
+def schema_documentation(text: str) -> dict[str, dict[str, Any]]:
+    """Tables, their description (the paragraph under the heading) and column meanings, from docs/schema.md."""
+    tables: dict[str, dict[str, Any]] = {}
+    current: dict[str, Any] | None = None
+    for line in text.splitlines():
+        heading = re.match(r"^###\s+(\w+)\s*$", line)
+        if heading:
+            current = tables.setdefault(heading.group(1), {"description": "", "columns": {}})
+            continue
+        if current is None:
+            continue
+        row = re.match(r"^\|\s*(\w+)\s*\|\s*[A-Z]+\s*\|\s*(.*?)\s*\|\s*$", line)
+        if row:
+            current["columns"][row.group(1)] = row.group(2)
+        elif line.strip() and not line.startswith("|") and not current["description"]:
+            current["description"] = line.strip()
+        elif line.strip() and not line.startswith("|") and not current["columns"]:
+            current["description"] += " " + line.strip()
+    return tables
+
+
+def metadata(database: str, schema_text: str | None = None) -> dict[str, Any]:
+    tables = schema_documentation(schema_text if schema_text is not None else SCHEMA_DOC.read_text(encoding="utf-8"))
+    return {
+        "title": "MCP Scoreboard",
+        "description": "Evidence and scores of Model Context Protocol servers: what each probe saw, and every rule's points.",
+        "databases": {
+            database: {
+                "tables": {name: {"description": doc["description"], "columns": doc["columns"]} for name, doc in tables.items()},
+                "queries": CANNED_QUERIES,
+            }
+        },
+    }

@@ -1,0 +1,189 @@
+"""Seed 000's fifteen red flags: severity, condition, and the five score caps.
+
+Each flag is a pure function of Facts returning why it fires, or None. A flag whose evidence is
+missing does not fire: an unanalysed repository is "not measured", not "dead".
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Callable
+
+from pipeline.score.facts import Facts
+from pipeline.score.markers import findings
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    label: str
+    severity: str  # critical | warning
+    cap: float | None  # maximum composite while the flag stands
+    condition: str  # the seed's wording, for the methodology page
+    fn: Callable[[Facts], str | None]
+
+
+FLAGS: list[Flag] = []
+
+
+def flag(name: str, label: str, severity: str, condition: str, cap: float | None = None):
+    def register(fn: Callable[[Facts], str | None]) -> Callable[[Facts], str | None]:
+        FLAGS.append(Flag(name, label, severity, cap, condition, fn))
+        return fn
+
+    return register
+
+
+NON_SENSITIVE_CONFIG = re.compile(r"^(PORT|HOST|HOSTNAME|LOG_LEVEL|LOGLEVEL|DEBUG|NODE_ENV|ENV|TZ|LANG|TIMEOUT|.*_(PORT|HOST|TIMEOUT|LEVEL|DIR|PATH|MODE|REGION|URL))$", re.I)
+SENSITIVE_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|PRIVATE|DATABASE_URL|CONNECTION_STRING|DSN", re.I)
+STAGING_URL = re.compile(r"://(localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])[:/]|staging|\bstg[.-]|[.-]dev\.|://dev\.|\.local[:/]|ngrok|\.test[:/]", re.I)
+
+
+def _repository(facts: Facts) -> dict:
+    if facts.analysis is None or not facts.analysis.ok:
+        return {}
+    return facts.analysis.metrics.get("repository") or {}
+
+
+def sensitive_env_vars(facts: Facts) -> list[str]:
+    return [v.name for v in facts.server.env_vars if v.secret or SENSITIVE_NAME.search(v.name)]
+
+
+def config_demand(facts: Facts) -> list[str]:
+    return [v.name for v in facts.server.env_vars if not NON_SENSITIVE_CONFIG.match(v.name)]
+
+
+@flag("dead_repository", "Dead Repository", "critical", "GitHub repo returns 404 or has been deleted", cap=0)
+def dead_repository(facts: Facts) -> str | None:
+    return "the repository returned 404" if _repository(facts).get("status") == "not_found" else None
+
+
+@flag("archived_repository", "Archived Repository", "critical", "Repo is archived and no longer maintained", cap=40)
+def archived_repository(facts: Facts) -> str | None:
+    return "the repository is archived" if _repository(facts).get("archived") else None
+
+
+@flag("no_source_code", "No Source Code", "warning", "No repository URL or source link found")
+def no_source_code(facts: Facts) -> str | None:
+    return None if facts.server.repository else "no repository URL is known"
+
+
+@flag("sensitive_credentials", "Sensitive Credentials", "warning", "3+ sensitive environment variables required")
+def sensitive_credentials(facts: Facts) -> str | None:
+    names = sensitive_env_vars(facts)
+    return f"{len(names)} sensitive variables: {', '.join(names)}" if len(names) >= 3 else None
+
+
+@flag("high_config_demand", "High Config Demand", "warning", "5+ potentially-sensitive environment variables (PORT, HOST, LOG_LEVEL and similar filtered out)")
+def high_config_demand(facts: Facts) -> str | None:
+    names = config_demand(facts)
+    return f"{len(names)} configuration variables: {', '.join(names)}" if len(names) >= 5 else None
+
+
+@flag("stale_project", "Stale Project", "warning", "No commits in over 12 months")
+def stale_project(facts: Facts) -> str | None:
+    pushed = _repository(facts).get("pushed_at")
+    if not pushed:
+        return None
+    from pipeline.db import parse_iso
+
+    age = facts.now - parse_iso(pushed)
+    return f"last commit {age.days} days ago" if age > timedelta(days=365) else None
+
+
+@flag("staging_endpoint", "Staging Endpoint", "warning", "Remote URL contains localhost or staging patterns", cap=55)
+def staging_endpoint(facts: Facts) -> str | None:
+    url = facts.server.remote_url or ""
+    return f"remote URL {url[:120]} looks like a staging or local endpoint" if url and STAGING_URL.search(url) else None
+
+
+@flag("template_description", "Template Description", "warning", "Description is a default placeholder (−15 to Schema Quality)")
+def template_description_flag(facts: Facts) -> str | None:
+    from pipeline.score.scoreboard import is_template_description
+
+    return "the description is a placeholder" if is_template_description(facts.description) else None
+
+
+@flag("duplicate_description", "Duplicate Description", "warning", "Same description shared by 3+ servers")
+def duplicate_description(facts: Facts) -> str | None:
+    return "the same description is used by 3 or more servers" if facts.duplicate_description else None
+
+
+@flag("schema_drift", "Schema Drift", "warning", "Source code and runtime probe expose different sets of tools")
+def schema_drift(facts: Facts) -> str | None:
+    drift = tool_drift(facts)
+    if drift is None or not (drift["missing_at_runtime"] or drift["extra_at_runtime"]):
+        return None
+    return f"missing at runtime: {', '.join(drift['missing_at_runtime']) or '–'}; extra at runtime: {', '.join(drift['extra_at_runtime']) or '–'}"
+
+
+@flag("ambiguous_schemas", "Ambiguous Schemas", "warning", "2+ tools where AI models disagree significantly (spread > 25)")
+def ambiguous_schemas(facts: Facts) -> str | None:
+    tools = ambiguous_tools(facts)
+    return f"{len(tools)} ambiguous tools: {', '.join(tools)}" if len(tools) >= 2 else None
+
+
+@flag("outdated_spec", "Outdated Spec", "warning", "Server implements the original MCP spec version (2024-11-05)")
+def outdated_spec(facts: Facts) -> str | None:
+    negotiated = facts.probe.protocol_version if facts.probe and facts.probe.reachable else None
+    static = facts.analysis.spec_version if facts.analysis else None
+    version = negotiated or static
+    return "implements the 2024-11-05 spec" if version == "2024-11-05" else None
+
+
+@flag("stale_analysis", "Stale Analysis", "warning", "Static analysis data is over 60 days old")
+def stale_analysis(facts: Facts) -> str | None:
+    age = facts.analysis_age_days
+    return f"static analysis is {age:.0f} days old" if age is not None and age > 60 else None
+
+
+@flag("prompt_injection", "Prompt Injection", "critical", "Tool descriptions contain patterns consistent with prompt injection", cap=30)
+def prompt_injection(facts: Facts) -> str | None:
+    found = [f"{where}: {', '.join(markers)}" for where, markers in findings(facts)["injection"]]
+    return "; ".join(found)[:300] if found else None
+
+
+@flag("exfiltration_risk", "Exfiltration Risk", "critical", "Source code analysis detected patterns that could exfiltrate user data", cap=25)
+def exfiltration_risk(facts: Facts) -> str | None:
+    behavioral = (facts.analysis.metrics.get("behavioral") or {}) if facts.analysis and facts.analysis.ok else {}
+    return behavioral.get("exfiltration") or None
+
+
+def drift_between(static: list | None, runtime: list[dict] | None) -> dict[str, list[str]] | None:
+    """Tool names found in source (static extraction) vs listed at runtime; None when either is unknown."""
+    if static is None or runtime is None:
+        return None
+    static_names = {str(name) for name in static}
+    runtime_names = {str(t.get("name")) for t in runtime}
+    return {"missing_at_runtime": sorted(static_names - runtime_names), "extra_at_runtime": sorted(runtime_names - static_names)}
+
+
+def tool_drift(facts: Facts) -> dict[str, list[str]] | None:
+    static = (facts.analysis.metrics.get("extracted_tools") if facts.analysis and facts.analysis.ok else None)
+    return drift_between(static, facts.tools)
+
+
+AMBIGUITY_SPREAD = 25  # points between real models on any dimension
+
+
+def judge_spread(judged: list) -> float | None:
+    """The widest disagreement between real models on one tool, over the three dimensions; None under two models."""
+    counted = [j for j in judged if not j.offline]
+    if len({j.model for j in counted}) < 2:
+        return None
+    return max(max(getattr(j, d) for j in counted) - min(getattr(j, d) for j in counted)
+               for d in ("clarity", "input_completeness", "confidence"))
+
+
+def ambiguous_tools(facts: Facts) -> list[str]:
+    """Tools judged by 2+ real models where any dimension spreads by more than 25 points."""
+    by_tool: dict[str, list] = {}
+    for j in facts.judgements:
+        by_tool.setdefault(j.tool_name, []).append(j)
+    return [tool for tool, judged in sorted(by_tool.items()) if (judge_spread(judged) or 0) > AMBIGUITY_SPREAD]
+
+
+def raised(facts: Facts) -> list[Flag]:
+    return [f for f in FLAGS if f.fn(facts)]

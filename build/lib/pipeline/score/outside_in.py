@@ -1,0 +1,224 @@
+"""The `outside-in` rubric (seed 003): reach, P95, tool success and protocol conformance over 30
+days of runs, a verdict bonus, and a Rank Score that shrinks thin evidence toward a neutral prior.
+
+Displayed = 0.35·reach + 0.25·latency + 0.25·tool success + 0.15·conformance, renormalised over
+the components present. Rank Score = the same after replacing each rate p measured over n runs by
+(n·p + n₀·p₀)/(n + n₀), n₀ = 7, p₀ = 0.5 (latency is never shrunk), plus the verdict bonus, which
+is ranking math: the seed's worked example shows 80.9 displayed beside a rank of 51.7 + 5 = 56.7.
+Both are capped at 100.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline import latency
+from pipeline.latency import REACHED
+from pipeline.models import ScoreCard
+from pipeline.score.facts import Facts, RunRow
+from pipeline.score.rules import Verdict, rule, unmeasured
+from pipeline.score.scoreboard import Dimension, evaluate
+
+RUBRIC = "outside-in"
+RULES_VERSION = "outside-in/1.0"
+WEIGHTS = {"reach": 35, "latency": 25, "tool_success": 25, "conformance": 15}
+N0, P0 = 7, 0.5  # shrinkage strength and neutral prior
+LOW_SAMPLE = 7
+VERDICT_BONUS = {"Operational": 5.0, "Impaired": 2.5, "Down": 0.0}  # seed: Operational +5; Impaired and Down are ours
+RUN_PARTS = {"reachable": 30, "transport": 25, "discovery": 25, "invocation": 20}
+
+
+DIMENSIONS = [
+    Dimension("reach", "Reach (30d)", 35, 35, lambda _: None),
+    Dimension("latency", "Latency P95", 25, 25, lambda _: None),
+    Dimension("tool_success", "Tool success", 25, 25, lambda _: None),
+    Dimension("conformance", "Protocol conformance", 15, 15, lambda _: None),
+]
+
+
+def latency_score(p95_ms: float) -> float:
+    """≤ 200 ms → 100, linear to 0 at ≥ 2000 ms."""
+    if p95_ms <= 200:
+        return 100.0
+    if p95_ms >= 2000:
+        return 0.0
+    return 100.0 * (2000 - p95_ms) / 1800
+
+
+def shrink(rate: float, n: int) -> float:
+    return (n * rate + N0 * P0) / (n + N0)
+
+
+def run_conformance(run: RunRow) -> float:
+    """One run: reachable 30 / transport 25 / discovery 25 / invocation 20, renormalised over what the run measured."""
+    parts = {"reachable": 1.0 if run.outcome in REACHED else 0.0, "transport": 1.0 if run.outcome == "ok" else 0.0}
+    if run.kind != "fast":  # fast probes do not list tools
+        parts["discovery"] = 1.0 if run.tool_count is not None else 0.0
+    if run.invocations:
+        parts["invocation"] = sum(1 for i in run.invocations if i.outcome == "ok") / len(run.invocations)
+    total = sum(RUN_PARTS[k] for k in parts)
+    return sum(RUN_PARTS[k] * v for k, v in parts.items()) / total
+
+
+@dataclass
+class Components:
+    n: int
+    reach: float | None
+    latency: float | None
+    p95_ms: float | None
+    tool_success: float | None
+    invocation_rate: float | None
+    functional_rate: float | None
+    conformance: float | None
+
+
+def components(facts: Facts) -> Components:
+    """Deep runs one by one; fast probes from their daily rollups. Computed once per scoring pass."""
+    if "outside-in.components" not in facts.memo:
+        facts.memo["outside-in.components"] = _components(facts)
+    return facts.memo["outside-in.components"]
+
+
+def _components(facts: Facts) -> Components:
+    runs, fast = facts.runs, facts.fast30
+    n = len(runs) + fast.runs
+    if not n:
+        return Components(0, None, None, None, None, None, None, None)
+    reach = (sum(1 for r in runs if r.outcome in REACHED) + fast.reachable) / n
+    p95_ms = latency.percentile(fast.hist, 0.95, exact=[r.connect_ms for r in runs if r.outcome == "ok" and r.connect_ms is not None])
+    calls = [i for r in runs if r.invocations for i in r.invocations]
+    invocation = sum(1 for i in calls if i.outcome == "ok") / len(calls) if calls else None
+    judged = [i for i in calls if i.functional is not None]
+    functional = sum(1 for i in judged if i.functional) / len(judged) if judged else None
+    if invocation is not None and functional is not None:
+        success = 0.6 * invocation + 0.4 * functional
+    else:
+        success = invocation if invocation is not None else functional
+    # A fast run measures reachable (30) and transport (25) only: renormalised over those 55.
+    fast_conformance = (RUN_PARTS["reachable"] * fast.reachable + RUN_PARTS["transport"] * fast.ok) / (RUN_PARTS["reachable"] + RUN_PARTS["transport"])
+    conformance = (sum(run_conformance(r) for r in runs) + fast_conformance) / n
+    return Components(n, reach, latency_score(p95_ms) / 100 if p95_ms is not None else None, p95_ms, success, invocation, functional, conformance)
+
+
+@rule(RUBRIC, "reach", 35)
+def reach(facts: Facts) -> Verdict:
+    """Reach (35%): reachable runs ÷ all MCP runs over the last 30 days."""
+    c = components(facts)
+    if c.reach is None:
+        return unmeasured("no runs in 30 days")
+    return Verdict(points=35 * c.reach, reason=f"{100 * c.reach:.1f}% of {c.n} runs reached the server")
+
+
+@rule(RUBRIC, "latency", 25)
+def latency_p95(facts: Facts) -> Verdict:
+    """Latency P95 (25%): ≤ 200 ms scores 100, falling linearly to 0 at ≥ 2000 ms."""
+    c = components(facts)
+    if c.latency is None:
+        return unmeasured("no successful run to time")
+    return Verdict(points=25 * c.latency, reason=f"P95 {c.p95_ms:.0f} ms over successful runs",
+                   how_to_gain=None if c.latency >= 1 else "answer the handshake within 200 ms at the 95th percentile")
+
+
+@rule(RUBRIC, "tool_success", 25)
+def tool_success(facts: Facts) -> Verdict:
+    """Tool success (25%): invocation rate × 0.6 + functional rate × 0.4, or whichever exists."""
+    c = components(facts)
+    if c.tool_success is None:
+        return unmeasured("no safe tool was called in 30 days", "expose a read-only tool (readOnlyHint) that the probe can call")
+    parts = []
+    if c.invocation_rate is not None:
+        parts.append(f"invoke {100 * c.invocation_rate:.0f}%")
+    if c.functional_rate is not None:
+        parts.append(f"functional {100 * c.functional_rate:.0f}%")
+    return Verdict(points=25 * c.tool_success, reason=", ".join(parts))
+
+
+@rule(RUBRIC, "conformance", 15)
+def protocol_conformance(facts: Facts) -> Verdict:
+    """Protocol conformance (15%): per run, reachable 30 / transport 25 / discovery 25 / invocation 20, averaged over runs."""
+    c = components(facts)
+    if c.conformance is None:
+        return unmeasured("no runs in 30 days")
+    return Verdict(points=15 * c.conformance, reason=f"average {100 * c.conformance:.1f}% over {c.n} runs")
+
+
+def status(facts: Facts) -> tuple[str, str]:
+    """(verdict, status chip): the chip names the cause whenever the probe classified it."""
+    candidates = [r for r in (facts.runs[-1] if facts.runs else None, facts.latest_fast) if r is not None]
+    latest = max(candidates, key=lambda r: r.started_at) if candidates else None
+    if latest is None:
+        return "Down", "unrated"
+    if latest.outcome == "auth_required":
+        return "Impaired", "auth required"
+    if latest.outcome == "rate_limited":
+        return "Impaired", "rate limited"
+    if latest.outcome != "ok":
+        return "Down", {"timeout": "timed out", "crashed": "crashed", "protocol_error": "protocol error"}.get(latest.outcome, "unreachable")
+    eras = facts.probe.eras if facts.probe else None
+    if eras and eras.modern is not None and eras.legacy is not None and eras.modern != eras.legacy:
+        return "Impaired", "modern only, legacy fails" if eras.modern else "legacy only, modern fails"
+    calls = facts.probe.invocations if facts.probe and facts.probe.reachable else None
+    if calls and not any(c.outcome == "ok" for c in calls):
+        return "Impaired", "tool calls fail"
+    era = facts.probe.era if facts.probe else None
+    if eras and eras.modern and eras.legacy:
+        return "Operational", "dual-era"
+    return "Operational", {"modern": "modern (2026-07-28)", "legacy": "legacy (session)"}.get(era or "", "operational")
+
+
+def spec_readiness(facts: Facts) -> float | None:
+    """0–100 beside the score: modern path, server/discover, header routing, list-cache hints (25 each)."""
+    probe = facts.probe
+    if probe is None or not probe.reachable:
+        return None
+    eras = probe.eras
+    if eras is None:
+        modern = probe.era == "modern"
+        return 50.0 if modern else 0.0  # only what the handshake itself proves: the modern path and discover
+    signals = [eras.modern, eras.discover, eras.header_routing, eras.list_cache_hints]
+    return 25.0 * sum(1 for s in signals if s)
+
+
+def _weighted(values: dict[str, float | None]) -> float | None:
+    present = {k: v for k, v in values.items() if v is not None}
+    if not present:
+        return None
+    total = sum(WEIGHTS[k] for k in present)
+    return sum(WEIGHTS[k] * v * 100 for k, v in present.items()) / total
+
+
+def score(facts: Facts) -> ScoreCard:
+    outcomes, dimensions = evaluate(facts, RUBRIC, DIMENSIONS)
+    c = components(facts)
+    verdict, chip = status(facts)
+    bonus = VERDICT_BONUS[verdict] if c.n else 0.0
+    rates = {"reach": c.reach, "latency": c.latency, "tool_success": c.tool_success, "conformance": c.conformance}
+    base = _weighted(rates)
+    displayed = min(100.0, base) if base is not None else None
+    shrunk = {k: (shrink(v, c.n) if v is not None and k != "latency" else v) for k, v in rates.items()}
+    rank_base = _weighted(shrunk)
+    rank = min(100.0, rank_base + bonus) if rank_base is not None else None
+    present = {k for k, v in rates.items() if v is not None}
+    total = sum(WEIGHTS[k] for k in present)
+    for d in dimensions:
+        d.weight = round(WEIGHTS[d.name] / total, 4) if d.name in present and total else 0
+    trend = None
+    if displayed is not None and facts.yesterday.get(RUBRIC) is not None:
+        trend = round(displayed - facts.yesterday[RUBRIC], 1)
+    sample = "unrated" if c.n == 0 else "low sample" if c.n < LOW_SAMPLE else "rated"
+    readiness = spec_readiness(facts)
+    return ScoreCard(
+        server_id=facts.server.id, rubric=RUBRIC, composite=displayed, grade=None, visibility=sample,
+        dimensions=dimensions, rules=outcomes, rules_version=RULES_VERSION, scored_at=facts.now,
+        extra={
+            "rank_score": round(rank, 1) if rank is not None else None,
+            "runs": c.n,
+            "verdict": verdict,
+            "status": chip,
+            "verdict_bonus": bonus,
+            "p95_ms": round(c.p95_ms, 1) if c.p95_ms is not None else None,
+            "spec_readiness": readiness,
+            "trend": trend,
+        },
+    )
+
