@@ -291,3 +291,26 @@ def test_oversized_bodies_are_refused(replay, http):
     http.max_body = 1000
     with pytest.raises(SourceError, match="body over 1000 bytes"):
         http.get_text(f"{replay.url}/big")
+
+
+def test_github_a_single_day_over_the_cap_is_read_as_far_as_search_allows_and_said(replay, http):
+    from datetime import date
+
+    day = date(2026, 11, 30)
+
+    def search(query, headers):  # 4,321 repositories created on one day; none on any other
+        start, end = query["q"].split("created:")[1].split("..")
+        if not start <= day.isoformat() <= end:
+            return as_json({"total_count": 0, "incomplete_results": False, "items": []})
+        page = int(query.get("page", "1"))
+        items = [{"id": page * 1000 + i, "full_name": f"o{page}/r{i}", "name": f"r{i}", "html_url": f"https://github.com/o{page}/r{i}"}
+                 for i in range(100)]
+        link = f'<{replay.url}/search/repositories?q={query["q"]}&page={page + 1}&per_page=100>; rel="next"' if page < 10 else ""
+        return as_json({"total_count": 4321, "incomplete_results": False, "items": items}, headers={"Link": link} if link else {})
+
+    replay.serve("/search/repositories", search)
+    batch = github_topics.fetch(http, api_url=replay.url, today=day)
+    windows = {q["q"].split(" ")[1] for _, q, _ in replay.requests}
+    assert f"created:{day.isoformat()}..{day.isoformat()}" in windows  # halved down to one day
+    assert not batch.complete and any("only the first 1000 are reachable" in p for p in batch.problems)
+    assert len({listing.key for listing in batch.listings}) == 1000  # ten pages of the last window, nothing lost silently
