@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import time
-from email.utils import parsedate_to_datetime
 from typing import Any, Callable
 
 import httpx
+
+from pipeline.http_headers import retry_after
 
 USER_AGENT = "mcp-scoreboard-discovery"  # the CLI appends the site URL, so a source knows who is reading
 MAX_BODY = 64 * 1024 * 1024
@@ -93,15 +94,9 @@ class SourceHTTP:
     def _wait(self, headers: httpx.Headers, attempt: int) -> float:
         """Seconds to wait before retrying: what the server asked for, else exponential backoff."""
         for name in ("retry-after", "x-retry-after"):
-            value = headers.get(name)
-            if value:
-                try:
-                    return min(MAX_WAIT, max(0.0, float(value)))
-                except ValueError:
-                    try:
-                        return min(MAX_WAIT, max(0.0, parsedate_to_datetime(value).timestamp() - self.clock()))
-                    except (TypeError, ValueError):
-                        pass
+            asked = retry_after(headers.get(name), self.clock(), cap=MAX_WAIT)
+            if asked is not None:
+                return asked
         reset = headers.get("x-ratelimit-reset")
         if reset and headers.get("x-ratelimit-remaining") == "0":
             try:

@@ -131,6 +131,17 @@ def remote_key(url: str | None) -> str | None:
     return f"remote:{normal}" if normal else None
 
 
+_PRIVATE_HOST = re.compile(
+    r"^remote:https?://(localhost|127\.|0\.0\.0\.0|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|\[|[^/]*\.(local|internal|localhost|test|example|invalid)(:|/|$)"
+    r"|[^/]*(example\.(com|org|net))(:|/|$)|[^/]*[{}<>$])", re.I)
+
+
+def is_public_endpoint(key: str) -> bool:
+    """A remote key whose host is public: not localhost, a private or link-local address, a reserved test or
+    example domain, or a URL template."""
+    return not _PRIVATE_HOST.match(key)
+
+
 def repository_key(url: str | None, subfolder: str | None = None, aliases: dict[str, str] | None = None) -> str | None:
     """The key of a source repository: GitHub (with renames followed), else any other http(s) host."""
     ref = parse_github(url, subfolder)

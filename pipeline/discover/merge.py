@@ -11,11 +11,10 @@ Pure: the same listings, aliases and known keys always give the same entries.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from typing import Iterable
 
-from pipeline.discover.keys import parse_github, remote_key, repository_key, slug_id
+from pipeline.discover.keys import is_public_endpoint, parse_github, remote_key, repository_key, slug_id
 from pipeline.models import CatalogEntry, EnvVar, Listing, SourceRecord
 
 # Seed 000: "Official Registry fields take precedence, then aggregator-specific metadata is layered
@@ -56,15 +55,6 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
     keys += remotes
     keys.append(f"{listing.source}:{listing.key.lower()}")
     return list(dict.fromkeys(keys))
-
-
-_PRIVATE_HOST = re.compile(
-    r"^remote:https?://(localhost|127\.|0\.0\.0\.0|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|\[|[^/]*\.(local|internal|localhost|test|example|invalid)(:|/|$)"
-    r"|[^/]*(example\.(com|org|net))(:|/|$)|[^/]*[{}<>$])", re.I)
-
-
-def is_public_endpoint(key: str) -> bool:
-    return not _PRIVATE_HOST.match(key)
 
 
 def canonical_key(keys: Iterable[str]) -> str:

@@ -120,22 +120,6 @@ class Stopped(Exception):
         self.failure, self.detail = failure, detail
 
 
-def retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds a Retry-After header asks us to wait (delta-seconds or an HTTP date), capped at a day."""
-    if not value:
-        return None
-    try:
-        return min(86_400.0, max(0.0, float(value)))
-    except ValueError:
-        pass
-    from email.utils import parsedate_to_datetime
-
-    try:
-        return min(86_400.0, max(0.0, parsedate_to_datetime(value).timestamp() - (now if now is not None else time.time())))
-    except (TypeError, ValueError):
-        return None
-
-
 def private_address(url: str) -> str | None:
     """The first loopback, private, link-local or otherwise non-public address `url`'s host resolves to, if any."""
     host = urlsplit(url).hostname or ""

@@ -24,12 +24,13 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from pipeline import ENGINE_VERSION
+from pipeline.http_headers import retry_after
 from pipeline.models import AppsFacts, CheckResult, EraFacts, FuzzCase, Invocation, ProbeOutcome, ProbeResult
 from pipeline.probe.endpoint import endpoint_facts
 from pipeline.probe.eras import negotiate
 from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
 from pipeline.probe.raw import CLIENT_INFO as CLIENT_INFO_RAW
-from pipeline.probe.raw import HANDSHAKE_VERSION, Limits, exchange, modern_meta, probe_client, retry_after
+from pipeline.probe.raw import HANDSHAKE_VERSION, Limits, exchange, modern_meta, probe_client
 from pipeline.probe.sandbox import Running
 from pipeline.probe.tooltext import tool_text_checks
 
@@ -219,7 +220,7 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
             observed.detail = (failed.detail or (f"JSON-RPC error {failed.error}" if failed.error else None)) if failed else None
             observed.detail = "; ".join(filter(None, [observed.detail, *negotiation.problems]))[:1000] or "neither era answered well-formed"
             if observed.outcome == ProbeOutcome.rate_limited and failed:
-                observed.retry_after_s = retry_after(failed.headers.get("retry-after"))
+                observed.retry_after_s = retry_after(failed.headers.get("retry-after"), time.time())
         observed.duration_ms = (time.perf_counter() - started) * 1000
         return observed
     result = await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
@@ -259,7 +260,7 @@ def _named_state(result: ProbeResult, exchanges: list) -> None:
     if named is not None:
         result.outcome, result.detail = named.outcome, named.detail
         if named.outcome == ProbeOutcome.rate_limited:
-            result.retry_after_s = retry_after(named.headers.get("retry-after"))
+            result.retry_after_s = retry_after(named.headers.get("retry-after"), time.time())
 
 
 async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total_timeout: float, now: datetime,
@@ -288,7 +289,7 @@ async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total
         result.outcome = failed.outcome if failed else ProbeOutcome.protocol_error
         result.detail = failed.detail if failed else "neither era answered well-formed"
         if result.outcome == ProbeOutcome.rate_limited and failed:
-            result.retry_after_s = retry_after(failed.headers.get("retry-after"))
+            result.retry_after_s = retry_after(failed.headers.get("retry-after"), time.time())
     result.exchanges = [e.evidence() for e in exchanges]
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
