@@ -17,7 +17,18 @@ from typing import Any, Literal
 import httpx
 
 from pipeline.models import ProbeOutcome
-from pipeline.probe.raw import CLIENT_INFO, HANDSHAKE_VERSION, KNOWN_VERSIONS, MODERN_VERSION, Exchange, Failure, Limits, exchange, modern_meta
+from pipeline.probe.raw import (
+    CLIENT_INFO,
+    HANDSHAKE_VERSION,
+    KNOWN_VERSIONS,
+    MODERN_VERSION,
+    Exchange,
+    Failure,
+    Limits,
+    exchange,
+    modern_meta,
+    telling_failure,
+)
 
 HEADER_MISMATCH = -32020
 Era = Literal["modern", "legacy", "dual", "broken"]
@@ -42,11 +53,8 @@ class Negotiation:
         """ok when either era works; otherwise the most telling failure (a gate or a rate limit before "down")."""
         if self.era != "broken":
             return ProbeOutcome.ok
-        outcomes = [e.outcome for e in self.exchanges]
-        for named in (ProbeOutcome.refused, ProbeOutcome.auth_required, ProbeOutcome.rate_limited):
-            if named in outcomes:
-                return named
-        return outcomes[-1] if outcomes else ProbeOutcome.unreachable
+        failed = telling_failure(self.exchanges)
+        return failed.outcome if failed else ProbeOutcome.unreachable
 
     def evidence(self) -> dict[str, Any]:
         return {"era": self.era, "protocol_version": self.protocol_version, "handshake": self.handshake, "session_id": self.session_id is not None,
@@ -58,23 +66,48 @@ def _modern_headers(method: str) -> dict[str, str]:
     return {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": method}
 
 
+async def try_modern(client: httpx.AsyncClient, url: str, limits: Limits, exchanges: list[Exchange], problems: list[str]) -> dict[str, Any] | None:
+    """`server/discover` at 2026-07-28: its result when it names that version among its supported ones."""
+    reply = await exchange(client, url, "server/discover", {"_meta": modern_meta()}, request_id=1, headers=_modern_headers("server/discover"),
+                           limits=limits)
+    exchanges.append(reply)
+    if not reply.ok:
+        return None
+    result = reply.response["result"]  # type: ignore[index]
+    versions = result.get("supportedVersions") if isinstance(result, dict) else None
+    if not isinstance(versions, list) or MODERN_VERSION not in versions:
+        problems.append(f"server/discover answered without {MODERN_VERSION} in supportedVersions: {str(versions)[:120]}")
+        return None
+    return result
+
+
+async def try_legacy(client: httpx.AsyncClient, url: str, limits: Limits, exchanges: list[Exchange],
+                     problems: list[str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """`initialize` with the newest handshake version, then `notifications/initialized`: the result (when it names a
+    version a handshake can negotiate) and the headers every later request of the session carries."""
+    reply = await exchange(client, url, "initialize", {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO},
+                           request_id=2, limits=limits)
+    exchanges.append(reply)
+    if not reply.ok:
+        return None, {}
+    result = reply.response["result"]  # type: ignore[index]
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    if version not in KNOWN_VERSIONS or version == MODERN_VERSION:
+        problems.append(f"initialize answered with protocol version {str(version)[:60]!r}, which no handshake can negotiate")
+        return None, {}
+    session = reply.headers.get("mcp-session-id")
+    headers = {"MCP-Protocol-Version": version, **({"Mcp-Session-Id": session} if session else {})}
+    exchanges.append(await exchange(client, url, "notifications/initialized", request_id=None, headers=headers, limits=limits))
+    return result, headers
+
+
 async def negotiate(client: httpx.AsyncClient, url: str, limits: Limits = Limits()) -> Negotiation:
     found = Negotiation()
-    discover = await exchange(client, url, "server/discover", {"_meta": modern_meta()}, request_id=1, headers=_modern_headers("server/discover"),
-                              limits=limits)
-    found.exchanges.append(discover)
-    modern = _modern_answer(discover, found)
-    if discover.failure in (Failure.refused_private, Failure.rate_limited):
+    modern = await try_modern(client, url, limits, found.exchanges, found.problems)
+    if found.exchanges[0].failure in (Failure.refused_private, Failure.rate_limited):
         return found  # the address is not ours to dial, or the server asked us to wait: a second request would not differ
-    initialize = await exchange(client, url, "initialize",
-                                {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}, request_id=2, limits=limits)
-    found.exchanges.append(initialize)
-    legacy = _legacy_answer(initialize, found)
-    if legacy is not None:
-        session = initialize.headers.get("mcp-session-id")
-        headers = {"MCP-Protocol-Version": legacy["protocolVersion"], **({"Mcp-Session-Id": session} if session else {})}
-        found.exchanges.append(await exchange(client, url, "notifications/initialized", request_id=None, headers=headers, limits=limits))
-        found.session_id = session
+    legacy, headers = await try_legacy(client, url, limits, found.exchanges, found.problems)
+    found.session_id = headers.get("Mcp-Session-Id")
     if modern is not None:
         await _spec_readiness(client, url, limits, found)
     found.era = "dual" if modern and legacy else "modern" if modern else "legacy" if legacy else "broken"
@@ -87,28 +120,6 @@ async def negotiate(client: httpx.AsyncClient, url: str, limits: Limits = Limits
         found.protocol_version = MODERN_VERSION if modern else legacy["protocolVersion"]  # type: ignore[index]
         found.handshake = "server/discover" if modern else "initialize"
     return found
-
-
-def _modern_answer(reply: Exchange, found: Negotiation) -> dict[str, Any] | None:
-    if not reply.ok:
-        return None
-    result = reply.response["result"]  # type: ignore[index]
-    versions = result.get("supportedVersions") if isinstance(result, dict) else None
-    if not isinstance(versions, list) or MODERN_VERSION not in versions:
-        found.problems.append(f"server/discover answered without {MODERN_VERSION} in supportedVersions: {str(versions)[:120]}")
-        return None
-    return result
-
-
-def _legacy_answer(reply: Exchange, found: Negotiation) -> dict[str, Any] | None:
-    if not reply.ok:
-        return None
-    result = reply.response["result"]  # type: ignore[index]
-    version = result.get("protocolVersion") if isinstance(result, dict) else None
-    if version not in KNOWN_VERSIONS or version == MODERN_VERSION:
-        found.problems.append(f"initialize answered with protocol version {str(version)[:60]!r}, which no handshake can negotiate")
-        return None
-    return result
 
 
 async def _spec_readiness(client: httpx.AsyncClient, url: str, limits: Limits, found: Negotiation) -> None:

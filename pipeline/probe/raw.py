@@ -112,6 +112,19 @@ class Exchange:
         }
 
 
+# Outcomes that are states with names, not "down": a gate, a rate limit, a policy refusal.
+NAMED_STATES = (ProbeOutcome.auth_required, ProbeOutcome.rate_limited, ProbeOutcome.refused)
+
+
+def telling_failure(exchanges: list[Exchange]) -> Exchange | None:
+    """The exchange that best says why a server could not be met: a named state first, then the latest
+    transport failure, then the latest JSON-RPC refusal (an expected one, like a legacy server's answer to
+    `server/discover`, comes earlier and gives way)."""
+    return (next((e for e in exchanges if e.outcome in NAMED_STATES), None)
+            or next((e for e in reversed(exchanges) if e.failure is not None), None)
+            or next((e for e in reversed(exchanges) if not e.ok), None))
+
+
 class Stopped(Exception):
     """An exchange ends here, classified (raised inside this module and by `refuse_private`)."""
 

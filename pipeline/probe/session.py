@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from contextlib import AsyncExitStack
 from datetime import datetime
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 import anyio
 import httpx
@@ -27,15 +27,13 @@ from pipeline import ENGINE_VERSION
 from pipeline.http_headers import retry_after
 from pipeline.models import AppsFacts, CheckResult, EraFacts, FuzzCase, Invocation, ProbeOutcome, ProbeResult
 from pipeline.probe.endpoint import endpoint_facts
-from pipeline.probe.eras import negotiate
+from pipeline.probe.eras import negotiate, try_legacy, try_modern
 from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
-from pipeline.probe.raw import CLIENT_INFO as CLIENT_INFO_RAW
-from pipeline.probe.raw import HANDSHAKE_VERSION, Limits, exchange, modern_meta, probe_client
+from pipeline.probe.raw import NAMED_STATES, Exchange, Limits, exchange, probe_client, telling_failure
 from pipeline.probe.sandbox import Running
 from pipeline.probe.tooltext import tool_text_checks
 
 MODERN_VERSIONS = ("2026-07-28",)
-HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MAX_LIST_PAGES = 20  # pagination is bounded; a cursor seen twice ends it as a loop
 UNKNOWN_TOOL = "scoreboard_probe_no_such_tool"
 CLIENT_INFO = Implementation(name="mcp-scoreboard", version=ENGINE_VERSION)
@@ -208,19 +206,11 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
     observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport="streamable-http",
                            outcome=ProbeOutcome.protocol_error)
     negotiation = await _observe_http(observed, running.url, Limits(timeout=call_timeout, allow_private=allow_private), total_timeout)
+    if negotiation is None:
+        observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
+    elif negotiation.era == "broken":
+        _record_failure(observed, negotiation.exchanges, negotiation.problems)
     if negotiation is None or negotiation.era == "broken":
-        if negotiation is None:
-            observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
-        else:
-            exchanges = negotiation.exchanges  # a gate or limit first, then a transport failure, then the last refusal
-            failed = (next((e for e in exchanges if e.outcome in NAMED_STATES), None)
-                      or next((e for e in reversed(exchanges) if e.failure is not None), None)
-                      or next((e for e in reversed(exchanges) if not e.ok), None))
-            observed.outcome = failed.outcome if failed else ProbeOutcome.protocol_error
-            observed.detail = (failed.detail or (f"JSON-RPC error {failed.error}" if failed.error else None)) if failed else None
-            observed.detail = "; ".join(filter(None, [observed.detail, *negotiation.problems]))[:1000] or "neither era answered well-formed"
-            if observed.outcome == ProbeOutcome.rate_limited and failed:
-                observed.retry_after_s = retry_after(failed.headers.get("retry-after"), time.time())
         observed.duration_ms = (time.perf_counter() - started) * 1000
         return observed
     result = await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
@@ -248,19 +238,22 @@ async def _observe_http(result: ProbeResult, url: str, limits: Limits, total_tim
     return negotiation
 
 
-# Outcomes the SDK flattens into "Server returned an error response" but that are states with names, not "down".
-NAMED_STATES = (ProbeOutcome.auth_required, ProbeOutcome.rate_limited, ProbeOutcome.refused)
+def _record_failure(result: ProbeResult, exchanges: list[Exchange], problems: Sequence[str] = ()) -> None:
+    """Why the server could not be met, from the raw exchanges: their most telling failure, and the wait it asked for."""
+    failed = telling_failure(exchanges)
+    result.outcome = failed.outcome if failed else ProbeOutcome.protocol_error
+    detail = (failed.detail or (f"JSON-RPC error {failed.error}" if failed.error else None)) if failed else None
+    result.detail = "; ".join(filter(None, [detail, *problems]))[:1000] or "neither era answered well-formed"
+    if result.outcome == ProbeOutcome.rate_limited and failed:
+        result.retry_after_s = retry_after(failed.headers.get("retry-after"), time.time())
 
 
-def _named_state(result: ProbeResult, exchanges: list) -> None:
-    """Where the SDK session failed and the raw layer saw a gate, a rate limit or a refusal, record that instead."""
-    if result.outcome == ProbeOutcome.ok:
-        return
-    named = next((e for e in exchanges if e.outcome in NAMED_STATES), None)
-    if named is not None:
-        result.outcome, result.detail = named.outcome, named.detail
-        if named.outcome == ProbeOutcome.rate_limited:
-            result.retry_after_s = retry_after(named.headers.get("retry-after"), time.time())
+def _named_state(result: ProbeResult, exchanges: list[Exchange]) -> None:
+    """Where the SDK session failed and the raw layer saw a gate, a rate limit or a refusal (which the SDK flattens
+    into "Server returned an error response"), record that instead: a state with a name, not "down"."""
+    failed = telling_failure(exchanges)
+    if result.outcome != ProbeOutcome.ok and failed is not None and failed.outcome in NAMED_STATES:
+        _record_failure(result, exchanges)
 
 
 async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total_timeout: float, now: datetime,
@@ -271,51 +264,33 @@ async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total
     started = time.perf_counter()
     result = ProbeResult(server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport="streamable-http", outcome=ProbeOutcome.ok)
     limits = Limits(timeout=call_timeout, allow_private=allow_private)
-    exchanges: list = []
+    exchanges: list[Exchange] = []
+    problems: list[str] = []
     with anyio.move_on_after(total_timeout) as scope:
         async with probe_client(limits) as client:
-            discover = await exchange(client, url, "server/discover", {"_meta": modern_meta()}, request_id=1,
-                                      headers={"MCP-Protocol-Version": MODERN_VERSIONS[0], "Mcp-Method": "server/discover"}, limits=limits)
-            exchanges.append(discover)
-            versions = (discover.response or {}).get("result", {}).get("supportedVersions") if discover.ok else None
-            if isinstance(versions, list) and MODERN_VERSIONS[0] in versions:
-                result.era, result.protocol_version, result.handshake, result.connect_ms = "modern", MODERN_VERSIONS[0], "server/discover", discover.ms
-            elif discover.outcome not in NAMED_STATES:
-                await _legacy_fast(client, url, limits, result, exchanges)
+            if await try_modern(client, url, limits, exchanges, problems) is not None:
+                result.era, result.protocol_version, result.handshake, result.connect_ms = "modern", MODERN_VERSIONS[0], "server/discover", exchanges[0].ms
+            elif exchanges[0].outcome not in NAMED_STATES:
+                legacy, headers = await try_legacy(client, url, limits, exchanges, problems)
+                if legacy is not None:
+                    result.era, result.protocol_version, result.handshake = "legacy", legacy["protocolVersion"], "initialize"
+                    result.connect_ms = exchanges[1].ms
+                    ping = await exchange(client, url, "ping", {}, request_id=3, headers=headers, limits=limits)
+                    exchanges.append(ping)
+                    result.ping_ms = ping.ms if ping.ok else None
+                    if "Mcp-Session-Id" in headers:  # end the session we opened, as a client should
+                        with anyio.move_on_after(limits.timeout):
+                            try:
+                                await client.delete(url, headers=headers)
+                            except httpx.HTTPError:
+                                pass
     if scope.cancelled_caught:
         result.outcome, result.detail = ProbeOutcome.timeout, f"no complete health check within {total_timeout:g} s"
     elif result.era is None:
-        failed = next((e for e in exchanges if e.outcome in NAMED_STATES), None) or next((e for e in reversed(exchanges) if not e.ok), None)
-        result.outcome = failed.outcome if failed else ProbeOutcome.protocol_error
-        result.detail = failed.detail if failed else "neither era answered well-formed"
-        if result.outcome == ProbeOutcome.rate_limited and failed:
-            result.retry_after_s = retry_after(failed.headers.get("retry-after"), time.time())
+        _record_failure(result, exchanges, problems)
     result.exchanges = [e.evidence() for e in exchanges]
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
-
-
-async def _legacy_fast(client, url: str, limits: Limits, result: ProbeResult, exchanges: list) -> None:
-    initialize = await exchange(client, url, "initialize", {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO_RAW},
-                                request_id=2, limits=limits)
-    exchanges.append(initialize)
-    version = (initialize.response or {}).get("result", {}).get("protocolVersion") if initialize.ok else None
-    if version not in HANDSHAKE_VERSIONS:
-        return
-    session = initialize.headers.get("mcp-session-id")
-    headers = {"MCP-Protocol-Version": version, **({"Mcp-Session-Id": session} if session else {})}
-    exchanges.append(await exchange(client, url, "notifications/initialized", request_id=None, headers=headers, limits=limits))
-    ping = await exchange(client, url, "ping", {}, request_id=3, headers=headers, limits=limits)
-    exchanges.append(ping)
-    result.era, result.protocol_version, result.handshake, result.connect_ms = "legacy", version, "initialize", initialize.ms
-    if ping.ok:
-        result.ping_ms = ping.ms
-    if session:  # end the session we opened, as a client should
-        with anyio.move_on_after(limits.timeout):
-            try:
-                await client.delete(url, headers=headers)
-            except httpx.HTTPError:
-                pass
 
 
 async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
