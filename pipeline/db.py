@@ -250,8 +250,10 @@ def upsert_catalog(db: Database, entries: Iterable[CatalogEntry], ran: Iterable[
         for entry in entries:
             owners = list(dict.fromkeys(keys[k] for k in entry.keys if k in keys))
             server_id = owners[0] if owners else entry.id
-            if entry.derived_id and not owners and (server_id in ids_with_keys or db.execute("select 1 from servers where id = ?", [server_id]).fetchone()):
+            existing = next(db.query("select * from servers where id = ?", [server_id]), None)
+            if entry.derived_id and not owners and (server_id in ids_with_keys or existing is not None):
                 server_id = with_hash(entry.id, entry.keys[0])  # another server already has this readable id
+                existing = next(db.query("select * from servers where id = ?", [server_id]), None)
             for other in owners[1:]:  # two stored servers turned out to be one: fold the other into this one
                 if other in seen:
                     continue
@@ -261,7 +263,6 @@ def upsert_catalog(db: Database, entries: Iterable[CatalogEntry], ran: Iterable[
                 counts["merged"] += 1
             seen_sources = seen.setdefault(server_id, set())
             seen_sources.update(entry.sources)
-            existing = next(db.query("select * from servers where id = ?", [server_id]), None)
             fields = {
                 "name": entry.name,
                 "description": entry.description,
