@@ -228,3 +228,33 @@ def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_hono
         assert soon.counts == {"waiting_retry_after": 1, "auth_required": 1}  # the limited one asked for two minutes
         later = stage(run_monitor, NOW + timedelta(seconds=180))
         assert later.counts == {"rate_limited": 1, "auth_required": 1}
+
+
+def test_health_checks_honour_the_last_opt_out_without_fetching_it_again(db, settings):
+    import io
+
+    from pipeline import db as store
+    from pipeline.discover import run_discover
+    from pipeline.monitor import run_monitor
+    from pipeline.probe import run_probe
+    from pipeline.probe.install import Installer
+    from pipeline.progress import Progress
+    from tests.conftest import NOW
+    from tests.test_discover import ListSource, entry, quiet
+
+    seen = []
+    routes = {("GET", "/.well-known/mcp-scoreboard"): lambda o: seen.append("optout") or response("200 OK", js({"optout": True})),
+              ("POST", "/mcp"): lambda o: seen.append("mcp") or response("200 OK", js({"jsonrpc": "2.0", "id": 1, "result": {}}))}
+    with Site(routes) as site:
+        run_discover(db, sources=[ListSource("test", [entry("quiet", transport="streamable-http", remote_url=site.origin + "/mcp")])], now=NOW,
+                     progress=quiet(1))
+        allowed = settings.model_copy(update={"allow_private": True, "call_timeout": 2.0})
+        stage = {"probe": run_probe, "monitor": run_monitor}
+
+        def run(name):
+            return stage[name](db, servers=store.active_servers(db), installer=Installer(settings.cache_dir), now=NOW, settings=allowed,
+                               progress=Progress(name, 1, stream=io.StringIO()))
+
+        assert run("probe").counts == {"opted_out": 1} and seen == ["optout"]
+        assert run("monitor").counts == {"opted_out": 1} and seen == ["optout"]  # not a single request more
+    assert db["servers"].get("quiet")["is_active"] == 1  # opted out of probing, not delisted

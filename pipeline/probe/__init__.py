@@ -53,6 +53,14 @@ def run_probe(
     servers = [s for s in reachable if waiting.get(s.id, now) <= now]
     if len(servers) < len(reachable):
         report.counts["waiting_retry_after"] = len(reachable) - len(servers)
+    if kind == "fast":
+        # The opt-out file is read by each deep probe; health checks, every few minutes, honour its last answer
+        # rather than fetch it again beside every probe.
+        opted = {sid for sid, row in store.latest_probe_summaries(db).items() if row["outcome"] == ProbeOutcome.opted_out.value}
+        asked = [s for s in servers if s.id not in opted]
+        if len(asked) < len(servers):
+            report.counts["opted_out"] = len(servers) - len(asked)
+        servers = asked
     progress = progress or Progress(stage, len(servers))
     sandbox = sandbox or LocalProcessSandbox(settings.start_timeout)
     specs = [s.launch for s in servers if s.launch is not None]
@@ -116,9 +124,11 @@ async def probe_server(
                                      allow_private=True)  # we started it on loopback ourselves
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
         elif server.remote_url:
-            limits = Limits(timeout=settings.call_timeout, allow_private=settings.allow_private)
-            async with probe_client(limits) as client:
-                asked = await opt_out(client, server.remote_url, limits)
+            asked = None
+            if kind == "deep":
+                limits = Limits(timeout=settings.call_timeout, allow_private=settings.allow_private)
+                async with probe_client(limits) as client:
+                    asked = await opt_out(client, server.remote_url, limits)
             if asked:
                 failed = _failed(server, kind, now, ProbeOutcome.opted_out, f"the server asks not to be probed ({OPT_OUT_PATH}: {asked})")
                 failed.delist = asked["delist"]
