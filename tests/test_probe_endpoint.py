@@ -105,6 +105,17 @@ def test_the_path_suffixed_document_is_found_without_a_hint_and_bad_documents_do
     assert facts.auth_required and facts.protected_resource_metadata is True and facts.authorization_server_metadata is False
     assert facts.server_card is False and facts.html_setup_page is False and out is None
 
+def test_without_a_protected_resource_document_the_servers_own_origin_is_its_authorization_server():
+    """The 2025-03-26 rule: no RFC 9728 document, so RFC 8414 metadata is read at the MCP server's origin."""
+    routes = {
+        ("POST", "/v1/mcp"): lambda o: response("401 Unauthorized", extra="WWW-Authenticate: Bearer\r\n"),
+        ("GET", "/.well-known/oauth-authorization-server"): lambda o: response("200 OK", js({"issuer": o, "authorization_endpoint": f"{o}/authorize"})),
+    }
+    with Site(routes) as site:
+        _, facts, _ = facts_for(site.origin + "/v1/mcp")
+    assert facts.auth_required and facts.protected_resource_metadata is False and facts.authorization_server_metadata is True
+
+
 
 def test_metadata_pointing_at_a_private_address_is_not_fetched():
     routes = {("POST", "/mcp"): lambda o: response("401 Unauthorized", extra='WWW-Authenticate: Bearer resource_metadata="http://10.0.0.1/prm"\r\n')}

@@ -74,8 +74,9 @@ async def endpoint_facts(client: httpx.AsyncClient, url: str, first: Exchange, l
         facts.auth_required = True
         resource = await _protected_resource(client, url, first.headers.get("www-authenticate", ""), limits)
         facts.protected_resource_metadata = resource is not None
-        if resource is not None:
-            facts.authorization_server_metadata = await _authorization_server(client, resource, limits)
+        # Without an RFC 9728 document, the 2025-03-26 rule applies: the MCP server's own origin is its authorization server.
+        issuers = resource["authorization_servers"] if resource is not None else [_origin(url)]
+        facts.authorization_server_metadata = await _authorization_server(client, issuers, limits)
     facts.server_card = False
     for path in SERVER_CARD_PATHS:
         _, _, card = await get_json(client, urljoin(url, path), limits)
@@ -114,7 +115,7 @@ async def tls_facts(url: str, timeout: float) -> tuple[str | None, bool | None]:
 async def _protected_resource(client: httpx.AsyncClient, url: str, challenge: str, limits: Limits) -> dict[str, Any] | None:
     """RFC 9728: the URL in WWW-Authenticate's resource_metadata, else the path-suffixed, else the root well-known document."""
     parts = urlsplit(url)
-    origin = f"{parts.scheme}://{parts.netloc}"
+    origin = _origin(url)
     candidates = [m.group(1) for m in _RESOURCE_METADATA.finditer(challenge)]
     path = parts.path.rstrip("/")
     if path:
@@ -127,14 +128,18 @@ async def _protected_resource(client: httpx.AsyncClient, url: str, challenge: st
     return None
 
 
-async def _authorization_server(client: httpx.AsyncClient, resource: dict[str, Any], limits: Limits) -> bool:
-    """RFC 8414 (or OpenID discovery) metadata of the first authorization server the resource names."""
-    servers = [s for s in resource["authorization_servers"] if isinstance(s, str)]
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+async def _authorization_server(client: httpx.AsyncClient, issuers: list[Any], limits: Limits) -> bool:
+    """RFC 8414 (or OpenID discovery) metadata of the first authorization server named."""
+    servers = [s for s in issuers if isinstance(s, str)]
     if not servers:
         return False
     issuer = servers[0].rstrip("/")
-    parts = urlsplit(issuer)
-    origin, path = f"{parts.scheme}://{parts.netloc}", parts.path
+    origin, path = _origin(issuer), urlsplit(issuer).path
     for candidate in (f"{origin}/.well-known/oauth-authorization-server{path}", f"{issuer}/.well-known/openid-configuration"):
         _, _, document = await get_json(client, candidate, limits)
         if isinstance(document, dict) and document.get("issuer") and (document.get("token_endpoint") or document.get("authorization_endpoint")):
