@@ -49,13 +49,14 @@ async def _stdio(command: list[str], extra_env: dict[str, str]) -> AsyncIterator
 async def _probe(server: Server, command: list[str] | None, extra_env: dict[str, str], settings: Settings, now: datetime) -> ProbeResult:
     if command:
         async with _stdio(command, extra_env) as running:
-            result = await deep_probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=settings.probe_timeout, now=now)
+            result = await deep_probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=settings.probe_timeout, now=now,
+                                      max_bytes=settings.max_response_bytes)
             result.stderr_tail = running.stderr_tail(4000)
             return result
     running = Running(transport=server.transport, url=server.remote_url)
     # A URL the author names may be on localhost: checking one's own server before publishing it is the point.
     return await deep_probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=settings.probe_timeout, now=now,
-                            allow_private=True)
+                            allow_private=True, max_bytes=settings.max_response_bytes)
 
 
 def probe_target(url: str | None, command: list[str] | None, settings: Settings, now: datetime) -> ProbeResult:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import sys
+import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+import httpx
 import pytest
 
 from pipeline.config import Settings
@@ -60,3 +65,28 @@ def raw_server_spec(fault: str) -> LaunchSpec:
 
 def python_installed() -> Installed:
     return Installed(ok=True, executable=Path(sys.executable), version="test", path_dirs=(str(Path(sys.executable).parent),))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def python_server(script: str, *args: str, path: str = "/mcp"):
+    """Run tests/servers/SCRIPT PORT ARGS... and yield its URL once it answers HTTP; stop it afterwards."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(TEST_SERVERS / script), str(port), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with httpx.stream("GET", f"http://127.0.0.1:{port}/", timeout=0.5):
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -12,17 +12,15 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import anyio
-import httpx
 import pytest
 
 from pipeline.models import ProbeOutcome
 from pipeline.probe.eras import negotiate
 from pipeline.probe.raw import Failure, Limits, exchange, probe_client
+from tests.conftest import python_server
 
-SERVERS = Path(__file__).parent / "servers"
 LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, max_redirects=3, allow_private=True)
 
 
@@ -183,21 +181,8 @@ def test_a_lying_server_is_not_taken_at_its_word(zoo):
 
 @pytest.fixture(scope="module", params=["sse", "json"])
 def dual_server(request):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    args = [sys.executable, str(SERVERS / "dual_http.py"), str(port)] + (["json"] if request.param == "json" else [])
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/mcp", timeout=0.5)
-            break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    yield request.param, f"http://127.0.0.1:{port}/mcp"
-    process.terminate()
-    process.wait(10)
+    with python_server("dual_http.py", *(["json"] if request.param == "json" else [])) as url:
+        yield request.param, url
 
 
 def test_a_real_server_negotiates_both_eras(dual_server):

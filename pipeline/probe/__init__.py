@@ -121,12 +121,12 @@ async def probe_server(
             assert installed is not None
             async with sandbox.start(server.launch, installed) as running:
                 result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now,
-                                     allow_private=True)  # we started it on loopback ourselves
+                                     allow_private=True, max_bytes=settings.max_response_bytes)  # we started it on loopback ourselves
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
         elif server.remote_url:
             asked = None
             if kind == "deep":
-                limits = Limits(timeout=settings.call_timeout, allow_private=settings.allow_private)
+                limits = Limits(timeout=settings.call_timeout, max_bytes=settings.max_response_bytes, allow_private=settings.allow_private)
                 async with probe_client(limits) as client:
                     asked = await opt_out(client, server.remote_url, limits)
             if asked:
@@ -135,7 +135,7 @@ async def probe_server(
                 return failed
             running = Running(transport=server.transport, url=server.remote_url)
             result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now,
-                                 allow_private=settings.allow_private)
+                                 allow_private=settings.allow_private, max_bytes=settings.max_response_bytes)
         else:
             return _failed(server, kind, now, ProbeOutcome.unreachable, "no way to reach this server: no package to start and no remote URL")
     except StartFailed as exc:

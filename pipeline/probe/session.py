@@ -8,16 +8,16 @@ that escapes. The SDK hides HTTP facts (status codes, headers); over Streamable 
 from __future__ import annotations
 
 import time
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import datetime
 from typing import Any, Awaitable, Callable, Sequence
 
 import anyio
 import httpx
 import jsonschema
-from mcp import Client, StdioServerParameters
+from mcp import Client
 from mcp.client.sse import sse_client
-from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import Implementation
 from mcp_types.jsonrpc import CONNECTION_CLOSED
@@ -32,6 +32,7 @@ from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing
 from pipeline.probe.raw import NAMED_STATES, Exchange, Limits, exchange, probe_client, telling_failure
 from pipeline.probe.sandbox import Running
 from pipeline.probe.tooltext import tool_text_checks
+from pipeline.probe.transports import ByteCap, bounded_stdio, capped_http_client
 
 MODERN_VERSIONS = ("2026-07-28",)
 MAX_LIST_PAGES = 20  # pagination is bounded; a cursor seen twice ends it as a loop
@@ -39,15 +40,20 @@ UNKNOWN_TOOL = "scoreboard_probe_no_such_tool"
 CLIENT_INFO = Implementation(name="mcp-scoreboard", version=ENGINE_VERSION)
 
 
-def _transport(running: Running):
+def _transport(running: Running, cap: ByteCap, call_timeout: float, total_timeout: float):
+    """The SDK transport for `running`, every message bounded by `cap` (pipeline.probe.transports)."""
     if running.transport == "stdio":
-        params = StdioServerParameters(
-            command=running.command or "", args=list(running.args), env=running.env, cwd=running.cwd
-        )
-        return stdio_client(params, errlog=running.errlog) if running.errlog else stdio_client(params)
+        return bounded_stdio(running, cap)
+    clients = capped_http_client(cap, call_timeout, total_timeout)
     if running.transport == "sse":
-        return sse_client(running.url or "")
-    return running.url or ""
+        return sse_client(running.url or "", timeout=call_timeout, sse_read_timeout=total_timeout, httpx_client_factory=clients)
+    return _streamable(running.url or "", clients, cap)
+
+
+@asynccontextmanager
+async def _streamable(url: str, clients: Callable[[], Any], cap: ByteCap):
+    async with clients() as http, streamable_http_client(url, http_client=http, max_sse_event_size=cap.limit) as streams:
+        yield streams
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -155,28 +161,30 @@ class _StreamWatcher:
         )
 
 
-def _client(running: Running, call_timeout: float, watcher: _StreamWatcher) -> Client:
+def _client(running: Running, call_timeout: float, total_timeout: float, cap: ByteCap, watcher: _StreamWatcher) -> Client:
     return Client(
-        _transport(running), mode="auto", read_timeout_seconds=call_timeout, cache=None,
+        _transport(running, cap, call_timeout, total_timeout), mode="auto", read_timeout_seconds=call_timeout, cache=None,
         client_info=CLIENT_INFO, message_handler=watcher,
     )
 
 
 async def _probe(
     kind: str, server_id: str, running: Running, call_timeout: float, total_timeout: float, now: datetime,
-    body: Callable[[ProbeResult, Client], Awaitable[None]],
+    body: Callable[[ProbeResult, Client], Awaitable[None]], max_bytes: int = Limits.max_bytes,
 ) -> ProbeResult:
-    """Connect, record the handshake, run `body`; classify whatever goes wrong, within `total_timeout`."""
+    """Connect, record the handshake, run `body`; classify whatever goes wrong, within `total_timeout` (and each
+    message within `max_bytes`)."""
     started = time.perf_counter()
     result = ProbeResult(
         server_id=server_id, kind=kind, started_at=now, duration_ms=0, transport=running.transport, outcome=ProbeOutcome.ok,
     )
     watcher = _StreamWatcher()
+    cap = ByteCap(max_bytes)
     connected = False
     try:
         with anyio.fail_after(total_timeout):
             async with AsyncExitStack() as stack:
-                client = _client(running, call_timeout, watcher)
+                client = _client(running, call_timeout, total_timeout, cap, watcher)
                 _, result.connect_ms = await _timed(lambda: stack.enter_async_context(client))
                 connected = True
                 _record_handshake(result, client)
@@ -184,7 +192,12 @@ async def _probe(
     except Exception as exc:  # noqa: BLE001 - every failure of an untrusted server is classified
         result.outcome, result.detail = classify(exc, connected)
     crashed = next((c for c in result.checks if c.outcome == ProbeOutcome.crashed.value), None)
-    if result.outcome == ProbeOutcome.ok and crashed:
+    if cap.exceeded:
+        # What broke the session (or just one answer) was a message past the cap: say so, not "crashed" or "parse error".
+        result.checks.append(CheckResult(name="response_size", outcome="too_large", passed=False, detail=cap.exceeded))
+        if result.outcome != ProbeOutcome.ok or crashed:
+            result.outcome, result.detail = ProbeOutcome.protocol_error, f"too large: {cap.exceeded}"
+    elif result.outcome == ProbeOutcome.ok and crashed:
         # The handshake worked, but the server died under a later request: that is a crash.
         result.outcome, result.detail = ProbeOutcome.crashed, f"server exited during {crashed.name}: {crashed.detail}"
     result.checks.append(watcher.check())
@@ -193,7 +206,7 @@ async def _probe(
 
 
 async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
-                     allow_private: bool = False) -> ProbeResult:
+                     allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
     """Handshake in whichever era the server speaks, list everything, run the basic checks; over Streamable HTTP,
     negotiate both eras on the raw layer first and read the endpoint's HTTP facts (`allow_private`: the URL may be
     on loopback or a private network, for servers we started ourselves or a target the user named).
@@ -201,11 +214,12 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
     The SDK session is opened only when the raw layer found an era that works: a server that floods, streams
     for ever, sends a gigabyte or lies in its handshake is classified by the bounded raw layer alone."""
     if not (running.transport == "streamable-http" and running.url):
-        return await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
+        return await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks, max_bytes)
     started = time.perf_counter()
     observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport="streamable-http",
                            outcome=ProbeOutcome.protocol_error)
-    negotiation = await _observe_http(observed, running.url, Limits(timeout=call_timeout, allow_private=allow_private), total_timeout)
+    negotiation = await _observe_http(observed, running.url, Limits(timeout=call_timeout, max_bytes=max_bytes, allow_private=allow_private),
+                                     total_timeout)
     if negotiation is None:
         observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
     elif negotiation.era == "broken":
@@ -213,7 +227,7 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
     if negotiation is None or negotiation.era == "broken":
         observed.duration_ms = (time.perf_counter() - started) * 1000
         return observed
-    result = await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks)
+    result = await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks, max_bytes)
     result.eras, result.http, result.exchanges = observed.eras, observed.http, observed.exchanges
     result.checks[:0] = observed.checks
     _named_state(result, negotiation.exchanges)
@@ -257,13 +271,13 @@ def _named_state(result: ProbeResult, exchanges: list[Exchange]) -> None:
 
 
 async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total_timeout: float, now: datetime,
-                         allow_private: bool = False) -> ProbeResult:
+                         allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
     """The monitor's health check over Streamable HTTP, on the raw layer: `server/discover` (modern), else
     `initialize` + `notifications/initialized` + `ping` on the session (legacy), then the session is closed.
     Timings are the exchanges' own; a gate, a rate limit or a refusal is a named state."""
     started = time.perf_counter()
     result = ProbeResult(server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport="streamable-http", outcome=ProbeOutcome.ok)
-    limits = Limits(timeout=call_timeout, allow_private=allow_private)
+    limits = Limits(timeout=call_timeout, max_bytes=max_bytes, allow_private=allow_private)
     exchanges: list[Exchange] = []
     problems: list[str] = []
     with anyio.move_on_after(total_timeout) as scope:
@@ -294,17 +308,17 @@ async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total
 
 
 async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
-                     allow_private: bool = False) -> ProbeResult:
+                     allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
     """Health check: connect + handshake (+ ping in the legacy era, which has one). No lists, no tool calls."""
     if running.transport == "streamable-http" and running.url:
         return await raw_fast_probe(server_id, running.url, call_timeout=call_timeout, total_timeout=total_timeout, now=now,
-                                    allow_private=allow_private)
+                                    allow_private=allow_private, max_bytes=max_bytes)
 
     async def ping(result: ProbeResult, client: Client) -> None:
         if result.era == "legacy":
             _, result.ping_ms = await _timed(client.session.send_ping)
 
-    return await _probe("fast", server_id, running, call_timeout, total_timeout, now, ping)
+    return await _probe("fast", server_id, running, call_timeout, total_timeout, now, ping, max_bytes)
 
 
 def _record_handshake(result: ProbeResult, client: Client) -> None:

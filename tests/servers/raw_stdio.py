@@ -1,6 +1,7 @@
 """A raw JSON-RPC stdio MCP server that misbehaves on purpose: python raw_stdio.py FAULT.
 
-Faults: silent, garbage, exit-early, bad-version, bad-schema, crash-on-list, slow-list, good.
+Faults: silent, garbage, exit-early, bad-version, bad-schema, crash-on-list, slow-list, huge-list (a 1 MB line),
+endless-line (bytes without end, no newline), bad-bytes (an undecodable line before each answer), good.
 """
 
 import json
@@ -44,6 +45,16 @@ for line in sys.stdin:
             sys.exit(1)
         if FAULT == "slow-list":
             time.sleep(30)
+        if FAULT == "endless-line":
+            while True:
+                sys.stdout.write("x" * 65536)
+                sys.stdout.flush()
+        if FAULT == "bad-bytes":
+            sys.stdout.buffer.write(b"\xff\xfe not utf-8 \xc3\x28\n")
+            sys.stdout.flush()
+        if FAULT == "huge-list":
+            send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [dict(TOOL, description="x" * 1_000_000)]}})
+            continue
         tool = dict(TOOL, inputSchema={"type": "string"}) if FAULT == "bad-schema" else TOOL
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool]}})
     elif method == "ping":

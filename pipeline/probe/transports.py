@@ -1,0 +1,176 @@
+"""The SDK session's transports, bounded in bytes as well as time.
+
+After the raw handshake, lists and tool calls go through the official SDK; its own transports read a
+response (a JSON body, one stdout line) whole, however large. These keep its protocol handling but cap
+what one message may weigh: over HTTP, each response body, or each SSE event on a stream; over stdio,
+each line. A message past the cap ends that exchange (HTTP) or the session (stdio: the line cannot be
+skipped), and `ByteCap.exceeded` says so, so the probe records "too large" rather than a vague failure.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, AsyncIterator
+
+import anyio
+import httpx2
+import mcp_types
+from anyio.abc import Process
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+from pipeline.probe.raw import USER_AGENT
+from pipeline.probe.sandbox import Running
+
+EXIT_GRACE = 2.0  # seconds a stdio server gets to exit once its stdin closes, then again after SIGTERM
+
+
+@dataclass
+class ByteCap:
+    """The most one message may weigh, and what passed it (None while nothing has)."""
+
+    limit: int = 5_000_000
+    exceeded: str | None = None
+
+    def over(self, what: str) -> str:
+        self.exceeded = self.exceeded or f"{what} passed {self.limit:,} bytes"
+        return self.exceeded
+
+
+class ResponseTooLarge(httpx2.StreamError):
+    """Raised into the SDK's read of a response past the cap; it fails that request, not the run."""
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: Any, cap: ByteCap, events: bool) -> None:
+        self.inner, self.cap, self.events = inner, cap, events
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        size, last = 0, b""
+        async for chunk in self.inner:
+            if self.events:
+                # An event stream is long-lived: the cap applies to each event (bytes since the last blank line).
+                joined = last[-3:] + chunk
+                end = max(joined.rfind(b"\n\n"), joined.rfind(b"\r\n\r\n"))
+                size = len(joined) - end - 2 if end >= 0 else size + len(chunk)
+                last = chunk
+            else:
+                size += len(chunk)
+            if size > self.cap.limit:
+                raise ResponseTooLarge(self.cap.over("an SSE event" if self.events else "a response body"))
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _CappedTransport(httpx2.AsyncBaseTransport):
+    def __init__(self, cap: ByteCap) -> None:
+        # Two connections: the session's requests, one at a time, and the event stream the protocol itself opens.
+        self.inner = httpx2.AsyncHTTPTransport(trust_env=False, limits=httpx2.Limits(max_connections=2, max_keepalive_connections=2))
+        self.cap = cap
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = await self.inner.handle_async_request(request)
+        events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
+        return httpx2.Response(response.status_code, headers=response.headers, stream=_CappedStream(response.stream, self.cap, events),
+                               extensions=response.extensions, request=request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def capped_http_client(cap: ByteCap, call_timeout: float, stream_timeout: float):
+    """A factory of SDK HTTP clients (the signature `sse_client` wants) bounded by `cap`, naming the scoreboard."""
+
+    def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(transport=_CappedTransport(cap), headers={**(headers or {}), "User-Agent": USER_AGENT}, auth=auth,
+                                  timeout=httpx2.Timeout(call_timeout, read=stream_timeout), trust_env=False)
+
+    return factory
+
+
+@asynccontextmanager
+async def bounded_stdio(running: Running, cap: ByteCap):
+    """The SDK's stdio transport, rebuilt with a cap on each line, undecodable bytes surfaced as bad messages rather
+    than a dead reader, and the server's whole process group stopped afterwards (npx and friends start children)."""
+    process = await anyio.open_process([running.command or "", *running.args], env=running.env, cwd=running.cwd,
+                                       stderr=running.errlog if running.errlog else subprocess.DEVNULL, start_new_session=True)
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read() -> None:
+        assert process.stdout is not None
+        pending = bytearray()
+        async with read_writer:  # closing it tells the session the connection is gone
+            try:
+                async for chunk in process.stdout:
+                    pending += chunk
+                    while (end := pending.find(b"\n")) >= 0:
+                        line = bytes(pending[:end])
+                        del pending[: end + 1]
+                        if len(line) > cap.limit:
+                            cap.over("a message")
+                            return
+                        if line.strip():
+                            await read_writer.send(_parse(line))
+                    if len(pending) > cap.limit:
+                        cap.over("a message")
+                        return
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
+                return
+
+    async def write() -> None:
+        assert process.stdin is not None
+        async with write_reader:
+            try:
+                async for message in write_reader:
+                    await process.stdin.send((message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                await read_writer.aclose()  # the server stopped reading: pending requests must not wait for ever
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        group.start_soon(write)
+        try:
+            yield read_stream, write_stream
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop(process)
+            group.cancel_scope.cancel()
+    for stream in (read_stream, write_stream):
+        await stream.aclose()
+
+
+def _parse(line: bytes) -> SessionMessage | Exception:
+    try:
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+    except (ValidationError, ValueError) as exc:
+        return exc
+
+
+async def _stop(process: Process) -> None:
+    """Close stdin (the polite way to end a stdio server), then SIGTERM, then SIGKILL its process group."""
+    if process.stdin is not None:
+        try:
+            await process.stdin.aclose()
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            try:
+                os.killpg(process.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        with anyio.move_on_after(EXIT_GRACE):
+            await process.wait()
+            break
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # children the server left behind
+    except (ProcessLookupError, PermissionError):
+        pass
+    await process.aclose() if process.returncode is not None else None

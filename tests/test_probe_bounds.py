@@ -1,0 +1,58 @@
+"""Past the handshake, the SDK session is bounded in bytes as well as time: a message larger than the cap ends
+that exchange (HTTP) or the session (stdio), and the probe says "too large", over every transport."""
+
+from __future__ import annotations
+
+import sys
+import time
+from datetime import datetime, timezone
+
+import anyio
+import pytest
+
+from pipeline.models import ProbeOutcome
+from pipeline.probe.sandbox import Running
+from pipeline.probe.session import deep_probe
+from tests.conftest import TEST_SERVERS, python_server
+
+NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
+CAP = 100_000
+
+
+def probe(running: Running, max_bytes: int = CAP):
+    started = time.monotonic()
+    result = anyio.run(lambda: deep_probe("bounds", running, call_timeout=5, total_timeout=20, now=NOW, allow_private=True, max_bytes=max_bytes))
+    return result, time.monotonic() - started
+
+
+def stdio(fault: str) -> Running:
+    return Running(transport="stdio", command=sys.executable, args=(str(TEST_SERVERS / "raw_stdio.py"), fault), env={"PATH": "/usr/bin:/bin"})
+
+
+@pytest.mark.parametrize("mode", ["sse", "json"])
+def test_an_oversized_list_over_streamable_http_is_stopped_at_the_cap(mode):
+    with python_server("bulky_http.py", *(["json"] if mode == "json" else [])) as url:
+        result, took = probe(Running(transport="streamable-http", url=url))
+        whole, _ = probe(Running(transport="streamable-http", url=url), max_bytes=5_000_000)
+    checks = {c.name: c for c in result.checks}
+    assert result.era is not None and checks["era_negotiation"].passed  # the handshake is small and went through
+    assert checks["tools/list"].passed is False and result.tools is None
+    assert checks["response_size"].outcome == "too_large"
+    assert f"passed {CAP:,} bytes" in checks["response_size"].detail
+    assert took < 10  # stopped at the cap, not at a timeout
+    assert whole.tools and len(whole.tools[0]["description"]) > CAP and "response_size" not in {c.name for c in whole.checks}
+
+
+@pytest.mark.parametrize("fault", ["huge-list", "endless-line"])
+def test_an_oversized_or_endless_stdio_line_ends_the_session_as_too_large(fault):
+    result, took = probe(stdio(fault))
+    assert result.outcome is ProbeOutcome.protocol_error and result.detail == f"too large: a message passed {CAP:,} bytes"
+    assert {c.name: c.outcome for c in result.checks}["response_size"] == "too_large"
+    assert took < 10
+
+
+def test_undecodable_bytes_on_stdio_are_bad_messages_not_a_dead_session():
+    result, _ = probe(stdio("bad-bytes"))
+    checks = {c.name: c for c in result.checks}
+    assert result.outcome is ProbeOutcome.ok and checks["tools/list"].passed
+    assert checks["invalid_messages"].passed is False and checks["invalid_messages"].outcome.endswith("unparseable")
