@@ -68,7 +68,7 @@ def render_probe(probe: ProbeResult) -> str:
     """What the prober saw, for a person: handshake, eras, endpoint facts, lists and every check."""
     lines = [f"outcome: {probe.outcome.value}" + (f" ({probe.detail})" if probe.detail else "") + f"; {probe.duration_ms:.0f} ms"]
     if probe.reachable:
-        lines.append(f"protocol: {probe.era} {probe.protocol_version} via {probe.handshake}; connect {probe.connect_ms:.0f} ms"
+        lines.append(f"protocol: {probe.era} {probe.protocol_version} via {probe.handshake} over {probe.transport}; connect {probe.connect_ms:.0f} ms"
                      + (f", ping {probe.ping_ms:.0f} ms" if probe.ping_ms is not None else ""))
     info = probe.server_info or {}
     if info:

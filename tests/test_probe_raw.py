@@ -209,7 +209,7 @@ def test_scoreboard_probe_target_prints_what_the_prober_saw(dual_server):
     run = [sys.executable, "-m", "pipeline.cli", "probe", url]
     text = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert text.returncode == 0, text.stderr
-    assert "outcome: ok" in text.stdout and "protocol: modern 2026-07-28 via server/discover" in text.stdout
+    assert "outcome: ok" in text.stdout and "protocol: modern 2026-07-28 via server/discover over streamable-http" in text.stdout
     assert "eras: modern yes, legacy yes; header routing yes, list cache hints yes" in text.stdout
     assert "tools: 1: now" in text.stdout and "check era_negotiation: dual [pass]" in text.stdout
     data = json.loads(subprocess.run([*run, "--json"], capture_output=True, text=True, timeout=120).stdout)

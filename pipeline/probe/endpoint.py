@@ -42,8 +42,8 @@ async def get_bytes(client: httpx.AsyncClient, url: str, limits: Limits, accept:
             await refuse_private(url, limits)
             async with client.stream("GET", url, headers={"User-Agent": USER_AGENT, "Accept": accept}) as response:
                 kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-                if response.status_code != 200:
-                    return response.status_code, kind, None
+                if response.status_code != 200 or kind == "text/event-stream":
+                    return response.status_code, kind, None  # an event stream (an SSE endpoint opened like a page) never ends
                 chunks, size = [], 0
                 async for chunk in response.aiter_bytes():
                     size += len(chunk)

@@ -12,7 +12,8 @@ cannot have (an unknown one, or the modern one through `initialize`) is not take
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from functools import partial
+from typing import Any, Awaitable, Literal, Protocol
 
 import httpx
 
@@ -34,9 +35,22 @@ HEADER_MISMATCH = -32020
 Era = Literal["modern", "legacy", "dual", "broken"]
 
 
+class Send(Protocol):
+    """One JSON-RPC message to the server and what came back: a POST on Streamable HTTP (`raw.exchange`), or a POST
+    answered on the event stream on legacy HTTP+SSE (`legacy_sse.SseStream.send`)."""
+
+    def __call__(self, method: str, params: dict[str, Any] | None = None, *, request_id: int | None = 1,
+                 headers: dict[str, str] | None = None) -> Awaitable[Exchange]: ...
+
+
+def http_sender(client: httpx.AsyncClient, url: str, limits: Limits) -> Send:
+    return partial(exchange, client, url, limits=limits)
+
+
 @dataclass
 class Negotiation:
     era: Era = "broken"
+    transport: Literal["streamable-http", "sse"] = "streamable-http"
     protocol_version: str | None = None
     handshake: str | None = None  # "server/discover" or "initialize": what the session will use
     server_info: dict[str, Any] | None = None
@@ -57,7 +71,7 @@ class Negotiation:
         return failed.outcome if failed else ProbeOutcome.unreachable
 
     def evidence(self) -> dict[str, Any]:
-        return {"era": self.era, "protocol_version": self.protocol_version, "handshake": self.handshake, "session_id": self.session_id is not None,
+        return {"era": self.era, "transport": self.transport, "protocol_version": self.protocol_version, "handshake": self.handshake, "session_id": self.session_id is not None,
                 "header_routing": self.header_routing, "list_cache_hints": self.list_cache_hints, "problems": self.problems,
                 "exchanges": [e.evidence() for e in self.exchanges]}
 
@@ -66,10 +80,9 @@ def _modern_headers(method: str) -> dict[str, str]:
     return {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": method}
 
 
-async def try_modern(client: httpx.AsyncClient, url: str, limits: Limits, exchanges: list[Exchange], problems: list[str]) -> dict[str, Any] | None:
+async def try_modern(send: Send, exchanges: list[Exchange], problems: list[str]) -> dict[str, Any] | None:
     """`server/discover` at 2026-07-28: its result when it names that version among its supported ones."""
-    reply = await exchange(client, url, "server/discover", {"_meta": modern_meta()}, request_id=1, headers=_modern_headers("server/discover"),
-                           limits=limits)
+    reply = await send("server/discover", {"_meta": modern_meta()}, request_id=1, headers=_modern_headers("server/discover"))
     exchanges.append(reply)
     if not reply.ok:
         return None
@@ -81,12 +94,10 @@ async def try_modern(client: httpx.AsyncClient, url: str, limits: Limits, exchan
     return result
 
 
-async def try_legacy(client: httpx.AsyncClient, url: str, limits: Limits, exchanges: list[Exchange],
-                     problems: list[str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+async def try_legacy(send: Send, exchanges: list[Exchange], problems: list[str]) -> tuple[dict[str, Any] | None, dict[str, str]]:
     """`initialize` with the newest handshake version, then `notifications/initialized`: the result (when it names a
     version a handshake can negotiate) and the headers every later request of the session carries."""
-    reply = await exchange(client, url, "initialize", {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO},
-                           request_id=2, limits=limits)
+    reply = await send("initialize", {"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO}, request_id=2)
     exchanges.append(reply)
     if not reply.ok:
         return None, {}
@@ -97,19 +108,25 @@ async def try_legacy(client: httpx.AsyncClient, url: str, limits: Limits, exchan
         return None, {}
     session = reply.headers.get("mcp-session-id")
     headers = {"MCP-Protocol-Version": version, **({"Mcp-Session-Id": session} if session else {})}
-    exchanges.append(await exchange(client, url, "notifications/initialized", request_id=None, headers=headers, limits=limits))
+    exchanges.append(await send("notifications/initialized", request_id=None, headers=headers))
     return result, headers
 
 
 async def negotiate(client: httpx.AsyncClient, url: str, limits: Limits = Limits()) -> Negotiation:
-    found = Negotiation()
-    modern = await try_modern(client, url, limits, found.exchanges, found.problems)
-    if found.exchanges[0].failure in (Failure.refused_private, Failure.rate_limited):
+    """Both eras over Streamable HTTP."""
+    return await negotiate_over(http_sender(client, url, limits))
+
+
+async def negotiate_over(send: Send, found: Negotiation | None = None) -> Negotiation:
+    """Both eras through `send`: `server/discover`, then `initialize` (+ spec readiness when the modern era answers)."""
+    found = found or Negotiation()
+    modern = await try_modern(send, found.exchanges, found.problems)
+    if found.exchanges[-1].failure in (Failure.refused_private, Failure.rate_limited):
         return found  # the address is not ours to dial, or the server asked us to wait: a second request would not differ
-    legacy, headers = await try_legacy(client, url, limits, found.exchanges, found.problems)
+    legacy, headers = await try_legacy(send, found.exchanges, found.problems)
     found.session_id = headers.get("Mcp-Session-Id")
     if modern is not None:
-        await _spec_readiness(client, url, limits, found)
+        await _spec_readiness(send, found)
     found.era = "dual" if modern and legacy else "modern" if modern else "legacy" if legacy else "broken"
     chosen = modern or legacy
     if chosen is not None:
@@ -122,13 +139,20 @@ async def negotiate(client: httpx.AsyncClient, url: str, limits: Limits = Limits
     return found
 
 
-async def _spec_readiness(client: httpx.AsyncClient, url: str, limits: Limits, found: Negotiation) -> None:
+def refused_streamable(found: Negotiation) -> bool:
+    """Did the endpoint refuse Streamable HTTP the way a legacy HTTP+SSE server does (400, 404 or 405 to the POST)?
+    The spec's backwards-compatibility rule then has the client try the old transport at the same URL."""
+    return found.era == "broken" and bool(found.exchanges) and all(
+        e.failure in (Failure.http_error, Failure.wrong_content_type) and e.status in (400, 404, 405) for e in found.exchanges)
+
+
+async def _spec_readiness(send: Send, found: Negotiation) -> None:
     """Header routing (a request without Mcp-Method must be refused) and list-cache hints (ttlMs on tools/list)."""
-    unrouted = await exchange(client, url, "tools/list", {"_meta": modern_meta()}, request_id=3, headers={"MCP-Protocol-Version": MODERN_VERSION},
-                              limits=limits)
+    unrouted = await send("tools/list", {"_meta": modern_meta()}, request_id=3, headers={"MCP-Protocol-Version": MODERN_VERSION})
     found.exchanges.append(unrouted)
-    found.header_routing = unrouted.status == 400 and (unrouted.error or {}).get("code") == HEADER_MISMATCH
-    listed = await exchange(client, url, "tools/list", {"_meta": modern_meta()}, request_id=4, headers=_modern_headers("tools/list"), limits=limits)
+    # Over HTTP+SSE the refusal comes on the stream, so the POST's status says nothing there.
+    found.header_routing = (unrouted.error or {}).get("code") == HEADER_MISMATCH and (found.transport == "sse" or unrouted.status == 400)
+    listed = await send("tools/list", {"_meta": modern_meta()}, request_id=4, headers=_modern_headers("tools/list"))
     found.exchanges.append(listed)
     if listed.ok and isinstance(listed.response["result"], dict):  # type: ignore[index]
         found.list_cache_hints = "ttlMs" in listed.response["result"]  # type: ignore[index]

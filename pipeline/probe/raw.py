@@ -162,11 +162,12 @@ def _tls_context() -> ssl.SSLContext:
     return ssl.create_default_context()
 
 
-def probe_client(limits: Limits = Limits()) -> httpx.AsyncClient:
-    """An HTTP client for one server: one connection at a time, redirects followed by hand (to count and
-    check them), no proxies or credentials from the environment."""
+def probe_client(limits: Limits = Limits(), connections: int = 1) -> httpx.AsyncClient:
+    """An HTTP client for one server: one connection at a time (two for legacy HTTP+SSE, whose event stream stays
+    open while a message is posted), redirects followed by hand (to count and check them), no proxies or
+    credentials from the environment."""
     return httpx.AsyncClient(follow_redirects=False, timeout=httpx.Timeout(limits.timeout), trust_env=False, verify=_tls_context(),
-                             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
+                             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
 
 
 def modern_meta() -> dict[str, Any]:
@@ -203,17 +204,31 @@ async def exchange(
         found.failure, found.detail = stop.failure, stop.detail
     except TimeoutError:
         found.failure, found.detail = Failure.timeout, f"no complete answer within {limits.timeout:g} s"
-    except httpx.TimeoutException as exc:
-        found.failure, found.detail = Failure.timeout, f"{type(exc).__name__}: {exc}"
-    except (httpx.ConnectError, httpx.UnsupportedProtocol, OSError) as exc:
-        found.failure, found.detail = Failure.unreachable, f"{type(exc).__name__}: {exc}"[:500]
-    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-        found.failure = Failure.dropped if found.status is not None else Failure.unreachable
-        found.detail = f"{type(exc).__name__}: {exc}"[:500]
-    except httpx.HTTPError as exc:
-        found.failure, found.detail = Failure.dropped, f"{type(exc).__name__}: {exc}"[:500]
+    except (httpx.HTTPError, OSError) as exc:
+        found.failure, found.detail = read_failure(exc, found.status)
     found.ms = (time.perf_counter() - started) * 1000
     return found
+
+
+def read_failure(exc: httpx.HTTPError | OSError, status: int | None) -> tuple[Failure, str]:
+    """How a transport error ended an exchange (`status`: the reply's, if one had begun)."""
+    detail = f"{type(exc).__name__}: {exc}"[:500]
+    if isinstance(exc, httpx.TimeoutException):
+        return Failure.timeout, detail
+    if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, OSError)):
+        return Failure.unreachable, detail
+    if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return (Failure.dropped if status is not None else Failure.unreachable), detail
+    return Failure.dropped, detail
+
+
+def gate(response: httpx.Response) -> None:
+    """A 429 or a 401/403 is a state with a name, whatever the body says."""
+    if response.status_code == 429:
+        raise Stopped(Failure.rate_limited, f"HTTP 429; Retry-After: {response.headers.get('retry-after', 'not given')}")
+    if response.status_code in (401, 403):
+        raise Stopped(Failure.auth_required,
+                      f"HTTP {response.status_code}; WWW-Authenticate: {response.headers.get('www-authenticate', 'not given')[:300]}")
 
 
 async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str], request_id: int | None, found: Exchange,
@@ -235,10 +250,7 @@ async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[
 
 async def _read(response: httpx.Response, request_id: int | None, found: Exchange, limits: Limits) -> None:
     status = response.status_code
-    if status == 429:
-        raise Stopped(Failure.rate_limited, f"HTTP 429; Retry-After: {response.headers.get('retry-after', 'not given')}")
-    if status in (401, 403):
-        raise Stopped(Failure.auth_required, f"HTTP {status}; WWW-Authenticate: {response.headers.get('www-authenticate', 'not given')[:300]}")
+    gate(response)
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     if request_id is None and status in (200, 202, 204):
         return  # a notification: the status is the answer
@@ -280,7 +292,7 @@ def _message(text: str, request_id: int | None) -> dict[str, Any]:
 async def _read_stream(response: httpx.Response, request_id: int | None, found: Exchange, limits: Limits) -> None:
     """Read SSE events until the response to `request_id`; everything else before it is counted."""
     data: list[str] = []
-    async for line in _lines(response, found, limits):
+    async for line in lines(response, found, limits):
         if line == "":
             payload, data = "\n".join(data), []
             if payload:  # SSE: an event with empty data is not dispatched (servers send one to prime resumption)
@@ -301,7 +313,8 @@ async def _read_stream(response: httpx.Response, request_id: int | None, found: 
     raise Stopped(Failure.no_response, f"the stream ended after {found.events} events without the response")
 
 
-async def _lines(response: httpx.Response, found: Exchange, limits: Limits):
+async def lines(response: httpx.Response, found: Exchange, limits: Limits):
+    """The lines of an event stream, counted into `found.bytes` against the cap; a blank line ends it."""
     pending = ""
     async for chunk in response.aiter_text():
         found.bytes += len(chunk.encode())

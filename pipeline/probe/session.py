@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import replace
 from datetime import datetime
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Sequence
 
 import anyio
 import httpx
@@ -27,9 +28,10 @@ from pipeline import ENGINE_VERSION
 from pipeline.http_headers import retry_after
 from pipeline.models import AppsFacts, CheckResult, EraFacts, FuzzCase, Invocation, ProbeOutcome, ProbeResult
 from pipeline.probe.endpoint import endpoint_facts
-from pipeline.probe.eras import negotiate, try_legacy, try_modern
+from pipeline.probe.eras import Negotiation, Send, http_sender, negotiate, refused_streamable, try_legacy, try_modern
 from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
-from pipeline.probe.raw import NAMED_STATES, Exchange, Limits, exchange, probe_client, telling_failure
+from pipeline.probe.legacy_sse import negotiate_sse, open_stream
+from pipeline.probe.raw import NAMED_STATES, Exchange, Limits, probe_client, telling_failure
 from pipeline.probe.sandbox import Running
 from pipeline.probe.tooltext import tool_text_checks
 from pipeline.probe.transports import ByteCap, bounded_stdio, capped_http_client
@@ -207,19 +209,19 @@ async def _probe(
 
 async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
                      allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
-    """Handshake in whichever era the server speaks, list everything, run the basic checks; over Streamable HTTP,
-    negotiate both eras on the raw layer first and read the endpoint's HTTP facts (`allow_private`: the URL may be
-    on loopback or a private network, for servers we started ourselves or a target the user named).
+    """Handshake in whichever era the server speaks, list everything, run the basic checks; over HTTP (Streamable
+    or legacy SSE), negotiate both eras on the raw layer first and read the endpoint's HTTP facts (`allow_private`:
+    the URL may be on loopback or a private network, for servers we started ourselves or a target the user named).
 
     The SDK session is opened only when the raw layer found an era that works: a server that floods, streams
     for ever, sends a gigabyte or lies in its handshake is classified by the bounded raw layer alone."""
-    if not (running.transport == "streamable-http" and running.url):
+    if running.transport == "stdio" or not running.url:
         return await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks, max_bytes)
     started = time.perf_counter()
-    observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport="streamable-http",
+    observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport=running.transport,
                            outcome=ProbeOutcome.protocol_error)
-    negotiation = await _observe_http(observed, running.url, Limits(timeout=call_timeout, max_bytes=max_bytes, allow_private=allow_private),
-                                     total_timeout)
+    limits = Limits(timeout=call_timeout, max_bytes=max_bytes, allow_private=allow_private)
+    negotiation = await _observe_http(observed, running.url, running.transport, limits, total_timeout)
     if negotiation is None:
         observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
     elif negotiation.era == "broken":
@@ -227,27 +229,50 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
     if negotiation is None or negotiation.era == "broken":
         observed.duration_ms = (time.perf_counter() - started) * 1000
         return observed
-    result = await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks, max_bytes)
+    # The SDK session speaks the transport that answered (an endpoint that refused Streamable HTTP may speak SSE).
+    result = await _probe("deep", server_id, replace(running, transport=negotiation.transport), call_timeout, total_timeout, now,
+                          _run_checks, max_bytes)
     result.eras, result.http, result.exchanges = observed.eras, observed.http, observed.exchanges
     result.checks[:0] = observed.checks
     _named_state(result, negotiation.exchanges)
     return result
 
 
-async def _observe_http(result: ProbeResult, url: str, limits: Limits, total_timeout: float):
+async def negotiate_http(url: str, transport: str, limits: Limits) -> Negotiation:
+    """Both eras over Streamable HTTP, or over legacy HTTP+SSE when the catalog says so, or when the endpoint refuses
+    Streamable HTTP the way an SSE-only server does (the spec's backwards-compatibility rule)."""
+    found = None
+    if transport == "streamable-http":
+        async with probe_client(limits) as client:
+            found = await negotiate(client, url, limits)
+        if not refused_streamable(found):
+            return found
+    async with probe_client(limits, connections=2) as client:
+        over_sse = await negotiate_sse(client, url, limits)
+    if found is None:
+        return over_sse
+    if over_sse.era == "broken":
+        return found  # neither transport: Streamable HTTP's refusal says more about the endpoint
+    status = found.exchanges[-1].status
+    over_sse.problems.insert(0, f"Streamable HTTP refused (HTTP {status}); the legacy HTTP+SSE transport answered at the same URL")
+    return over_sse
+
+
+async def _observe_http(result: ProbeResult, url: str, transport: str, limits: Limits, total_timeout: float) -> Negotiation | None:
     """Dual-era negotiation and endpoint facts from the raw layer, into `result`; the negotiation, or None when the
     deadline cut it short (what it cut short stays unknown)."""
     started = time.perf_counter()
     negotiation = None
     with anyio.move_on_after(total_timeout):
+        negotiation = await negotiate_http(url, transport, limits)
+        result.transport = negotiation.transport
+        modern, legacy = negotiation.era in ("modern", "dual"), negotiation.era in ("legacy", "dual")
+        result.eras = EraFacts(modern=modern, legacy=legacy, discover=modern, header_routing=negotiation.header_routing,
+                               list_cache_hints=negotiation.list_cache_hints)
+        result.checks.append(CheckResult(name="era_negotiation", outcome=negotiation.era, passed=negotiation.era != "broken",
+                                         detail="; ".join(negotiation.problems)[:1000] or None, ms=(time.perf_counter() - started) * 1000))
+        result.exchanges = [e.evidence() for e in negotiation.exchanges]
         async with probe_client(limits) as client:
-            negotiation = await negotiate(client, url, limits)
-            modern, legacy = negotiation.era in ("modern", "dual"), negotiation.era in ("legacy", "dual")
-            result.eras = EraFacts(modern=modern, legacy=legacy, discover=modern, header_routing=negotiation.header_routing,
-                                   list_cache_hints=negotiation.list_cache_hints)
-            result.checks.append(CheckResult(name="era_negotiation", outcome=negotiation.era, passed=negotiation.era != "broken",
-                                             detail="; ".join(negotiation.problems)[:1000] or None, ms=(time.perf_counter() - started) * 1000))
-            result.exchanges = [e.evidence() for e in negotiation.exchanges]
             result.http = await endpoint_facts(client, url, negotiation.exchanges[0], limits)
     return negotiation
 
@@ -270,29 +295,44 @@ def _named_state(result: ProbeResult, exchanges: list[Exchange]) -> None:
         _record_failure(result, exchanges)
 
 
-async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total_timeout: float, now: datetime,
-                         allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
-    """The monitor's health check over Streamable HTTP, on the raw layer: `server/discover` (modern), else
-    `initialize` + `notifications/initialized` + `ping` on the session (legacy), then the session is closed.
-    Timings are the exchanges' own; a gate, a rate limit or a refusal is a named state."""
+@asynccontextmanager
+async def _raw_channel(url: str, transport: str, limits: Limits, exchanges: list[Exchange]) -> AsyncIterator[tuple[Send, httpx.AsyncClient]]:
+    """Where raw messages go: POSTs to the URL (Streamable HTTP), or POSTs answered on an open event stream (legacy
+    HTTP+SSE, whose GET is recorded first among `exchanges`)."""
+    if transport != "sse":
+        async with probe_client(limits) as client:
+            yield http_sender(client, url, limits), client
+        return
+    async with probe_client(limits, connections=2) as client, open_stream(client, url, limits) as stream:
+        exchanges.append(stream.get)
+        yield stream.send, client
+
+
+async def raw_fast_probe(server_id: str, url: str, *, transport: str = "streamable-http", call_timeout: float, total_timeout: float,
+                         now: datetime, allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
+    """The monitor's health check over HTTP, on the raw layer: `server/discover` (modern), else `initialize` +
+    `notifications/initialized` + `ping` (legacy), then the session is closed. Timings are the exchanges' own (over
+    SSE, connecting includes opening the stream); a gate, a rate limit or a refusal is a named state."""
     started = time.perf_counter()
-    result = ProbeResult(server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport="streamable-http", outcome=ProbeOutcome.ok)
+    result = ProbeResult(server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport=transport, outcome=ProbeOutcome.ok)
     limits = Limits(timeout=call_timeout, max_bytes=max_bytes, allow_private=allow_private)
     exchanges: list[Exchange] = []
     problems: list[str] = []
     with anyio.move_on_after(total_timeout) as scope:
-        async with probe_client(limits) as client:
-            if await try_modern(client, url, limits, exchanges, problems) is not None:
-                result.era, result.protocol_version, result.handshake, result.connect_ms = "modern", MODERN_VERSIONS[0], "server/discover", exchanges[0].ms
-            elif exchanges[0].outcome not in NAMED_STATES:
-                legacy, headers = await try_legacy(client, url, limits, exchanges, problems)
+        async with _raw_channel(url, transport, limits, exchanges) as (send, client):
+            opened = sum(e.ms for e in exchanges)  # the event stream's GET, over SSE
+            if await try_modern(send, exchanges, problems) is not None:
+                result.era, result.protocol_version, result.handshake = "modern", MODERN_VERSIONS[0], "server/discover"
+                result.connect_ms = opened + exchanges[-1].ms
+            elif exchanges[-1].outcome not in NAMED_STATES:
+                legacy, headers = await try_legacy(send, exchanges, problems)
                 if legacy is not None:
                     result.era, result.protocol_version, result.handshake = "legacy", legacy["protocolVersion"], "initialize"
-                    result.connect_ms = exchanges[1].ms
-                    ping = await exchange(client, url, "ping", {}, request_id=3, headers=headers, limits=limits)
+                    result.connect_ms = opened + next(e.ms for e in exchanges if e.method == "initialize")
+                    ping = await send("ping", {}, request_id=3, headers=headers)
                     exchanges.append(ping)
                     result.ping_ms = ping.ms if ping.ok else None
-                    if "Mcp-Session-Id" in headers:  # end the session we opened, as a client should
+                    if "Mcp-Session-Id" in headers and transport != "sse":  # end the session we opened, as a client should
                         with anyio.move_on_after(limits.timeout):
                             try:
                                 await client.delete(url, headers=headers)
@@ -310,9 +350,9 @@ async def raw_fast_probe(server_id: str, url: str, *, call_timeout: float, total
 async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
                      allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
     """Health check: connect + handshake (+ ping in the legacy era, which has one). No lists, no tool calls."""
-    if running.transport == "streamable-http" and running.url:
-        return await raw_fast_probe(server_id, running.url, call_timeout=call_timeout, total_timeout=total_timeout, now=now,
-                                    allow_private=allow_private, max_bytes=max_bytes)
+    if running.transport != "stdio" and running.url:
+        return await raw_fast_probe(server_id, running.url, transport=running.transport, call_timeout=call_timeout,
+                                    total_timeout=total_timeout, now=now, allow_private=allow_private, max_bytes=max_bytes)
 
     async def ping(result: ProbeResult, client: Client) -> None:
         if result.era == "legacy":

@@ -1,0 +1,184 @@
+"""Raw MCP over the legacy HTTP+SSE transport (2024-11-05), bounded like pipeline.probe.raw.
+
+The client GETs an event stream; the server's first event, `endpoint`, names the URL to POST messages
+to; every answer comes back as a `message` event on the stream. So one exchange here is a POST plus
+a wait on the stream, and the stream itself is bounded: one deadline to the `endpoint` event, the byte
+cap and the event cap over its whole life, redirects counted, and an endpoint on another origin (or a
+private address) refused, since a hostile server could otherwise point our POSTs anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+from urllib.parse import urljoin, urlsplit
+
+import anyio
+import httpx
+
+from pipeline.probe.eras import Negotiation, negotiate_over
+from pipeline.probe.raw import USER_AGENT, Exchange, Failure, Limits, Stopped, gate, lines, read_failure, refuse_private
+
+STREAM = "GET (event stream)"
+
+
+class SseStream:
+    """One open HTTP+SSE connection: the GET's evidence, the endpoint it named, and the answers it carried."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, limits: Limits) -> None:
+        self.client, self.url, self.limits = client, url, limits
+        self.get = Exchange(method=STREAM, url=url)
+        self.endpoint: str | None = None
+        self.replies: dict[int, dict[str, Any]] = {}
+        self.waiters: dict[int, anyio.Event] = {}
+        self.ready = anyio.Event()  # the endpoint is known, or the stream has failed
+        self.ended = False
+
+    async def send(self, method: str, params: dict[str, Any] | None = None, *, request_id: int | None = 1,
+                   headers: dict[str, str] | None = None) -> Exchange:
+        """POST one message to the endpoint and wait on the stream for its answer (eras.Send)."""
+        found = Exchange(method=method, url=self.endpoint or self.url)
+        if self.endpoint is None or self.ended:
+            # Nothing could come back: no endpoint was named, or the stream that carries answers is gone.
+            why = "no endpoint to post to" if self.endpoint is None else "the event stream had ended"
+            found.failure, found.detail = self.get.failure or Failure.no_response, f"{why}: {self.get.detail or 'none named'}"
+            return found
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
+        if request_id is not None:
+            message["id"] = request_id
+            self.waiters[request_id] = anyio.Event()
+        sent = {"User-Agent": USER_AGENT, "Content-Type": "application/json", **(headers or {})}
+        started = time.perf_counter()
+        try:
+            with anyio.fail_after(self.limits.timeout):
+                async with self.client.stream("POST", self.endpoint, content=json.dumps(message).encode(), headers=sent) as response:
+                    found.status = response.status_code
+                    found.headers = {k: response.headers[k][:500] for k in ("content-type", "retry-after", "www-authenticate") if k in response.headers}
+                    gate(response)
+                    if response.status_code >= 300:
+                        raise Stopped(Failure.http_error, f"HTTP {response.status_code} to a message POST")
+                if request_id is not None:
+                    await self.waiters[request_id].wait()
+                    found.response = self.replies.pop(request_id, None)
+                    if found.response is None:
+                        raise Stopped(self.get.failure or Failure.no_response, f"the event stream ended before the answer: {self.get.detail}")
+        except Stopped as stop:
+            found.failure, found.detail = stop.failure, stop.detail
+        except TimeoutError:
+            found.failure, found.detail = Failure.timeout, f"no answer on the event stream within {self.limits.timeout:g} s"
+        except (httpx.HTTPError, OSError) as exc:
+            found.failure, found.detail = read_failure(exc, found.status)
+        finally:
+            self.waiters.pop(request_id, None) if request_id is not None else None
+        found.ms = (time.perf_counter() - started) * 1000
+        return found
+
+    async def _read(self) -> None:
+        """Open the stream and read it for as long as the connection is open, within every bound."""
+        started = time.perf_counter()
+        try:
+            await refuse_private(self.url, self.limits)
+            target = self.url
+            for _ in range(self.limits.max_redirects + 1):
+                # No read timeout: the stream may rightly sit idle between answers; each POST's wait has its own deadline.
+                async with self.client.stream("GET", target, headers={"User-Agent": USER_AGENT, "Accept": "text/event-stream"},
+                                              timeout=httpx.Timeout(self.limits.timeout, read=None)) as response:
+                    self.get.status = response.status_code
+                    self.get.headers = {k: response.headers[k][:500] for k in ("content-type", "www-authenticate", "retry-after", "location",
+                                                                               "strict-transport-security") if k in response.headers}
+                    if response.is_redirect and "location" in response.headers:
+                        target = urljoin(target, response.headers["location"])
+                        self.get.redirects.append(target[:300])
+                        await refuse_private(target, self.limits)
+                        continue
+                    gate(response)
+                    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+                    if response.status_code >= 400:
+                        raise Stopped(Failure.http_error, f"HTTP {response.status_code} to the event-stream GET")
+                    if kind != "text/event-stream":
+                        raise Stopped(Failure.wrong_content_type, f"HTTP {response.status_code} with Content-Type {kind or 'none'!r}, not an event stream")
+                    await self._events(response, target, started)
+                    raise Stopped(Failure.no_response if self.endpoint is None else Failure.dropped, "the event stream ended")
+            raise Stopped(Failure.redirect_loop, f"more than {self.limits.max_redirects} redirects: {' -> '.join(self.get.redirects[:5])}")
+        except Stopped as stop:
+            self.get.failure, self.get.detail = stop.failure, stop.detail
+        except (httpx.HTTPError, OSError) as exc:
+            self.get.failure, self.get.detail = read_failure(exc, self.get.status)
+        finally:
+            if self.endpoint is None:
+                self.get.ms = (time.perf_counter() - started) * 1000
+            self.ended = True
+            self.ready.set()
+            for waiter in self.waiters.values():
+                waiter.set()
+
+    async def _events(self, response: httpx.Response, target: str, started: float) -> None:
+        name, data = "message", []
+        async for line in lines(response, self.get, self.limits):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data.append(line[5:].removeprefix(" "))
+            elif line == "":
+                payload, event, name, data = "\n".join(data), name, "message", []
+                if not payload:
+                    continue
+                self.get.events += 1
+                if self.get.events > self.limits.max_events:
+                    raise Stopped(Failure.notification_flood, f"{self.limits.max_events:,} events on the stream")
+                if event == "endpoint" and self.endpoint is None:
+                    await self._endpoint(payload, target)
+                    self.get.ms = (time.perf_counter() - started) * 1000
+                    self.ready.set()
+                elif event == "message":
+                    self._message(payload)
+
+    async def _endpoint(self, payload: str, target: str) -> None:
+        endpoint = urljoin(target, payload.strip())
+        mine, theirs = urlsplit(target), urlsplit(endpoint)
+        if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
+            raise Stopped(Failure.http_error, f"the endpoint event names another origin: {endpoint[:200]!r}")
+        await refuse_private(endpoint, self.limits)
+        self.endpoint = endpoint
+
+    def _message(self, payload: str) -> None:
+        try:
+            message = json.loads(payload)
+        except json.JSONDecodeError as exc:
+            raise Stopped(Failure.invalid_json, f"event {self.get.events} is not JSON: {payload[:80]!r}") from exc
+        rid = message.get("id") if isinstance(message, dict) else None
+        if rid in self.waiters and ("result" in message or "error" in message):
+            self.replies[rid] = message
+            self.waiters[rid].set()
+        else:
+            self.get.notifications += 1
+
+
+@asynccontextmanager
+async def open_stream(client: httpx.AsyncClient, url: str, limits: Limits) -> AsyncIterator[SseStream]:
+    """An open event stream, once its endpoint is known (or the stream failed, or the deadline passed); closed on exit."""
+    stream = SseStream(client, url, limits)
+    async with anyio.create_task_group() as group:
+        group.start_soon(stream._read)
+        with anyio.move_on_after(limits.timeout):
+            await stream.ready.wait()
+        if not stream.ready.is_set():
+            stream.get.failure, stream.get.detail = Failure.timeout, f"no endpoint event within {limits.timeout:g} s"
+            stream.get.ms = limits.timeout * 1000
+        try:
+            yield stream
+        finally:
+            group.cancel_scope.cancel()
+
+
+async def negotiate_sse(client: httpx.AsyncClient, url: str, limits: Limits) -> Negotiation:
+    """Both eras over legacy HTTP+SSE. `client` must allow two connections: the stream and one POST at a time."""
+    found = Negotiation(transport="sse")
+    async with open_stream(client, url, limits) as stream:
+        found.exchanges.append(stream.get)
+        if stream.endpoint is None:
+            return found
+        await negotiate_over(stream.send, found)
+    return found

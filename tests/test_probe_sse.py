@@ -1,0 +1,241 @@
+"""The legacy HTTP+SSE transport on the raw layer: a zoo of hostile event-stream servers, each failure classified
+exactly and within its bounds; the fallback from Streamable HTTP; and the whole deep and fast probe over SSE."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+from datetime import datetime, timezone
+
+import anyio
+import pytest
+
+from pipeline.models import ProbeOutcome
+from pipeline.probe.legacy_sse import negotiate_sse
+from pipeline.probe.raw import Failure, Limits, probe_client, telling_failure
+from pipeline.probe.sandbox import Running
+from pipeline.probe.session import deep_probe, raw_fast_probe
+
+LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, allow_private=True)
+NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
+STREAM = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n"
+TOOL = {"name": "get_weather", "description": "Get the weather for a city.", "annotations": {"readOnlyHint": True},
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+
+
+def plain(status: str, body: bytes = b"", kind: str = "text/plain", extra: str = "") -> bytes:
+    return f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n".encode() + body
+
+
+def event(message: dict | str, name: str = "message") -> bytes:
+    data = message if isinstance(message, str) else json.dumps(message)
+    return f"event: {name}\ndata: {data}\n\n".encode()
+
+
+class SseZoo:
+    """An HTTP+SSE server whose GET path picks its misbehaviour; POSTs to the endpoint it names are answered (or not)
+    on that stream."""
+
+    def __init__(self) -> None:
+        self.streams: dict[str, tuple[str, asyncio.Queue]] = {}
+        self.ids = itertools.count(1)
+        self.posts: list[str] = []
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+            method, target = head.split(b" ", 2)[:2]
+            path = target.decode()
+            length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
+            body = await reader.readexactly(length) if length else b""
+            if method == b"GET":
+                await self.stream(path, writer)
+            elif method == b"POST" and path.startswith("/messages?session="):
+                await self.message(path.split("=", 1)[1], json.loads(body), writer)
+            else:
+                writer.write(plain("405 Method Not Allowed"))  # what an SSE-only server says to a Streamable HTTP POST
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # a client hung up, or the zoo is closing
+        finally:
+            writer.close()
+
+    async def stream(self, path: str, writer: asyncio.StreamWriter) -> None:
+        kind = path.strip("/")
+        if kind == "no-stream":
+            writer.write(plain("404 Not Found"))
+            return
+        if kind == "html":
+            writer.write(plain("200 OK", b"<html>hello</html>", kind="text/html"))
+            return
+        if kind == "gated":
+            writer.write(plain("401 Unauthorized", extra="WWW-Authenticate: Bearer\r\n"))
+            return
+        writer.write(STREAM.encode())
+        if kind == "never":
+            while True:
+                writer.write(b": waiting\n\n")
+                await writer.drain()
+                await asyncio.sleep(0.05)
+        if kind == "flood":
+            while True:
+                writer.write(event({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "spam"}}))
+                await writer.drain()
+        if kind == "huge":
+            writer.write(b"data: ")
+            while True:
+                writer.write(b"x" * 65536)
+                await writer.drain()
+        if kind == "elsewhere":
+            writer.write(event("http://203.0.113.9/messages?session=1", name="endpoint"))
+            await writer.drain()
+            await asyncio.sleep(3600)
+        session = str(next(self.ids))
+        queue: asyncio.Queue = asyncio.Queue()
+        self.streams[session] = (kind, queue)
+        writer.write(event(f"/messages?session={session}", name="endpoint"))
+        await writer.drain()
+        while True:
+            chunk = await queue.get()
+            if chunk is None:
+                return  # hang up
+            writer.write(chunk)
+            await writer.drain()
+
+    async def message(self, session: str, message: dict, writer: asyncio.StreamWriter) -> None:
+        kind, queue = self.streams[session]
+        self.posts.append(message.get("method", "?"))
+        writer.write(plain("202 Accepted", b"Accepted"))
+        rid, method = message.get("id"), message.get("method")
+        if rid is None or kind == "silent":
+            return
+        if kind == "hangup":
+            queue.put_nowait(None)
+        elif kind == "badjson":
+            queue.put_nowait(event("{this is not json"))
+        elif method == "initialize":
+            version = "1999-01-01" if kind == "liar" else "2025-06-18"
+            queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": f"sse-{kind}", "version": "1.0"}}}))
+        elif method == "tools/list":
+            queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL]}}))
+        elif method == "ping":
+            queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "result": {}}))
+        elif method == "tools/call" and message["params"]["name"] == "get_weather":
+            city = message["params"].get("arguments", {}).get("city")
+            reply = {"content": [{"type": "text", "text": f"Sunny in {city}"}]} if isinstance(city, str) and city else \
+                {"content": [{"type": "text", "text": "city must be a non-empty string"}], "isError": True}
+            queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "result": reply}))
+        else:
+            queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"Method not found: {method}"}}))
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    server_zoo = SseZoo()
+    loop = asyncio.new_event_loop()
+    server = loop.run_until_complete(asyncio.start_server(server_zoo.handle, "127.0.0.1", 0))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", server_zoo
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(5)
+    server.close()
+    pending = asyncio.all_tasks(loop)
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.close()
+
+
+def negotiated(url: str):
+    async def go():
+        async with probe_client(LIMITS, connections=2) as client:
+            return await negotiate_sse(client, url, LIMITS)
+    started = time.monotonic()
+    found = anyio.run(go)
+    return found, time.monotonic() - started
+
+
+def test_a_well_behaved_sse_server_negotiates_the_legacy_era(zoo):
+    origin, _ = zoo
+    found, _ = negotiated(origin + "/good")
+    assert found.era == "legacy" and found.transport == "sse" and found.protocol_version == "2025-06-18"
+    assert found.server_info == {"name": "sse-good", "version": "1.0"}
+    assert [e.method for e in found.exchanges] == ["GET (event stream)", "server/discover", "initialize", "notifications/initialized"]
+    stream, discover = found.exchanges[0], found.exchanges[1]
+    assert stream.status == 200 and stream.events >= 1 and discover.status == 202 and discover.error["code"] == -32601
+
+
+@pytest.mark.parametrize("path, failure, outcome, words", [
+    ("/never", Failure.timeout, ProbeOutcome.timeout, "no endpoint event"),
+    ("/no-stream", Failure.http_error, ProbeOutcome.http_error, "HTTP 404"),
+    ("/html", Failure.wrong_content_type, ProbeOutcome.protocol_error, "not an event stream"),
+    ("/gated", Failure.auth_required, ProbeOutcome.auth_required, "WWW-Authenticate"),
+    ("/flood", Failure.notification_flood, ProbeOutcome.protocol_error, "events on the stream"),
+    ("/huge", Failure.too_large, ProbeOutcome.protocol_error, "stream passed 200,000 bytes"),
+    ("/elsewhere", Failure.http_error, ProbeOutcome.http_error, "another origin"),
+    ("/silent", Failure.timeout, ProbeOutcome.timeout, "no answer on the event stream"),
+    ("/badjson", Failure.invalid_json, ProbeOutcome.protocol_error, "is not JSON"),
+    ("/hangup", Failure.dropped, ProbeOutcome.crashed, "the event stream ended"),
+])
+def test_every_sse_misbehaviour_is_classified_within_its_bounds(zoo, path, failure, outcome, words):
+    origin, _ = zoo
+    found, took = negotiated(origin + path)
+    assert found.era == "broken" and found.outcome is outcome, found.evidence()
+    failed = telling_failure(found.exchanges)
+    assert failed.failure is failure and words in failed.detail
+    assert took < 4 * LIMITS.timeout  # the stream's deadline, then at most both handshakes' own
+
+
+def test_an_endpoint_on_another_origin_is_never_posted_to(zoo):
+    origin, server_zoo = zoo
+    before = len(server_zoo.posts)
+    found, _ = negotiated(origin + "/elsewhere")
+    assert [e.method for e in found.exchanges] == ["GET (event stream)"] and len(server_zoo.posts) == before
+
+
+def test_a_version_lie_over_sse_is_not_believed(zoo):
+    origin, _ = zoo
+    found, _ = negotiated(origin + "/liar")
+    assert found.era == "broken" and any("1999-01-01" in p for p in found.problems)
+
+
+def test_the_deep_probe_falls_back_to_sse_when_streamable_http_is_refused(zoo):
+    origin, _ = zoo
+    # The catalog thinks this is Streamable HTTP: the POST gets 405, so the spec's fallback opens the event stream.
+    started = time.monotonic()
+    result = anyio.run(lambda: deep_probe("sse", Running(transport="streamable-http", url=origin + "/good"), call_timeout=3, total_timeout=20,
+                                          now=NOW, allow_private=True))
+    checks = {c.name: c for c in result.checks}
+    assert result.outcome is ProbeOutcome.ok and result.transport == "sse", result.detail
+    assert "Streamable HTTP refused (HTTP 405)" in checks["era_negotiation"].detail
+    assert result.eras.legacy is True and result.eras.modern is False
+    assert [t["name"] for t in result.tools] == ["get_weather"]
+    assert [(i.tool, i.outcome, i.functional) for i in result.invocations] == [("get_weather", "ok", True)]
+    assert result.exchanges[0]["method"] == "GET (event stream)"
+    # Opened like a page, the SSE endpoint streams: not a setup page, and not read until the deadline either.
+    assert result.http.html_setup_page is False and time.monotonic() - started < 2.5
+
+
+def test_a_broken_sse_server_is_classified_by_the_raw_layer_alone(zoo):
+    origin, _ = zoo
+    started = time.monotonic()
+    result = anyio.run(lambda: deep_probe("sse", Running(transport="sse", url=origin + "/flood"), call_timeout=1.5, total_timeout=20,
+                                          now=NOW, allow_private=True))
+    assert result.outcome is ProbeOutcome.protocol_error and "events on the stream" in result.detail
+    assert result.tools is None and time.monotonic() - started < 8
+
+
+@pytest.mark.parametrize("path, outcome", [("/good", ProbeOutcome.ok), ("/gated", ProbeOutcome.auth_required), ("/silent", ProbeOutcome.timeout)])
+def test_the_fast_probe_over_sse(zoo, path, outcome):
+    origin, _ = zoo
+    result = anyio.run(lambda: raw_fast_probe("sse", origin + path, transport="sse", call_timeout=1.5, total_timeout=10, now=NOW,
+                                              allow_private=True))
+    assert result.outcome is outcome and result.transport == "sse", result.detail
+    if outcome is ProbeOutcome.ok:
+        assert result.era == "legacy" and result.connect_ms > 0 and result.ping_ms is not None
+        assert [e["method"] for e in result.exchanges][-1] == "ping"
