@@ -22,6 +22,7 @@ from pipeline.probe.install import Installed, Installer, install_key
 REPO = Path(__file__).resolve().parent.parent
 TEST_SERVERS = Path(__file__).resolve().parent / "servers"
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+CATALOG_SIZE = len(LocalCatalogSource().read().entries)  # the embedded default catalog
 # Real snapshots of the discovery sources, read in place; absent in a clone elsewhere, so tests skip.
 SOURCE_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sources"
 

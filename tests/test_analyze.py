@@ -18,7 +18,7 @@ from pipeline.analyze.metrics import (
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.progress import Progress
-from tests.conftest import NOW
+from tests.conftest import CATALOG_SIZE, NOW
 from tests.test_discover import quiet
 
 
@@ -49,8 +49,8 @@ def test_installed_npm_package_is_analysed(catalog, settings):
 def test_fetch_failure_is_recorded_not_raised(db, tmp_path, catalog):
     stream = io.StringIO()
     report = run_analyze(db, servers=list(catalog.values()), fetcher=InstalledPackageFetcher(tmp_path / "empty-cache"), now=NOW, progress=Progress("analyze", 7, stream=stream))
-    assert report.counts == {"analyzed": 0, "failed": 7} and report.failures == 7
-    assert db["analyses"].count == 7 and "not installed in the cache" in stream.getvalue()
+    assert report.counts == {"analyzed": 0, "failed": CATALOG_SIZE} and report.failures == CATALOG_SIZE
+    assert db["analyses"].count == CATALOG_SIZE and "not installed in the cache" in stream.getvalue()
 
 
 def tree(**fields) -> SourceTree:

@@ -10,6 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 COMMANDS = ["discover", "analyze", "probe", "monitor", "judge", "score", "build", "serve", "run", "install"]
+from tests.conftest import CATALOG_SIZE
 
 
 def scoreboard(*args: str) -> subprocess.CompletedProcess:
@@ -31,5 +32,5 @@ def test_unknown_server_is_a_clear_error(tmp_path):
 def test_db_before_or_after_the_command(tmp_path):
     for args in (["--db", str(tmp_path / "a.db"), "discover"], ["discover", "--db", str(tmp_path / "b.db")]):
         done = scoreboard(*args)
-        assert done.returncode == 0 and "discover done: new 7" in done.stdout
+        assert done.returncode == 0 and f"discover done: new {CATALOG_SIZE}" in done.stdout
     assert (tmp_path / "a.db").exists() and (tmp_path / "b.db").exists()

@@ -14,7 +14,9 @@ import pytest
 from pipeline.db import open_db
 
 REPO = Path(__file__).resolve().parent.parent
-SERVER_IDS = {"mcp-server-time", "mcp-server-fetch", "mcp-server-git", "server-everything", "server-everything-http", "server-memory", "server-filesystem"}
+SERVER_IDS = {"mcp-server-time", "mcp-server-fetch", "mcp-server-git", "server-everything", "server-everything-http", "server-everything-sse",
+              "server-memory", "server-filesystem", "server-basic-vanillajs"}
+from tests.conftest import CATALOG_SIZE
 
 
 def scoreboard(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -38,7 +40,7 @@ def test_each_stage_ends_with_a_summary_line(two_runs):
     _, _, first, _, _ = two_runs
     for stage in ("discover", "analyze", "probe", "monitor", "judge", "score", "build"):
         assert f"{stage} done:" in first.stdout
-    assert "probe done: ok 7; failures 0" in first.stdout
+    assert f"probe done: ok {CATALOG_SIZE}; failures 0" in first.stdout
     assert "[probe]" in first.stderr and "left" in first.stderr  # progress with time left
 
 
@@ -51,7 +53,7 @@ def test_leaderboard_lists_every_server_with_a_score(two_runs):
         assert row["composite"] is not None and row["grade"] in {"A+", "A", "B", "C", "D", "F"}
         assert f'href="servers/{row["id"]}.html"' in html
         assert row["visibility"] == "verified" and row["dimension_indicator"] == "4/4"
-    assert [r["rank"] for r in listing] == list(range(1, 8))
+    assert [r["rank"] for r in listing] == list(range(1, len(SERVER_IDS) + 1))
     composites = [r["composite"] for r in listing]
     assert composites == sorted(composites, reverse=True)
 
@@ -71,23 +73,23 @@ def test_every_server_has_a_page_a_badge_and_json(two_runs):
         assert set(others) == {"review", "outside-in", "remote"}
         assert others["outside-in"]["extra"]["rank_score"] is not None and others["outside-in"]["extra"]["runs"] == 4  # two deep, two fast
         assert others["review"]["grade"] and "Live review" in page
-        assert others["remote"]["visibility"] == ("scored" if server_id == "server-everything-http" else "not applicable")
+        assert others["remote"]["visibility"] == ("scored" if server_id in ("server-everything-http", "server-everything-sse") else "not applicable")
 
 
 def test_two_runs_keep_one_row_per_server_and_two_runs_of_history(two_runs):
     db_path, _, _, _, _ = two_runs
     db = open_db(db_path)
-    assert db["servers"].count == 7
-    assert db["scores"].count == 28  # one per server and rubric
+    assert db["servers"].count == CATALOG_SIZE
+    assert db["scores"].count == 4 * CATALOG_SIZE  # one per server and rubric
     assert {r["rubric"]: r["n"] for r in db.query("select rubric, count(*) n from scores group by rubric")} == {
-        "scoreboard": 7, "review": 7, "outside-in": 7, "remote": 7}
+        "scoreboard": CATALOG_SIZE, "review": CATALOG_SIZE, "outside-in": CATALOG_SIZE, "remote": CATALOG_SIZE}
     per_stage = {r["stage"]: r["n"] for r in db.query("select stage, count(*) n from runs where status = 'ok' group by stage")}
     assert per_stage == {s: 2 for s in ("discover", "analyze", "probe", "monitor", "judge", "score", "build")}
     deep = {r["server_id"]: r["n"] for r in db.query("select server_id, count(*) n from probe_runs where kind = 'deep' group by server_id")}
     assert deep == {s: 2 for s in SERVER_IDS}
     fast = db.execute("select count(*) from probe_runs where kind = 'fast' and outcome = 'ok'").fetchone()[0]
-    assert fast == 14
-    assert db["score_history"].count == 28  # daily snapshots: both runs fall on one day
+    assert fast == 2 * CATALOG_SIZE
+    assert db["score_history"].count == 4 * CATALOG_SIZE  # daily snapshots: both runs fall on one day
     assert db["judgements"].count == db.execute("select count(distinct server_id || tool_name) from judgements").fetchone()[0]
     evidence = json.loads(next(db.query("select evidence from probe_runs where server_id = 'mcp-server-time' limit 1"))["evidence"])
     assert evidence["server_info"]["name"] and evidence["tools"]
@@ -98,6 +100,6 @@ def test_second_build_rewrites_only_what_changed(two_runs):
     summary = next(line for line in second.stdout.splitlines() if line.startswith("build done:"))
     counts = dict(part.strip().rsplit(" ", 1) for part in summary.split(":", 1)[1].split(";")[0].split(","))
     assert int(counts["unchanged"]) >= 8 and counts["removed"] == "0"
-    assert len(stable) == 8
+    assert len(stable) == len(SERVER_IDS) + 1  # a badge per server, and the stylesheet
     for path, mtime in stable.items():
         assert path.stat().st_mtime_ns == mtime, f"{path.name} was rewritten with identical bytes"

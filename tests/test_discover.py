@@ -11,7 +11,7 @@ from pipeline.discover import SourceBatch, run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import CatalogEntry, SourceRecord
 from pipeline.progress import Progress
-from tests.conftest import NOW
+from tests.conftest import CATALOG_SIZE, NOW
 
 
 class ListSource:
@@ -36,9 +36,10 @@ def quiet(total):
 def test_discovering_twice_keeps_one_row_per_server(db):
     for day in range(2):
         report = run_discover(db, sources=[LocalCatalogSource()], now=NOW + timedelta(days=day), progress=quiet(1))
-    assert db["servers"].count == 7
-    assert report.counts == {"new": 0, "updated": 0, "unchanged": 7, "deactivated": 0, "merged": 0, "skipped": 0, "listed:local": 7}
-    assert db["source_records"].count == 7  # identical content is stored once
+    assert db["servers"].count == CATALOG_SIZE
+    assert report.counts == {"new": 0, "updated": 0, "unchanged": CATALOG_SIZE, "deactivated": 0, "merged": 0, "skipped": 0,
+                             "listed:local": CATALOG_SIZE}
+    assert db["source_records"].count == CATALOG_SIZE  # identical content is stored once
     row = db["servers"].get("mcp-server-time")
     assert row["first_seen_at"].startswith("2026-11-29") and row["last_seen_at"].startswith("2026-11-30")
 

@@ -10,6 +10,8 @@ REQUIRED = {
     "mcp-server-git": ("pypi", "stdio"),
     "server-everything": ("npm", "stdio"),
     "server-everything-http": ("npm", "streamable-http"),
+    "server-everything-sse": ("npm", "sse"),
+    "server-basic-vanillajs": ("npm", "stdio"),
     "server-memory": ("npm", "stdio"),
     "server-filesystem": ("npm", "stdio"),
 }

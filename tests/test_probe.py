@@ -64,6 +64,8 @@ EXPECTED = {
     "mcp-server-git": ("modern", "server/discover", "stdio", {"git_status", "git_log"}),
     "server-everything": ("legacy", "initialize", "stdio", {"echo", "get-sum"}),
     "server-everything-http": ("legacy", "initialize", "streamable-http", {"echo", "get-sum"}),
+    "server-everything-sse": ("legacy", "initialize", "sse", {"echo", "get-sum"}),
+    "server-basic-vanillajs": ("legacy", "initialize", "stdio", {"get-time"}),
     "server-memory": ("legacy", "initialize", "stdio", {"read_graph", "create_entities"}),
     "server-filesystem": ("legacy", "initialize", "stdio", {"list_directory", "read_text_file"}),
 }
@@ -113,18 +115,30 @@ def test_streamable_http_servers_get_raw_era_and_endpoint_evidence(probed_catalo
     assert http.http is not None and http.http.auth_required is False and http.http.tls_version is None  # plain loopback HTTP
     assert http.http.server_card is False and http.http.html_setup_page is False
     assert results["server-everything"].eras is None and results["server-everything"].http is None  # stdio: no HTTP to observe
+    sse = results["server-everything-sse"]  # the legacy HTTP+SSE transport: the same server, the same era, seen on the raw layer too
+    assert (sse.eras.modern, sse.eras.legacy) == (False, True) and {c.name: c.outcome for c in sse.checks}["era_negotiation"] == "legacy"
+    assert [e["method"] for e in sse.exchanges][:3] == ["GET (event stream)", "server/discover", "initialize"]
+    assert sse.exchanges[0]["status"] == 200 and sse.http.html_setup_page is False
+
+
+def test_an_mcp_apps_server_has_its_views_read(probed_catalog):
+    _, _, results = probed_catalog
+    apps = results["server-basic-vanillajs"]  # one tool linked to one ui:// view, served as text/html;profile=mcp-app
+    assert apps.apps is not None and (apps.apps.views, apps.apps.readable, apps.apps.html_mime) == (1, 1, 1)
+    assert {c.name: c.passed for c in apps.checks}["mcp_apps"] is True
+    assert any(r["uri"].startswith("ui://") for r in apps.resources)
 
 
 def test_raw_evidence_and_snapshots_are_stored(probed_catalog):
     db, report, _ = probed_catalog
-    assert report.counts == {"ok": 7} and report.failures == 0
+    assert report.counts == {"ok": len(EXPECTED)} and report.failures == 0
     rows = list(db.query("select server_id, evidence, tool_count from probe_runs where kind = 'deep'"))
-    assert len(rows) == 7
+    assert len(rows) == len(EXPECTED)
     for row in rows:
         evidence = json.loads(row["evidence"])
         assert evidence["server_id"] == row["server_id"] and len(evidence["tools"]) == row["tool_count"]
     snapshots = list(db.query("select server_id, content_hash, tool_count from tool_snapshots"))
-    assert len(snapshots) == 7 and all(len(s["content_hash"]) == 64 for s in snapshots)
+    assert len(snapshots) == len(EXPECTED) and all(len(s["content_hash"]) == 64 for s in snapshots)
     # stdio and HTTP servers were both stopped: nothing of ours is left running.
     assert leftover_processes("scoreboard-run-") == []
 
@@ -220,10 +234,13 @@ def test_fast_probes_meet_every_server_in_its_era_and_http_ones_on_the_raw_layer
     db, _, _ = probed_catalog
     servers = store.active_servers(db)
     report = run_monitor(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW, progress=quiet("monitor", len(servers)))
-    assert report.counts == {"ok": 7}
+    assert report.counts == {"ok": len(EXPECTED)}
     fast = {r["server_id"]: json.loads(r["evidence"]) for r in db.query("select server_id, evidence from probe_runs where kind = 'fast'")}
     http = fast["server-everything-http"]
     assert (http["era"], http["handshake"], http["protocol_version"]) == ("legacy", "initialize", "2025-11-25")
     assert http["connect_ms"] > 0 and http["ping_ms"] > 0
     assert [e["method"] for e in http["exchanges"]] == ["server/discover", "initialize", "notifications/initialized", "ping"]
     assert fast["mcp-server-time"]["era"] == "modern" and fast["mcp-server-time"]["exchanges"] is None  # stdio: the SDK session
+    sse = fast["server-everything-sse"]  # over HTTP+SSE, also on the raw layer: the stream, the handshake, a ping
+    assert (sse["era"], sse["transport"], sse["ping_ms"] is not None) == ("legacy", "sse", True)
+    assert [e["method"] for e in sse["exchanges"]] == ["GET (event stream)", "server/discover", "initialize", "notifications/initialized", "ping"]

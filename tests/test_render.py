@@ -15,7 +15,7 @@ from pipeline.render.badges import badge_svg, score_badge, text_width
 from pipeline.render.contexts import safe_url, slug
 from pipeline.render.writer import SiteWriteError, SiteWriter
 from pipeline.score import run_score
-from tests.conftest import NOW
+from tests.conftest import CATALOG_SIZE, NOW
 from tests.test_discover import ListSource, quiet
 
 HOSTILE = '<script>alert("x")</script>\u202e\u200b<img src=x onerror=alert(1)>'
@@ -117,7 +117,7 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     assert "https://scores.example/board/" in locations and "https://scores.example/board/servers/mcp-server-time.html" in locations
     category_pages = {loc for loc in locations if "/category/" in loc}
     assert {loc.split("/")[-2] for loc in category_pages} == {slug(s.category) for s in servers}
-    assert len(locations) == 1 + 7 + 3 + 1 + 1 + len(category_pages)  # leaderboard, servers, rubric boards, methodology, downloads
+    assert len(locations) == 1 + CATALOG_SIZE + 3 + 1 + 1 + len(category_pages)  # leaderboard, servers, rubric boards, methodology, downloads
     assert "https://scores.example/board/outside-in/" in locations and "https://scores.example/board/methodology/" in locations
     assert "Sitemap: https://scores.example/board/sitemap.xml" in (site / "robots.txt").read_text()
     assert "https://scores.example/board/index.html" in (site / "404.html").read_text()
@@ -129,7 +129,7 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     with open(snapshots[0], "rb") as raw:
         assert raw.read(20)[18:20] == b"\x01\x01"  # rollback-journal file format: opens read-only anywhere, no -wal needed
     copy = open_db(snapshots[0], create=False)
-    assert copy["servers"].count == 7 and copy["scores"].count == 28
+    assert copy["servers"].count == CATALOG_SIZE and copy["scores"].count == 4 * CATALOG_SIZE
     assert snapshots[0].name in (site / "downloads" / "index.html").read_text()
 
 
@@ -168,7 +168,7 @@ def test_rubric_boards_and_methodology_page(db, tmp_path):
     assert [r["id"] for r in ranked][:2] and all(r["extra"]["rank_score"] is not None for r in ranked)
     assert [r["extra"]["rank_score"] for r in ranked] == sorted((r["extra"]["rank_score"] for r in ranked), reverse=True)
     remote = json.loads((tmp_path / "site" / "api" / "remote.json").read_text())["servers"]
-    assert [r["id"] for r in remote if r["rank"]] == ["server-everything-http"]  # the only HTTP server
+    assert {r["id"] for r in remote if r["rank"]} == {"server-everything-http", "server-everything-sse"}  # the HTTP servers only
     html = (tmp_path / "site" / "methodology" / "index.html").read_text()
     assert "<table>" in html and "schema_completeness" in html and "generated:" not in html
     assert "&lt;script&gt;" in methodology_html("<script>alert(1)</script>") and "<script>" not in methodology_html("<script>x</script>")

@@ -16,7 +16,7 @@ from pipeline.models import (
 from pipeline.score import scoreboard
 from pipeline.score.facts import Facts, Rollup
 from pipeline.score.rules import rules_for
-from tests.conftest import NOW
+from tests.conftest import CATALOG_SIZE, NOW
 
 TOOL = {"name": "get_time", "description": "Get the current time in a timezone.",
         "inputSchema": {"type": "object", "properties": {"tz": {"type": "string", "description": "IANA zone"}}, "required": ["tz"]}}
@@ -178,6 +178,6 @@ def test_rescoring_is_deterministic_and_offline(db, tmp_path):
     first = [dict(r) for r in db.query("select * from scores order by server_id, rubric")]
     run_score(db, servers=servers, now=NOW, progress=quiet(7))
     second = [dict(r) for r in db.query("select * from scores order by server_id, rubric")]
-    assert first == second and len(first) == 28
+    assert first == second and len(first) == 4 * CATALOG_SIZE
     card = next(r for r in first if r["server_id"] == "mcp-server-time" and r["rubric"] == "scoreboard")
     assert _json.loads(card["rules"]) and card["rules_version"] == scoreboard.RULES_VERSION
