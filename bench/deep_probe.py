@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline.config import Settings  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
+from pipeline.probe import probe_limits  # noqa: E402
 from pipeline.probe.install import Installer, install_key  # noqa: E402
 from pipeline.probe.sandbox import LocalProcessSandbox  # noqa: E402
 from pipeline.probe.session import deep_probe  # noqa: E402
@@ -34,8 +35,8 @@ async def measure(spec, installed, settings: Settings, runs: int) -> tuple[float
         times, result = [], None
         for _ in range(runs):
             began = time.perf_counter()
-            result = await deep_probe("bench", running, call_timeout=settings.call_timeout, total_timeout=settings.probe_timeout,
-                                      now=datetime.now(timezone.utc), allow_private=True)
+            result = await deep_probe("bench", running, limits=probe_limits(settings, allow_private=True), total_timeout=settings.probe_timeout,
+                                      now=datetime.now(timezone.utc))
             times.append(time.perf_counter() - began)
     return start_seconds, times, result
 

@@ -84,7 +84,7 @@ async def bare(client: httpx.AsyncClient, url: str) -> float:
 async def prober(url: str, limits: Limits) -> float:
     """The monitor's fast probe itself (pipeline.probe.session.raw_fast_probe)."""
     started = time.perf_counter()
-    result = await raw_fast_probe("bench", url, call_timeout=limits.timeout, total_timeout=30, now=NOW, allow_private=True)
+    result = await raw_fast_probe("bench", url, limits=limits, total_timeout=30, now=NOW)
     assert result.outcome.value == "ok", result.detail
     return time.perf_counter() - started
 

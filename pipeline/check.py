@@ -18,6 +18,7 @@ from pipeline.analyze.fetch import LocalDirectoryFetcher
 from pipeline.config import Settings
 from pipeline.db import content_hash
 from pipeline.models import ProbeResult, ScoreCard, Server
+from pipeline.probe import probe_limits
 from pipeline.probe.sandbox import Running, scrubbed_environment
 from pipeline.probe.session import deep_probe
 from pipeline.score import score_all
@@ -49,14 +50,13 @@ async def _stdio(command: list[str], extra_env: dict[str, str]) -> AsyncIterator
 async def _probe(server: Server, command: list[str] | None, extra_env: dict[str, str], settings: Settings, now: datetime) -> ProbeResult:
     if command:
         async with _stdio(command, extra_env) as running:
-            result = await deep_probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=settings.probe_timeout, now=now,
-                                      max_bytes=settings.max_response_bytes)
+            result = await deep_probe(server.id, running, limits=probe_limits(settings, allow_private=True),
+                                      total_timeout=settings.probe_timeout, now=now)
             result.stderr_tail = running.stderr_tail(4000)
             return result
     running = Running(transport=server.transport, url=server.remote_url)
     # A URL the author names may be on localhost: checking one's own server before publishing it is the point.
-    return await deep_probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=settings.probe_timeout, now=now,
-                            allow_private=True, max_bytes=settings.max_response_bytes)
+    return await deep_probe(server.id, running, limits=probe_limits(settings, allow_private=True), total_timeout=settings.probe_timeout, now=now)
 
 
 def probe_target(url: str | None, command: list[str] | None, settings: Settings, now: datetime) -> ProbeResult:

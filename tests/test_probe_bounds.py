@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 from pipeline.models import ProbeOutcome
+from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import Running
 from pipeline.probe.session import deep_probe
 from tests.conftest import TEST_SERVERS, python_server
@@ -21,7 +22,8 @@ CAP = 100_000
 
 def probe(running: Running, max_bytes: int = CAP):
     started = time.monotonic()
-    result = anyio.run(lambda: deep_probe("bounds", running, call_timeout=5, total_timeout=20, now=NOW, allow_private=True, max_bytes=max_bytes))
+    result = anyio.run(lambda: deep_probe("bounds", running, limits=Limits(timeout=5, max_bytes=max_bytes, allow_private=True), total_timeout=20,
+                                        now=NOW))
     return result, time.monotonic() - started
 
 

@@ -11,6 +11,7 @@ import threading
 import anyio
 import pytest
 
+from pipeline import ENGINE_VERSION
 from pipeline.probe.endpoint import endpoint_facts, opt_out, tls_facts
 from pipeline.probe.raw import Limits, exchange, probe_client
 
@@ -26,11 +27,13 @@ class Site:
 
     def __init__(self, routes, ssl_context=None):
         self.routes, self.ssl_context = routes, ssl_context
+        self.agents: list[str] = []  # the User-Agent of every request
 
     async def handle(self, reader, writer):
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             method, path = head.split(b" ", 2)[:2]
+            self.agents.extend(x.split(b":", 1)[1].strip().decode() for x in head.split(b"\r\n") if x.lower().startswith(b"user-agent:"))
             length = next((int(x.split(b":")[1]) for x in head.split(b"\r\n") if x.lower().startswith(b"content-length")), 0)
             if length:
                 await reader.readexactly(length)
@@ -239,6 +242,8 @@ def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_hono
         assert soon.counts == {"waiting_retry_after": 1, "auth_required": 1}  # the limited one asked for two minutes
         later = stage(run_monitor, NOW + timedelta(seconds=180))
         assert later.counts == {"rate_limited": 1, "auth_required": 1}
+    # Every request named the scoreboard and where its probing is explained (probe policy).
+    assert site.agents and set(site.agents) == {f"mcp-scoreboard-probe/{ENGINE_VERSION} (+{allowed.site_url}methodology/index.html)"}
 
 
 def test_health_checks_honour_the_last_opt_out_without_fetching_it_again(db, settings):

@@ -208,8 +208,8 @@ def test_the_deep_probe_falls_back_to_sse_when_streamable_http_is_refused(zoo):
     origin, _ = zoo
     # The catalog thinks this is Streamable HTTP: the POST gets 405, so the spec's fallback opens the event stream.
     started = time.monotonic()
-    result = anyio.run(lambda: deep_probe("sse", Running(transport="streamable-http", url=origin + "/good"), call_timeout=3, total_timeout=20,
-                                          now=NOW, allow_private=True))
+    result = anyio.run(lambda: deep_probe("sse", Running(transport="streamable-http", url=origin + "/good"),
+                                          limits=Limits(timeout=3, allow_private=True), total_timeout=20, now=NOW))
     checks = {c.name: c for c in result.checks}
     assert result.outcome is ProbeOutcome.ok and result.transport == "sse", result.detail
     assert "Streamable HTTP refused (HTTP 405)" in checks["era_negotiation"].detail
@@ -224,8 +224,7 @@ def test_the_deep_probe_falls_back_to_sse_when_streamable_http_is_refused(zoo):
 def test_a_broken_sse_server_is_classified_by_the_raw_layer_alone(zoo):
     origin, _ = zoo
     started = time.monotonic()
-    result = anyio.run(lambda: deep_probe("sse", Running(transport="sse", url=origin + "/flood"), call_timeout=1.5, total_timeout=20,
-                                          now=NOW, allow_private=True))
+    result = anyio.run(lambda: deep_probe("sse", Running(transport="sse", url=origin + "/flood"), limits=LIMITS, total_timeout=20, now=NOW))
     assert result.outcome is ProbeOutcome.protocol_error and "events on the stream" in result.detail
     assert result.tools is None and time.monotonic() - started < 8
 
@@ -233,8 +232,7 @@ def test_a_broken_sse_server_is_classified_by_the_raw_layer_alone(zoo):
 @pytest.mark.parametrize("path, outcome", [("/good", ProbeOutcome.ok), ("/gated", ProbeOutcome.auth_required), ("/silent", ProbeOutcome.timeout)])
 def test_the_fast_probe_over_sse(zoo, path, outcome):
     origin, _ = zoo
-    result = anyio.run(lambda: raw_fast_probe("sse", origin + path, transport="sse", call_timeout=1.5, total_timeout=10, now=NOW,
-                                              allow_private=True))
+    result = anyio.run(lambda: raw_fast_probe("sse", origin + path, transport="sse", limits=LIMITS, total_timeout=10, now=NOW))
     assert result.outcome is outcome and result.transport == "sse", result.detail
     if outcome is ProbeOutcome.ok:
         assert result.era == "legacy" and result.connect_ms > 0 and result.ping_ms is not None

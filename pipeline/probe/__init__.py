@@ -19,7 +19,7 @@ from pipeline.discover.keys import is_public_endpoint, remote_key
 from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
 from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.install import Installed, Installer, install_key
-from pipeline.probe.raw import Limits, probe_client
+from pipeline.probe.raw import USER_AGENT, Limits, probe_client
 from pipeline.probe.sandbox import LocalProcessSandbox, Running, Sandbox, StartFailed
 from pipeline.probe.session import deep_probe, fast_probe
 from pipeline.progress import Progress
@@ -100,6 +100,12 @@ def run_probe(
     return report
 
 
+def probe_limits(settings: Settings, allow_private: bool) -> Limits:
+    """The bounds of every request, and the User-Agent that names the scoreboard and where its probing is explained."""
+    return Limits(timeout=settings.call_timeout, max_bytes=settings.max_response_bytes, allow_private=allow_private,
+                  user_agent=f"{USER_AGENT} (+{settings.site_url}methodology/index.html)")
+
+
 def _probeable(server: Server, allow_private: bool) -> bool:
     key = remote_key(server.remote_url)
     return server.launch is not None or (key is not None and (allow_private or is_public_endpoint(key)))
@@ -120,13 +126,13 @@ async def probe_server(
         if server.launch is not None:
             assert installed is not None
             async with sandbox.start(server.launch, installed) as running:
-                result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now,
-                                     allow_private=True, max_bytes=settings.max_response_bytes)  # we started it on loopback ourselves
+                # We started it on loopback ourselves.
+                result = await probe(server.id, running, limits=probe_limits(settings, allow_private=True), total_timeout=timeout, now=now)
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
         elif server.remote_url:
             asked = None
+            limits = probe_limits(settings, allow_private=settings.allow_private)
             if kind == "deep":
-                limits = Limits(timeout=settings.call_timeout, max_bytes=settings.max_response_bytes, allow_private=settings.allow_private)
                 async with probe_client(limits) as client:
                     asked = await opt_out(client, server.remote_url, limits)
             if asked:
@@ -134,8 +140,7 @@ async def probe_server(
                 failed.delist = asked["delist"]
                 return failed
             running = Running(transport=server.transport, url=server.remote_url)
-            result = await probe(server.id, running, call_timeout=settings.call_timeout, total_timeout=timeout, now=now,
-                                 allow_private=settings.allow_private, max_bytes=settings.max_response_bytes)
+            result = await probe(server.id, running, limits=limits, total_timeout=timeout, now=now)
         else:
             return _failed(server, kind, now, ProbeOutcome.unreachable, "no way to reach this server: no package to start and no remote URL")
     except StartFailed as exc:

@@ -17,7 +17,7 @@ import anyio
 import httpx
 
 from pipeline.models import HttpFacts
-from pipeline.probe.raw import USER_AGENT, Exchange, Limits, Stopped, refuse_private
+from pipeline.probe.raw import Exchange, Limits, Stopped, refuse_private
 
 OPT_OUT_PATH = "/.well-known/mcp-scoreboard"
 SERVER_CARD_PATHS = ("/.well-known/mcp.json", "/.well-known/mcp/server-card.json")  # SEP-2127 and the older name
@@ -40,7 +40,7 @@ async def get_bytes(client: httpx.AsyncClient, url: str, limits: Limits, accept:
     try:
         with anyio.fail_after(limits.timeout):
             await refuse_private(url, limits)
-            async with client.stream("GET", url, headers={"User-Agent": USER_AGENT, "Accept": accept}) as response:
+            async with client.stream("GET", url, headers={"User-Agent": limits.user_agent, "Accept": accept}) as response:
                 kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if response.status_code != 200 or kind == "text/event-stream":
                     return response.status_code, kind, None  # an event stream (an SSE endpoint opened like a page) never ends

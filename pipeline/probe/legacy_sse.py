@@ -19,7 +19,7 @@ import anyio
 import httpx
 
 from pipeline.probe.eras import Negotiation, negotiate_over
-from pipeline.probe.raw import USER_AGENT, Exchange, Failure, Limits, Stopped, gate, lines, read_failure, refuse_private
+from pipeline.probe.raw import Exchange, Failure, Limits, Stopped, gate, lines, read_failure, refuse_private
 
 STREAM = "GET (event stream)"
 
@@ -49,7 +49,7 @@ class SseStream:
         if request_id is not None:
             message["id"] = request_id
             self.waiters[request_id] = anyio.Event()
-        sent = {"User-Agent": USER_AGENT, "Content-Type": "application/json", **(headers or {})}
+        sent = {"User-Agent": self.limits.user_agent, "Content-Type": "application/json", **(headers or {})}
         started = time.perf_counter()
         try:
             with anyio.fail_after(self.limits.timeout):
@@ -83,7 +83,7 @@ class SseStream:
             target = self.url
             for _ in range(self.limits.max_redirects + 1):
                 # No read timeout: the stream may rightly sit idle between answers; each POST's wait has its own deadline.
-                async with self.client.stream("GET", target, headers={"User-Agent": USER_AGENT, "Accept": "text/event-stream"},
+                async with self.client.stream("GET", target, headers={"User-Agent": self.limits.user_agent, "Accept": "text/event-stream"},
                                               timeout=httpx.Timeout(self.limits.timeout, read=None)) as response:
                     self.get.status = response.status_code
                     self.get.headers = {k: response.headers[k][:500] for k in ("content-type", "www-authenticate", "retry-after", "location",

@@ -43,6 +43,7 @@ class Limits:
     max_events: int = 1_000  # SSE events before the response (notifications, keep-alives)
     max_redirects: int = 3
     allow_private: bool = False  # loopback, private and link-local addresses (tests allow them)
+    user_agent: str = USER_AGENT  # the scoreboard's name, and (from the run's settings) where to read about its probes
 
 
 class Failure(str, Enum):
@@ -194,7 +195,7 @@ async def exchange(
     if request_id is not None:
         message["id"] = request_id
     body = json.dumps(message).encode()
-    sent = {"User-Agent": USER_AGENT, "Accept": "application/json, text/event-stream", "Content-Type": "application/json", **(headers or {})}
+    sent = {"User-Agent": limits.user_agent, "Accept": "application/json, text/event-stream", "Content-Type": "application/json", **(headers or {})}
     started = time.perf_counter()
     try:
         with anyio.fail_after(limits.timeout):

@@ -42,13 +42,13 @@ UNKNOWN_TOOL = "scoreboard_probe_no_such_tool"
 CLIENT_INFO = Implementation(name="mcp-scoreboard", version=ENGINE_VERSION)
 
 
-def _transport(running: Running, cap: ByteCap, call_timeout: float, total_timeout: float):
+def _transport(running: Running, cap: ByteCap, limits: Limits, total_timeout: float):
     """The SDK transport for `running`, every message bounded by `cap` (pipeline.probe.transports)."""
     if running.transport == "stdio":
         return bounded_stdio(running, cap)
-    clients = capped_http_client(cap, call_timeout, total_timeout)
+    clients = capped_http_client(cap, limits.timeout, total_timeout, limits.user_agent)
     if running.transport == "sse":
-        return sse_client(running.url or "", timeout=call_timeout, sse_read_timeout=total_timeout, httpx_client_factory=clients)
+        return sse_client(running.url or "", timeout=limits.timeout, sse_read_timeout=total_timeout, httpx_client_factory=clients)
     return _streamable(running.url or "", clients, cap)
 
 
@@ -163,30 +163,30 @@ class _StreamWatcher:
         )
 
 
-def _client(running: Running, call_timeout: float, total_timeout: float, cap: ByteCap, watcher: _StreamWatcher) -> Client:
+def _client(running: Running, limits: Limits, total_timeout: float, cap: ByteCap, watcher: _StreamWatcher) -> Client:
     return Client(
-        _transport(running, cap, call_timeout, total_timeout), mode="auto", read_timeout_seconds=call_timeout, cache=None,
+        _transport(running, cap, limits, total_timeout), mode="auto", read_timeout_seconds=limits.timeout, cache=None,
         client_info=CLIENT_INFO, message_handler=watcher,
     )
 
 
 async def _probe(
-    kind: str, server_id: str, running: Running, call_timeout: float, total_timeout: float, now: datetime,
-    body: Callable[[ProbeResult, Client], Awaitable[None]], max_bytes: int = Limits.max_bytes,
+    kind: str, server_id: str, running: Running, limits: Limits, total_timeout: float, now: datetime,
+    body: Callable[[ProbeResult, Client], Awaitable[None]],
 ) -> ProbeResult:
     """Connect, record the handshake, run `body`; classify whatever goes wrong, within `total_timeout` (and each
-    message within `max_bytes`)."""
+    message within `limits.max_bytes`)."""
     started = time.perf_counter()
     result = ProbeResult(
         server_id=server_id, kind=kind, started_at=now, duration_ms=0, transport=running.transport, outcome=ProbeOutcome.ok,
     )
     watcher = _StreamWatcher()
-    cap = ByteCap(max_bytes)
+    cap = ByteCap(limits.max_bytes)
     connected = False
     try:
         with anyio.fail_after(total_timeout):
             async with AsyncExitStack() as stack:
-                client = _client(running, call_timeout, total_timeout, cap, watcher)
+                client = _client(running, limits, total_timeout, cap, watcher)
                 _, result.connect_ms = await _timed(lambda: stack.enter_async_context(client))
                 connected = True
                 _record_handshake(result, client)
@@ -207,20 +207,18 @@ async def _probe(
     return result
 
 
-async def deep_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
-                     allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
+async def deep_probe(server_id: str, running: Running, *, limits: Limits, total_timeout: float, now: datetime) -> ProbeResult:
     """Handshake in whichever era the server speaks, list everything, run the basic checks; over HTTP (Streamable
-    or legacy SSE), negotiate both eras on the raw layer first and read the endpoint's HTTP facts (`allow_private`:
+    or legacy SSE), negotiate both eras on the raw layer first and read the endpoint's HTTP facts (`limits.allow_private`:
     the URL may be on loopback or a private network, for servers we started ourselves or a target the user named).
 
     The SDK session is opened only when the raw layer found an era that works: a server that floods, streams
     for ever, sends a gigabyte or lies in its handshake is classified by the bounded raw layer alone."""
     if running.transport == "stdio" or not running.url:
-        return await _probe("deep", server_id, running, call_timeout, total_timeout, now, _run_checks, max_bytes)
+        return await _probe("deep", server_id, running, limits, total_timeout, now, _run_checks)
     started = time.perf_counter()
     observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport=running.transport,
                            outcome=ProbeOutcome.protocol_error)
-    limits = Limits(timeout=call_timeout, max_bytes=max_bytes, allow_private=allow_private)
     negotiation = await _observe_http(observed, running.url, running.transport, limits, total_timeout)
     if negotiation is None:
         observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
@@ -230,8 +228,7 @@ async def deep_probe(server_id: str, running: Running, *, call_timeout: float, t
         observed.duration_ms = (time.perf_counter() - started) * 1000
         return observed
     # The SDK session speaks the transport that answered (an endpoint that refused Streamable HTTP may speak SSE).
-    result = await _probe("deep", server_id, replace(running, transport=negotiation.transport), call_timeout, total_timeout, now,
-                          _run_checks, max_bytes)
+    result = await _probe("deep", server_id, replace(running, transport=negotiation.transport), limits, total_timeout, now, _run_checks)
     result.eras, result.http, result.exchanges = observed.eras, observed.http, observed.exchanges
     result.checks[:0] = observed.checks
     _named_state(result, negotiation.exchanges)
@@ -308,14 +305,13 @@ async def _raw_channel(url: str, transport: str, limits: Limits, exchanges: list
         yield stream.send, client
 
 
-async def raw_fast_probe(server_id: str, url: str, *, transport: str = "streamable-http", call_timeout: float, total_timeout: float,
-                         now: datetime, allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
+async def raw_fast_probe(server_id: str, url: str, *, transport: str = "streamable-http", limits: Limits, total_timeout: float,
+                         now: datetime) -> ProbeResult:
     """The monitor's health check over HTTP, on the raw layer: `server/discover` (modern), else `initialize` +
     `notifications/initialized` + `ping` (legacy), then the session is closed. Timings are the exchanges' own (over
     SSE, connecting includes opening the stream); a gate, a rate limit or a refusal is a named state."""
     started = time.perf_counter()
     result = ProbeResult(server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport=transport, outcome=ProbeOutcome.ok)
-    limits = Limits(timeout=call_timeout, max_bytes=max_bytes, allow_private=allow_private)
     exchanges: list[Exchange] = []
     problems: list[str] = []
     with anyio.move_on_after(total_timeout) as scope:
@@ -347,18 +343,16 @@ async def raw_fast_probe(server_id: str, url: str, *, transport: str = "streamab
     return result
 
 
-async def fast_probe(server_id: str, running: Running, *, call_timeout: float, total_timeout: float, now: datetime,
-                     allow_private: bool = False, max_bytes: int = Limits.max_bytes) -> ProbeResult:
+async def fast_probe(server_id: str, running: Running, *, limits: Limits, total_timeout: float, now: datetime) -> ProbeResult:
     """Health check: connect + handshake (+ ping in the legacy era, which has one). No lists, no tool calls."""
     if running.transport != "stdio" and running.url:
-        return await raw_fast_probe(server_id, running.url, transport=running.transport, call_timeout=call_timeout,
-                                    total_timeout=total_timeout, now=now, allow_private=allow_private, max_bytes=max_bytes)
+        return await raw_fast_probe(server_id, running.url, transport=running.transport, limits=limits, total_timeout=total_timeout, now=now)
 
     async def ping(result: ProbeResult, client: Client) -> None:
         if result.era == "legacy":
             _, result.ping_ms = await _timed(client.session.send_ping)
 
-    return await _probe("fast", server_id, running, call_timeout, total_timeout, now, ping, max_bytes)
+    return await _probe("fast", server_id, running, limits, total_timeout, now, ping)
 
 
 def _record_handshake(result: ProbeResult, client: Client) -> None:

@@ -84,11 +84,11 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def capped_http_client(cap: ByteCap, call_timeout: float, stream_timeout: float):
+def capped_http_client(cap: ByteCap, call_timeout: float, stream_timeout: float, user_agent: str = USER_AGENT):
     """A factory of SDK HTTP clients (the signature `sse_client` wants) bounded by `cap`, naming the scoreboard."""
 
     def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(transport=_CappedTransport(cap), headers={**(headers or {}), "User-Agent": USER_AGENT}, auth=auth,
+        return httpx2.AsyncClient(transport=_CappedTransport(cap), headers={**(headers or {}), "User-Agent": user_agent}, auth=auth,
                                   timeout=httpx2.Timeout(call_timeout, read=stream_timeout), trust_env=False)
 
     return factory
