@@ -114,7 +114,16 @@ def test_streamable_http_servers_get_raw_era_and_endpoint_evidence(probed_catalo
     assert [(e["method"], e["status"]) for e in http.exchanges][:2] == [("server/discover", 400), ("initialize", 200)]  # stored raw
     assert http.http is not None and http.http.auth_required is False and http.http.tls_version is None  # plain loopback HTTP
     assert http.http.server_card is False and http.http.html_setup_page is False
-    assert results["server-everything"].eras is None and results["server-everything"].http is None  # stdio: no HTTP to observe
+    # Over stdio the session's handshake asked server/discover first: a legacy session means the modern era failed.
+    stdio = results["server-everything"]
+    assert (stdio.eras.modern, stdio.eras.legacy, stdio.eras.header_routing) == (False, True, None) and stdio.http is None
+    assert stdio.exchanges is None and {c.name: c.outcome for c in stdio.checks}["era_negotiation"] == "legacy"
+    # A modern one is asked initialize in a start of its own: the Python SDK serves one era per connection, and both per server.
+    time_server = results["mcp-server-time"]
+    assert (time_server.eras.modern, time_server.eras.legacy, time_server.eras.header_routing) == (True, True, None)
+    assert time_server.eras.list_cache_hints is True  # ttlMs on tools/list, as the session saw it
+    assert {c.name: c.outcome for c in time_server.checks}["era_negotiation"] == "dual"
+    assert [(e["method"], e["failure"]) for e in time_server.exchanges] == [("initialize", None), ("notifications/initialized", None)]
     sse = results["server-everything-sse"]  # the legacy HTTP+SSE transport: the same server, the same era, seen on the raw layer too
     assert (sse.eras.modern, sse.eras.legacy) == (False, True) and {c.name: c.outcome for c in sse.checks}["era_negotiation"] == "legacy"
     assert [e["method"] for e in sse.exchanges][:3] == ["GET (event stream)", "server/discover", "initialize"]

@@ -1,5 +1,6 @@
 """Past the handshake, the SDK session is bounded in bytes as well as time: a message larger than the cap ends
-that exchange (HTTP) or the session (stdio), and the probe says "too large", over every transport."""
+that exchange (HTTP) or the session (stdio), and the probe says "too large", over every transport. And over
+stdio, the era the session did not settle on is asked in a start of its own."""
 
 from __future__ import annotations
 
@@ -58,3 +59,12 @@ def test_undecodable_bytes_on_stdio_are_bad_messages_not_a_dead_session():
     checks = {c.name: c for c in result.checks}
     assert result.outcome is ProbeOutcome.ok and checks["tools/list"].passed
     assert checks["invalid_messages"].passed is False and checks["invalid_messages"].outcome.endswith("unparseable")
+
+
+def test_a_stdio_server_that_refuses_initialize_is_modern_only():
+    result, _ = probe(stdio("modern-only"), max_bytes=5_000_000)
+    assert result.outcome is ProbeOutcome.ok and (result.era, result.handshake) == ("modern", "server/discover"), result.detail
+    assert (result.eras.modern, result.eras.legacy, result.eras.header_routing) == (True, False, None)
+    negotiation = {c.name: c for c in result.checks}["era_negotiation"]
+    assert negotiation.outcome == "modern" and "this server speaks 2026-07-28 only" in negotiation.detail
+    assert [e["method"] for e in result.exchanges] == ["initialize"]  # asked in a start of its own

@@ -291,8 +291,11 @@ def test_unrated_and_status_chips():
     assert outside_in.status(down) == ("Down", "unreachable")
     split = Facts(server=remote_server(), now=NOW, probe=probe(), runs=runs(3))
     split.probe.eras = EraFacts(modern=True, legacy=False, discover=True, header_routing=True, list_cache_hints=False)
+    split.probe.transport = "streamable-http"
     assert outside_in.status(split) == ("Impaired", "modern only, legacy fails")
     assert outside_in.spec_readiness(split) == 75
+    split.probe.transport = "stdio"  # no headers to route on: modern path, discover and cache hints share the 100
+    assert outside_in.spec_readiness(split) == pytest.approx(200 / 3)
 
 
 def test_missing_tool_success_renormalises_and_fast_runs_conform_on_what_they_measure():

@@ -33,6 +33,7 @@ from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing
 from pipeline.probe.legacy_sse import negotiate_sse, open_stream
 from pipeline.probe.raw import NAMED_STATES, Exchange, Limits, probe_client, telling_failure
 from pipeline.probe.sandbox import Running
+from pipeline.probe.stdio_eras import ask_legacy
 from pipeline.probe.tooltext import tool_text_checks
 from pipeline.probe.transports import ByteCap, bounded_stdio, capped_http_client
 
@@ -208,18 +209,25 @@ async def _probe(
 
 
 async def deep_probe(server_id: str, running: Running, *, limits: Limits, total_timeout: float, now: datetime) -> ProbeResult:
-    """Handshake in whichever era the server speaks, list everything, run the basic checks; over HTTP (Streamable
-    or legacy SSE), negotiate both eras on the raw layer first and read the endpoint's HTTP facts (`limits.allow_private`:
-    the URL may be on loopback or a private network, for servers we started ourselves or a target the user named).
+    """Handshake in whichever era the server speaks, list everything, run the checks and call the safe tools through
+    the SDK session; find out which eras work (`limits.allow_private`: the URL may be on loopback or a private network,
+    for servers we started ourselves or a target the user named).
 
-    The SDK session is opened only when the raw layer found an era that works: a server that floods, streams
-    for ever, sends a gigabyte or lies in its handshake is classified by the bounded raw layer alone."""
+    Over HTTP (Streamable or legacy SSE) both eras are negotiated on the raw layer first, with the endpoint's HTTP
+    facts, and the SDK session is opened only when an era works: a server that floods, streams for ever, sends a
+    gigabyte or lies in its handshake is classified by the bounded raw layer alone. Over stdio the session (itself
+    bounded in time and bytes) comes first, and a server that speaks the modern era is asked `initialize` in a start
+    of its own (pipeline.probe.stdio_eras)."""
     if running.transport == "stdio" or not running.url:
-        return await _probe("deep", server_id, running, limits, total_timeout, now, _run_checks)
+        result = await _probe("deep", server_id, running, limits, total_timeout, now, _run_checks)
+        if running.transport == "stdio" and result.era is not None:
+            with anyio.move_on_after(total_timeout):
+                await _other_era(result, running, limits)
+        return result
     started = time.perf_counter()
     observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport=running.transport,
                            outcome=ProbeOutcome.protocol_error)
-    negotiation = await _observe_http(observed, running.url, running.transport, limits, total_timeout)
+    negotiation = await _observe(observed, running, limits, total_timeout)
     if negotiation is None:
         observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
     elif negotiation.era == "broken":
@@ -255,13 +263,13 @@ async def negotiate_http(url: str, transport: str, limits: Limits) -> Negotiatio
     return over_sse
 
 
-async def _observe_http(result: ProbeResult, url: str, transport: str, limits: Limits, total_timeout: float) -> Negotiation | None:
-    """Dual-era negotiation and endpoint facts from the raw layer, into `result`; the negotiation, or None when the
-    deadline cut it short (what it cut short stays unknown)."""
+async def _observe(result: ProbeResult, running: Running, limits: Limits, total_timeout: float) -> Negotiation | None:
+    """Dual-era negotiation and the endpoint's facts from the raw layer, into `result`; the negotiation, or None when
+    the deadline cut it short (what it cut short stays unknown)."""
     started = time.perf_counter()
     negotiation = None
     with anyio.move_on_after(total_timeout):
-        negotiation = await negotiate_http(url, transport, limits)
+        negotiation = await negotiate_http(running.url or "", running.transport, limits)
         result.transport = negotiation.transport
         modern, legacy = negotiation.era in ("modern", "dual"), negotiation.era in ("legacy", "dual")
         result.eras = EraFacts(modern=modern, legacy=legacy, discover=modern, header_routing=negotiation.header_routing,
@@ -270,8 +278,23 @@ async def _observe_http(result: ProbeResult, url: str, transport: str, limits: L
                                          detail="; ".join(negotiation.problems)[:1000] or None, ms=(time.perf_counter() - started) * 1000))
         result.exchanges = [e.evidence() for e in negotiation.exchanges]
         async with probe_client(limits) as client:
-            result.http = await endpoint_facts(client, url, negotiation.exchanges[0], limits)
+            result.http = await endpoint_facts(client, running.url or "", negotiation.exchanges[0], limits)
     return negotiation
+
+
+async def _other_era(result: ProbeResult, running: Running, limits: Limits) -> None:
+    """Over stdio, after the session: its handshake asked `server/discover` first, so a legacy session means the modern
+    era failed; a modern one leaves `initialize` to ask, in a start of its own."""
+    started = time.perf_counter()
+    modern = result.era == "modern"
+    legacy, exchanges, problems = await ask_legacy(running, limits) if modern else (True, [], [])
+    hints = result.eras.list_cache_hints if result.eras and modern else None
+    result.eras = EraFacts(modern=modern, legacy=legacy, discover=modern, header_routing=None, list_cache_hints=hints)
+    era = "dual" if modern and legacy else "modern" if modern else "legacy"
+    detail = "; ".join([*problems, *(f"initialize: {e.detail or e.error}" for e in exchanges if not e.ok and e.method == "initialize")])
+    result.checks.insert(0, CheckResult(name="era_negotiation", outcome=era, passed=True, detail=detail[:1000] or None,
+                                        ms=(time.perf_counter() - started) * 1000))
+    result.exchanges = [e.evidence() for e in exchanges] or None
 
 
 def _record_failure(result: ProbeResult, exchanges: list[Exchange], problems: Sequence[str] = ()) -> None:
@@ -374,7 +397,16 @@ async def _run_checks(result: ProbeResult, client: Client) -> None:
             result.ping_ms = checks[-1].ms
 
     async def tools() -> None:
-        result.tools, problem = await _list_all(lambda c: client.list_tools(cursor=c), "tools")
+        hints: list[bool] = []
+
+        async def page(cursor: str | None) -> Any:
+            listed = await client.list_tools(cursor=cursor)
+            hints.append(listed.ttl_ms is not None)
+            return listed
+
+        result.tools, problem = await _list_all(page, "tools")
+        if result.era == "modern":  # seed 003's list-cache hint, as the session saw it (stdio has no raw list)
+            result.eras = EraFacts(list_cache_hints=any(hints))
         if problem:
             raise RuntimeError(problem)
 

@@ -167,7 +167,8 @@ def status(facts: Facts) -> tuple[str, str]:
 
 
 def spec_readiness(facts: Facts) -> float | None:
-    """0–100 beside the score: modern path, server/discover, header routing, list-cache hints (25 each)."""
+    """0–100 beside the score: modern path, server/discover, header routing, list-cache hints (25 each). Over stdio
+    there are no headers to route on, so the other three share the 100."""
     probe = facts.probe
     if probe is None or not probe.reachable:
         return None
@@ -175,8 +176,10 @@ def spec_readiness(facts: Facts) -> float | None:
     if eras is None:
         modern = probe.era == "modern"
         return 50.0 if modern else 0.0  # only what the handshake itself proves: the modern path and discover
-    signals = [eras.modern, eras.discover, eras.header_routing, eras.list_cache_hints]
-    return 25.0 * sum(1 for s in signals if s)
+    signals = [eras.modern, eras.discover, eras.list_cache_hints]
+    if probe.transport != "stdio":
+        signals.append(eras.header_routing)
+    return 100.0 * sum(1 for s in signals if s) / len(signals)
 
 
 def _weighted(values: dict[str, float | None]) -> float | None:

@@ -1,7 +1,8 @@
 """A raw JSON-RPC stdio MCP server that misbehaves on purpose: python raw_stdio.py FAULT.
 
 Faults: silent, garbage, exit-early, bad-version, bad-schema, crash-on-list, slow-list, huge-list (a 1 MB line),
-endless-line (bytes without end, no newline), bad-bytes (an undecodable line before each answer), good.
+endless-line (bytes without end, no newline), bad-bytes (an undecodable line before each answer), modern-only
+(answers server/discover at 2026-07-28 and refuses initialize), good.
 """
 
 import json
@@ -36,7 +37,12 @@ for line in sys.stdin:
     method, rid = request.get("method"), request.get("id")
     if rid is None:
         continue  # a notification
-    if method == "initialize":
+    if method == "server/discover" and FAULT == "modern-only":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete",
+                                                      "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw-modern-only", "version": "0.0.1"}}}})
+    elif method == "initialize" and FAULT == "modern-only":
+        send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "this server speaks 2026-07-28 only"}})
+    elif method == "initialize":
         version = "1999-01-01" if FAULT == "bad-version" else "2025-06-18"
         send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "raw-" + FAULT, "version": "0.0.1"}}})
     elif method == "tools/list":
