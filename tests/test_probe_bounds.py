@@ -40,17 +40,17 @@ def test_an_oversized_list_over_streamable_http_is_stopped_at_the_cap(mode):
     checks = {c.name: c for c in result.checks}
     assert result.era is not None and checks["era_negotiation"].passed  # the handshake is small and went through
     assert checks["tools/list"].passed is False and result.tools is None
-    assert checks["response_size"].outcome == "too_large"
-    assert f"passed {CAP:,} bytes" in checks["response_size"].detail
+    assert checks["message_bounds"].outcome == "too_large"
+    assert f"passed {CAP:,} bytes" in checks["message_bounds"].detail
     assert took < 10  # stopped at the cap, not at a timeout
-    assert whole.tools and len(whole.tools[0]["description"]) > CAP and "response_size" not in {c.name for c in whole.checks}
+    assert whole.tools and len(whole.tools[0]["description"]) > CAP and "message_bounds" not in {c.name for c in whole.checks}
 
 
 @pytest.mark.parametrize("fault", ["huge-list", "endless-line"])
 def test_an_oversized_or_endless_stdio_line_ends_the_session_as_too_large(fault):
     result, took = probe(stdio(fault))
     assert result.outcome is ProbeOutcome.protocol_error and result.detail == f"too large: a message passed {CAP:,} bytes"
-    assert {c.name: c.outcome for c in result.checks}["response_size"] == "too_large"
+    assert {c.name: c.outcome for c in result.checks}["message_bounds"] == "too_large"
     assert took < 10
 
 
@@ -68,3 +68,11 @@ def test_a_stdio_server_that_refuses_initialize_is_modern_only():
     negotiation = {c.name: c for c in result.checks}["era_negotiation"]
     assert negotiation.outcome == "modern" and "this server speaks 2026-07-28 only" in negotiation.detail
     assert [e["method"] for e in result.exchanges] == ["initialize"]  # asked in a start of its own
+
+
+def test_a_stdio_notification_flood_ends_the_session_as_a_flood_not_a_timeout():
+    result, took = probe(stdio("flood"), max_bytes=5_000_000)
+    assert result.outcome is ProbeOutcome.protocol_error and result.era is None
+    assert result.detail == "notification flood: 1,000 messages came in a row without an answer"
+    assert {c.name: c.outcome for c in result.checks}["message_bounds"] == "notification_flood"
+    assert took < 5  # the call timeout is 5 s: the flood was cut at its bound, not waited out

@@ -35,7 +35,7 @@ from pipeline.probe.raw import NAMED_STATES, Exchange, Limits, probe_client, tel
 from pipeline.probe.sandbox import Running
 from pipeline.probe.stdio_eras import ask_legacy
 from pipeline.probe.tooltext import tool_text_checks
-from pipeline.probe.transports import ByteCap, bounded_stdio, capped_http_client
+from pipeline.probe.transports import MessageCap, bounded_stdio, capped_http_client
 
 MODERN_VERSIONS = ("2026-07-28",)
 MAX_LIST_PAGES = 20  # pagination is bounded; a cursor seen twice ends it as a loop
@@ -43,7 +43,7 @@ UNKNOWN_TOOL = "scoreboard_probe_no_such_tool"
 CLIENT_INFO = Implementation(name="mcp-scoreboard", version=ENGINE_VERSION)
 
 
-def _transport(running: Running, cap: ByteCap, limits: Limits, total_timeout: float):
+def _transport(running: Running, cap: MessageCap, limits: Limits, total_timeout: float):
     """The SDK transport for `running`, every message bounded by `cap` (pipeline.probe.transports)."""
     if running.transport == "stdio":
         return bounded_stdio(running, cap)
@@ -54,7 +54,7 @@ def _transport(running: Running, cap: ByteCap, limits: Limits, total_timeout: fl
 
 
 @asynccontextmanager
-async def _streamable(url: str, clients: Callable[[], Any], cap: ByteCap):
+async def _streamable(url: str, clients: Callable[[], Any], cap: MessageCap):
     async with clients() as http, streamable_http_client(url, http_client=http, max_sse_event_size=cap.limit) as streams:
         yield streams
 
@@ -164,7 +164,7 @@ class _StreamWatcher:
         )
 
 
-def _client(running: Running, limits: Limits, total_timeout: float, cap: ByteCap, watcher: _StreamWatcher) -> Client:
+def _client(running: Running, limits: Limits, total_timeout: float, cap: MessageCap, watcher: _StreamWatcher) -> Client:
     return Client(
         _transport(running, cap, limits, total_timeout), mode="auto", read_timeout_seconds=limits.timeout, cache=None,
         client_info=CLIENT_INFO, message_handler=watcher,
@@ -182,7 +182,7 @@ async def _probe(
         server_id=server_id, kind=kind, started_at=now, duration_ms=0, transport=running.transport, outcome=ProbeOutcome.ok,
     )
     watcher = _StreamWatcher()
-    cap = ByteCap(limits.max_bytes)
+    cap = MessageCap(limits.max_bytes, limits.max_events)
     connected = False
     try:
         with anyio.fail_after(total_timeout):
@@ -196,10 +196,10 @@ async def _probe(
         result.outcome, result.detail = classify(exc, connected)
     crashed = next((c for c in result.checks if c.outcome == ProbeOutcome.crashed.value), None)
     if cap.exceeded:
-        # What broke the session (or just one answer) was a message past the cap: say so, not "crashed" or "parse error".
-        result.checks.append(CheckResult(name="response_size", outcome="too_large", passed=False, detail=cap.exceeded))
+        # What broke the session (or just one answer) was a bound: say which, not "crashed" or "parse error".
+        result.checks.append(CheckResult(name="message_bounds", outcome=cap.kind or "", passed=False, detail=cap.exceeded))
         if result.outcome != ProbeOutcome.ok or crashed:
-            result.outcome, result.detail = ProbeOutcome.protocol_error, f"too large: {cap.exceeded}"
+            result.outcome, result.detail = ProbeOutcome.protocol_error, f"{(cap.kind or '').replace('_', ' ')}: {cap.exceeded}"
     elif result.outcome == ProbeOutcome.ok and crashed:
         # The handshake worked, but the server died under a later request: that is a crash.
         result.outcome, result.detail = ProbeOutcome.crashed, f"server exited during {crashed.name}: {crashed.detail}"

@@ -22,13 +22,13 @@ from mcp.shared.message import SessionMessage
 from pipeline.probe.eras import try_legacy
 from pipeline.probe.raw import Exchange, Failure, Limits, Stopped
 from pipeline.probe.sandbox import Running
-from pipeline.probe.transports import ByteCap, bounded_stdio
+from pipeline.probe.transports import MessageCap, bounded_stdio
 
 
 class StdioChannel:
     """Raw JSON-RPC over an open stdio transport (eras.Send): one message out, read until its answer."""
 
-    def __init__(self, read: MemoryObjectReceiveStream, write: MemoryObjectSendStream, limits: Limits, cap: ByteCap) -> None:
+    def __init__(self, read: MemoryObjectReceiveStream, write: MemoryObjectSendStream, limits: Limits, cap: MessageCap) -> None:
         self.read, self.write, self.limits, self.cap = read, write, limits, cap
         self.gone: Exchange | None = None  # set once the server has stopped answering for good
 
@@ -52,7 +52,7 @@ class StdioChannel:
             found.failure, found.detail = Failure.timeout, "; ".join(filter(None, [f"no answer within {self.limits.timeout:g} s", found.detail]))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             if self.cap.exceeded:
-                found.failure, found.detail = Failure.too_large, self.cap.exceeded
+                found.failure, found.detail = Failure(self.cap.kind), self.cap.exceeded
             else:
                 found.failure, found.detail = Failure.dropped, "the server closed its stdout (it exited, or stopped reading)"
         found.ms = (time.perf_counter() - started) * 1000
@@ -83,7 +83,7 @@ async def ask_legacy(running: Running, limits: Limits) -> tuple[bool, list[Excha
     """(does `initialize` work, the exchanges, problems) in a start of the server of its own."""
     exchanges: list[Exchange] = []
     problems: list[str] = []
-    cap = ByteCap(limits.max_bytes)
+    cap = MessageCap(limits.max_bytes, limits.max_events)
     async with bounded_stdio(running, cap) as (read, write):
         legacy, _ = await try_legacy(StdioChannel(read, write, limits, cap).send, exchanges, problems)
     return legacy is not None, exchanges, problems

@@ -4,7 +4,9 @@ After the raw handshake, lists and tool calls go through the official SDK; its o
 response (a JSON body, one stdout line) whole, however large. These keep its protocol handling but cap
 what one message may weigh: over HTTP, each response body, or each SSE event on a stream; over stdio,
 each line. A message past the cap ends that exchange (HTTP) or the session (stdio: the line cannot be
-skipped), and `ByteCap.exceeded` says so, so the probe records "too large" rather than a vague failure.
+skipped). Over stdio a run of messages that are not answers (notifications, requests to us, lines that
+are not JSON-RPC) is capped as well. `MessageCap.exceeded` says which bound was passed, so the probe
+records "too large" or "notification flood" rather than a vague failure.
 """
 
 from __future__ import annotations
@@ -30,15 +32,23 @@ EXIT_GRACE = 2.0  # seconds a stdio server gets to exit once its stdin closes, t
 
 
 @dataclass
-class ByteCap:
-    """The most one message may weigh, and what passed it (None while nothing has)."""
+class MessageCap:
+    """The most one message may weigh and how many may come in a row without an answer; which bound was passed first
+    (`kind`: "too_large" or "notification_flood") and how (None while none has)."""
 
     limit: int = 5_000_000
+    max_unanswered: int = 1_000
     exceeded: str | None = None
+    kind: str | None = None
 
     def over(self, what: str) -> str:
-        self.exceeded = self.exceeded or f"{what} passed {self.limit:,} bytes"
+        if self.exceeded is None:
+            self.exceeded, self.kind = f"{what} passed {self.limit:,} bytes", "too_large"
         return self.exceeded
+
+    def flooded(self) -> None:
+        if self.exceeded is None:
+            self.exceeded, self.kind = f"{self.max_unanswered:,} messages came in a row without an answer", "notification_flood"
 
 
 class ResponseTooLarge(httpx2.StreamError):
@@ -46,7 +56,7 @@ class ResponseTooLarge(httpx2.StreamError):
 
 
 class _CappedStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: Any, cap: ByteCap, events: bool) -> None:
+    def __init__(self, inner: Any, cap: MessageCap, events: bool) -> None:
         self.inner, self.cap, self.events = inner, cap, events
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -69,7 +79,7 @@ class _CappedStream(httpx2.AsyncByteStream):
 
 
 class _CappedTransport(httpx2.AsyncBaseTransport):
-    def __init__(self, cap: ByteCap) -> None:
+    def __init__(self, cap: MessageCap) -> None:
         # Two connections: the session's requests, one at a time, and the event stream the protocol itself opens.
         self.inner = httpx2.AsyncHTTPTransport(trust_env=False, limits=httpx2.Limits(max_connections=2, max_keepalive_connections=2))
         self.cap = cap
@@ -84,7 +94,7 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def capped_http_client(cap: ByteCap, call_timeout: float, stream_timeout: float, user_agent: str = USER_AGENT):
+def capped_http_client(cap: MessageCap, call_timeout: float, stream_timeout: float, user_agent: str = USER_AGENT):
     """A factory of SDK HTTP clients (the signature `sse_client` wants) bounded by `cap`, naming the scoreboard."""
 
     def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
@@ -95,7 +105,7 @@ def capped_http_client(cap: ByteCap, call_timeout: float, stream_timeout: float,
 
 
 @asynccontextmanager
-async def bounded_stdio(running: Running, cap: ByteCap):
+async def bounded_stdio(running: Running, cap: MessageCap):
     """The SDK's stdio transport, rebuilt with a cap on each line, undecodable bytes surfaced as bad messages rather
     than a dead reader, and the server's whole process group stopped afterwards (npx and friends start children)."""
     process = await anyio.open_process([running.command or "", *running.args], env=running.env, cwd=running.cwd,
@@ -106,6 +116,7 @@ async def bounded_stdio(running: Running, cap: ByteCap):
     async def read() -> None:
         assert process.stdout is not None
         pending = bytearray()
+        unanswered = 0
         async with read_writer:  # closing it tells the session the connection is gone
             try:
                 async for chunk in process.stdout:
@@ -116,8 +127,15 @@ async def bounded_stdio(running: Running, cap: ByteCap):
                         if len(line) > cap.limit:
                             cap.over("a message")
                             return
-                        if line.strip():
-                            await read_writer.send(_parse(line))
+                        if not line.strip():
+                            continue
+                        message = _parse(line)
+                        answer = isinstance(message, SessionMessage) and isinstance(message.message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError))
+                        unanswered = 0 if answer else unanswered + 1
+                        if unanswered > cap.max_unanswered:
+                            cap.flooded()
+                            return
+                        await read_writer.send(message)
                     if len(pending) > cap.limit:
                         cap.over("a message")
                         return

@@ -2,7 +2,8 @@
 
 Faults: silent, garbage, exit-early, bad-version, bad-schema, crash-on-list, slow-list, huge-list (a 1 MB line),
 endless-line (bytes without end, no newline), bad-bytes (an undecodable line before each answer), modern-only
-(answers server/discover at 2026-07-28 and refuses initialize), good.
+(answers server/discover at 2026-07-28 and refuses initialize), flood (answers initialize with log notifications
+for ever), good.
 """
 
 import json
@@ -42,6 +43,9 @@ for line in sys.stdin:
                                                       "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw-modern-only", "version": "0.0.1"}}}})
     elif method == "initialize" and FAULT == "modern-only":
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "this server speaks 2026-07-28 only"}})
+    elif method == "initialize" and FAULT == "flood":
+        while True:
+            send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "still starting"}})
     elif method == "initialize":
         version = "1999-01-01" if FAULT == "bad-version" else "2025-06-18"
         send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "raw-" + FAULT, "version": "0.0.1"}}})
