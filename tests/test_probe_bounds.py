@@ -76,3 +76,13 @@ def test_a_stdio_notification_flood_ends_the_session_as_a_flood_not_a_timeout():
     assert result.detail == "notification flood: 1,000 messages came in a row without an answer"
     assert {c.name: c.outcome for c in result.checks}["message_bounds"] == "notification_flood"
     assert took < 5  # the call timeout is 5 s: the flood was cut at its bound, not waited out
+
+
+def test_hostile_schemas_cannot_stall_the_run():
+    """A backtracking outputSchema pattern is checked with a time limit (Python's `re` would hold the whole run for
+    ever); a schema asking for a billion items gets no arguments built, so its tool is not called."""
+    result, took = probe(stdio("hostile-schemas"), max_bytes=5_000_000)
+    assert result.outcome is ProbeOutcome.ok, result.detail
+    assert [(i.tool, i.outcome, i.functional) for i in result.invocations] == [("get_code", "ok", False)]
+    assert "could not be checked" in result.invocations[0].detail
+    assert took < 10

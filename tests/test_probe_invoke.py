@@ -4,6 +4,7 @@ functional outcomes, error handling with bad arguments, and fuzzing; a mutating 
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import anyio
@@ -125,3 +126,20 @@ def test_tool_text_checks_name_what_is_wrong_and_where():
     assert checks["poisoning_markers"].passed is False and "ignore-instructions" in checks["poisoning_markers"].detail
     clean = {c.name: c.passed for c in tool_text_checks(tools[:1], None)}
     assert clean == {"tool_names": True, "text_sizes": True, "hidden_characters": True, "poisoning_markers": True}
+
+
+def test_schema_patterns_are_checked_with_a_time_limit():
+    from pipeline.probe.schema_check import first_error
+
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[a-z]+-[0-9]+$"}},
+              "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": False}
+    assert first_error({"id": "abc-12", "x-count": 3}, schema) is None
+    assert "does not match" in first_error({"id": "ABC"}, schema)
+    assert "is not of type 'integer'" in first_error({"x-count": "three"}, schema)  # patternProperties apply
+    assert "additional properties" in first_error({"other": 1}, schema)
+    started = time.monotonic()
+    slow = first_error({"id": "a" * 200 + "!"}, {"properties": {"id": {"pattern": "^(a|aa)+$"}}})
+    assert "could not be checked" in slow and time.monotonic() - started < 1
+    assert first_error({}, {"type": "no-such-type"}).startswith("invalid schema")
+    assert arguments_for({"type": "object", "properties": {"ids": {"type": "array", "minItems": 10**9}}, "required": ["ids"]}) is None
+    assert arguments_for({"type": "object", "properties": {"s": {"type": "string", "minLength": 10**12}}, "required": ["s"]}) is None

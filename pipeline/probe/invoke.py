@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import jsonschema
+from pipeline.probe.schema_check import first_error
 
 READ_VERBS = {"get", "list", "search", "read", "fetch", "describe", "find", "lookup", "query", "show", "view", "count", "echo", "status",
               "info", "inspect", "check", "validate", "convert", "calculate", "compute", "resolve", "diff", "log", "tree", "explain", "sum"}
@@ -27,6 +27,8 @@ MUTATING_VERBS = {
 DESTRUCTIVE_WORDS = re.compile(r"\b(delet\w*|remov\w*|overwrit\w*|destroy\w*|drop\w*|wipe\w*|erase\w*|permanent\w*|irreversibl\w*|send\w* (an? )?(e-?mail|message)|"
                                r"execut\w* (arbitrary|shell|command)|run\w* (arbitrary|shell|command))\b", re.I)
 MAX_ARGUMENT_DEPTH = 4
+MAX_ITEMS = 64  # a schema asking for more items, or longer strings, than these is not one to build arguments for
+MAX_LENGTH = 10_000
 
 
 def words(name: str) -> list[str]:
@@ -62,10 +64,9 @@ def arguments_for(schema: Any) -> dict[str, Any] | None:
         return None
     try:
         value = _value(schema, 0)
-        if not isinstance(value, dict):
-            return None
-        jsonschema.validate(value, schema)
-    except (jsonschema.ValidationError, jsonschema.SchemaError, TypeError, ValueError, RecursionError):
+    except (TypeError, ValueError, RecursionError):
+        return None
+    if not isinstance(value, dict) or first_error(value, schema) is not None:
         return None
     return value
 
@@ -91,7 +92,10 @@ def _value(schema: dict[str, Any], depth: int) -> Any:
         return {name: _named(name, properties.get(name) or {"type": "string"}, depth + 1) for name in required}
     if kind == "array":
         items = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
-        return [_value(items, depth + 1) for _ in range(int(schema.get("minItems") or 0))]
+        count = int(schema.get("minItems") or 0)
+        if count > MAX_ITEMS:
+            raise ValueError(f"minItems {count} is more than {MAX_ITEMS}")
+        return [_value(items, depth + 1) for _ in range(count)]
     if kind == "integer" or kind == "number":
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         high = schema.get("maximum", schema.get("exclusiveMaximum"))
@@ -126,6 +130,8 @@ def _string(schema: dict[str, Any]) -> str:
                "date-time": "2026-01-01T00:00:00Z", "time": "12:00:00", "uuid": "00000000-0000-4000-8000-000000000000", "ipv4": "192.0.2.1"}
     text = formats.get(str(schema.get("format")), "test")
     minimum = int(schema.get("minLength") or 0)
+    if minimum > MAX_LENGTH:
+        raise ValueError(f"minLength {minimum} is more than {MAX_LENGTH}")
     if len(text) < minimum:
         text = text + "x" * (minimum - len(text))
     maximum = schema.get("maxLength")
@@ -178,10 +184,9 @@ def functional(result: dict[str, Any], output_schema: Any) -> tuple[bool, str]:
     if isinstance(output_schema, dict):
         if structured is None:
             return False, "outputSchema declared but no structuredContent"
-        try:
-            jsonschema.validate(structured, output_schema)
-        except (jsonschema.ValidationError, jsonschema.SchemaError) as exc:
-            return False, f"structuredContent does not match outputSchema: {exc.message[:120]}"
+        problem = first_error(structured, output_schema)
+        if problem is not None:
+            return False, f"structuredContent does not match outputSchema: {problem[:120]}"
     texts = [c.get("text", "") for c in content if isinstance(c, dict) and c.get("type") == "text"]
     if any(ERROR_TEXT.search(t) for t in texts):
         return False, "error text inside a successful result"

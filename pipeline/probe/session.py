@@ -20,7 +20,7 @@ from mcp import Client
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import Implementation
+from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult, Implementation
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
@@ -502,13 +502,15 @@ async def _call(client: Client, name: str, arguments: dict[str, Any]) -> tuple[s
     """("ok" | "is_error" | "jsonrpc_error" | "timeout" | "crash", the result dict or the error text, ms)."""
     started = time.perf_counter()
     try:
-        reply = await client.call_tool(name, arguments)
+        # Sent as a plain request: the SDK's call_tool would check the result against the tool's outputSchema with
+        # Python's `re`, which a hostile pattern can stall for ever; functional() checks it with bounded patterns.
+        reply = await client.session.send_request(CallToolRequest(params=CallToolRequestParams(name=name, arguments=arguments)), CallToolResult)
         payload = _dump(reply)
         outcome = "is_error" if reply.is_error else "ok"
     except MCPError as exc:
         payload = f"{exc.code}: {exc.message}"[:500]
         outcome = "timeout" if "timed out" in exc.message else "crash" if _connection_closed(exc) else "jsonrpc_error"
-    except (RuntimeError, ValidationError) as exc:  # the SDK refuses a result that breaks the tool's outputSchema
+    except (RuntimeError, ValidationError) as exc:  # a result that is not a CallToolResult of the negotiated version
         payload, outcome = f"{type(exc).__name__}: {exc}"[:500], "invalid_result"
     except Exception as exc:  # noqa: BLE001 - the session itself broke
         payload, outcome = f"{type(exc).__name__}: {exc}"[:500], "crash"

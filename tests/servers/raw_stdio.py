@@ -3,7 +3,8 @@
 Faults: silent, garbage, exit-early, bad-version, bad-schema, crash-on-list, slow-list, huge-list (a 1 MB line),
 endless-line (bytes without end, no newline), bad-bytes (an undecodable line before each answer), modern-only
 (answers server/discover at 2026-07-28 and refuses initialize), flood (answers initialize with log notifications
-for ever), good.
+for ever), hostile-schemas (a read-only tool whose outputSchema pattern backtracks catastrophically on the result
+it returns, and one that asks for a billion items), good.
 """
 
 import json
@@ -66,9 +67,19 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [dict(TOOL, description="x" * 1_000_000)]}})
             continue
         tool = dict(TOOL, inputSchema={"type": "string"}) if FAULT == "bad-schema" else TOOL
-        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool]}})
+        tools = [tool]
+        if FAULT == "hostile-schemas":
+            read_only = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+            tools = [{"name": "get_code", "description": "Get the code.", "annotations": read_only, "inputSchema": {"type": "object"},
+                      "outputSchema": {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a|aa)+$"}}}},
+                     {"name": "list_items", "description": "List items by id.", "annotations": read_only,
+                      "inputSchema": {"type": "object", "properties": {"ids": {"type": "array", "minItems": 1_000_000_000}}, "required": ["ids"]}}]
+        send({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}})
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
+    elif method == "tools/call" and FAULT == "hostile-schemas" and request["params"]["name"] == "get_code":
+        code = "a" * 200 + "!"
+        send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": code}], "structuredContent": {"code": code}}})
     elif method == "tools/call":
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Unknown tool"}})
     else:
