@@ -56,6 +56,8 @@ async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
                 await writer.drain()
         elif path == "/badjson":
             writer.write(reply(b"{this is not json"))
+        elif path == "/deep":  # valid JSON nested deeper than any parser should follow
+            writer.write(reply(b"[" * 100_000 + b"]" * 100_000))
         elif path == "/notrpc":
             writer.write(reply(b'{"hello": "world"}'))
         elif path == "/html":
@@ -128,6 +130,7 @@ def post(url: str, limits: Limits = LIMITS, method: str = "initialize"):
     ("/forever", Failure.timeout, ProbeOutcome.timeout),
     ("/huge", Failure.too_large, ProbeOutcome.protocol_error),
     ("/badjson", Failure.invalid_json, ProbeOutcome.protocol_error),
+    ("/deep", Failure.invalid_json, ProbeOutcome.protocol_error),
     ("/notrpc", Failure.invalid_json, ProbeOutcome.protocol_error),
     ("/html", Failure.wrong_content_type, ProbeOutcome.protocol_error),
     ("/crash", Failure.dropped, ProbeOutcome.crashed),

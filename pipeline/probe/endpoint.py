@@ -31,7 +31,7 @@ async def get_json(client: httpx.AsyncClient, url: str, limits: Limits, accept: 
         return status, kind, None
     try:
         return status, kind, json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return status, kind, None
 
 

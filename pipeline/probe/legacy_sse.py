@@ -146,7 +146,7 @@ class SseStream:
     def _message(self, payload: str) -> None:
         try:
             message = json.loads(payload)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:  # nesting deeper than the parser goes is not JSON we take
             raise Stopped(Failure.invalid_json, f"event {self.get.events} is not JSON: {payload[:80]!r}") from exc
         rid = message.get("id") if isinstance(message, dict) else None
         if rid in self.waiters and ("result" in message or "error" in message):

@@ -281,7 +281,7 @@ async def _bounded(response: httpx.Response, found: Exchange, limits: Limits) ->
 def _message(text: str, request_id: int | None) -> dict[str, Any]:
     try:
         message = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:  # nesting deeper than the parser goes is not JSON we take
         raise Stopped(Failure.invalid_json, f"not JSON: {exc}; starts {text[:80]!r}") from exc
     if isinstance(message, list):  # a batch: find ours
         message = next((m for m in message if isinstance(m, dict) and m.get("id") == request_id), None)
@@ -302,7 +302,7 @@ async def _read_stream(response: httpx.Response, request_id: int | None, found: 
                     raise Stopped(Failure.notification_flood, f"{limits.max_events:,} events without the response")
                 try:
                     message = json.loads(payload)
-                except json.JSONDecodeError as exc:
+                except (json.JSONDecodeError, RecursionError) as exc:
                     raise Stopped(Failure.invalid_json, f"event {found.events} is not JSON: {payload[:80]!r}") from exc
                 if isinstance(message, dict) and message.get("id") == request_id and ("result" in message or "error" in message):
                     found.response = message

@@ -218,13 +218,15 @@ async def deep_probe(server_id: str, running: Running, *, limits: Limits, total_
     gigabyte or lies in its handshake is classified by the bounded raw layer alone. Over stdio the session (itself
     bounded in time and bytes) comes first, and a server that speaks the modern era is asked `initialize` in a start
     of its own (pipeline.probe.stdio_eras)."""
+    started = time.perf_counter()
+    deadline = started + total_timeout  # one deadline for the whole probe, however it is split
     if running.transport == "stdio" or not running.url:
         result = await _probe("deep", server_id, running, limits, total_timeout, now, _run_checks)
         if running.transport == "stdio" and result.era is not None:
-            with anyio.move_on_after(total_timeout):
+            with anyio.move_on_after(deadline - time.perf_counter()):
                 await _other_era(result, running, limits)
+        result.duration_ms = (time.perf_counter() - started) * 1000
         return result
-    started = time.perf_counter()
     observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport=running.transport,
                            outcome=ProbeOutcome.protocol_error)
     negotiation = await _observe(observed, running, limits, total_timeout)
@@ -236,10 +238,12 @@ async def deep_probe(server_id: str, running: Running, *, limits: Limits, total_
         observed.duration_ms = (time.perf_counter() - started) * 1000
         return observed
     # The SDK session speaks the transport that answered (an endpoint that refused Streamable HTTP may speak SSE).
-    result = await _probe("deep", server_id, replace(running, transport=negotiation.transport), limits, total_timeout, now, _run_checks)
+    result = await _probe("deep", server_id, replace(running, transport=negotiation.transport), limits, max(0.0, deadline - time.perf_counter()),
+                          now, _run_checks)
     result.eras, result.http, result.exchanges = observed.eras, observed.http, observed.exchanges
     result.checks[:0] = observed.checks
     _named_state(result, negotiation.exchanges)
+    result.duration_ms = (time.perf_counter() - started) * 1000
     return result
 
 
