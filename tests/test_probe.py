@@ -213,6 +213,29 @@ def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed
     assert leftover_processes(str(TEST_SERVERS)) == []
 
 
+def test_a_server_cannot_fill_the_disk_with_its_stderr(tmp_path):
+    """The sandbox caps every file a server writes; its stderr log is one, so endless logging stops at the cap."""
+    import signal
+    import subprocess
+    import sys
+
+    import anyio
+
+    from pipeline.probe.sandbox import _FILE_LIMIT, MAX_FILE_BYTES, LocalProcessSandbox
+
+    async def flood():
+        async with LocalProcessSandbox().start(raw_server_spec("stderr-flood"), python_installed()) as running:
+            done = subprocess.run([running.command, *running.args], env=running.env, cwd=running.cwd, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.DEVNULL, stderr=running.errlog, timeout=60)
+            running.errlog.flush()
+            return done.returncode, running.stderr_path.stat().st_size, running.stderr_tail(100)
+
+    code, size, tail = anyio.run(flood)
+    assert code != 0 and size <= MAX_FILE_BYTES and tail  # a Python server gets "File too large" and dies of it
+    other = subprocess.run([sys.executable, "-c", _FILE_LIMIT, "1000", "/bin/sh", "-c", "exec yes > big.txt"], cwd=tmp_path, timeout=30)
+    assert other.returncode == -signal.SIGXFSZ and (tmp_path / "big.txt").stat().st_size == 1000  # others are stopped by the kernel
+
+
 def test_real_installer_records_failures(tmp_path):
     bad = LaunchSpec(registry="pypi", package="not a valid requirement!!", command="x", transport="stdio")
     results = Installer(tmp_path, timeout=120).install([bad])

@@ -1,8 +1,9 @@
 """Start local servers for probing: a child process with a scrubbed environment in a throw-away dir.
 
 `LocalProcessSandbox` is the default Sandbox. It scrubs the environment (no host secrets reach
-the server), gives each start a fresh working and home directory, and kills the whole process
-group afterwards. It does not cut the network or cap memory: that is the Docker/namespace
+the server), gives each start a fresh working and home directory, caps the size of any file the
+server writes (its stderr log included, so a server cannot fill the disk), and kills the whole
+process group afterwards. It does not cut the network or cap memory: that is the Docker/namespace
 sandbox's job (a later stage); the interface is the same.
 """
 
@@ -13,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -26,6 +28,19 @@ from pipeline.models import LaunchSpec, Transport
 from pipeline.probe.install import Installed
 
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
+MAX_FILE_BYTES = 64 * 1024 * 1024  # any one file a server writes; past it the kernel stops the server (SIGXFSZ; a
+# Python server, which ignores that signal, gets "File too large" errors instead)
+# Sets RLIMIT_FSIZE, then becomes the server: the limit is inherited by the server and everything it starts.
+_FILE_LIMIT = """
+import os, resource, signal, sys
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it, and exec would pass that on
+try:
+    os.execv(sys.argv[2], sys.argv[2:])
+except OSError as exc:
+    sys.exit(f"cannot execute {sys.argv[2]}: {exc}")
+"""
 
 
 class StartFailed(Exception):
@@ -83,8 +98,8 @@ class LocalProcessSandbox:
             env.update({k: _expand(v, values) for k, v in spec.env.items()})
             running = Running(
                 transport=spec.transport,
-                command=str(installed.executable),
-                args=args,
+                command=sys.executable,
+                args=("-c", _FILE_LIMIT, str(MAX_FILE_BYTES), str(installed.executable), *args),
                 env=env,
                 cwd=workdir,
                 errlog=errlog,

@@ -4,7 +4,7 @@ Faults: silent, garbage, exit-early, bad-version, bad-schema, crash-on-list, slo
 endless-line (bytes without end, no newline), bad-bytes (an undecodable line before each answer), modern-only
 (answers server/discover at 2026-07-28 and refuses initialize), flood (answers initialize with log notifications
 for ever), hostile-schemas (a read-only tool whose outputSchema pattern backtracks catastrophically on the result
-it returns, and one that asks for a billion items), good.
+it returns, and one that asks for a billion items), stderr-flood (writes to stderr for ever), good.
 """
 
 import json
@@ -20,6 +20,10 @@ def send(message):
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
+
+if FAULT == "stderr-flood":  # logs without end: the sandbox's file-size limit must stop it
+    while True:
+        sys.stderr.write("x" * 1_000_000 + "\n")
 
 if FAULT == "exit-early":
     sys.stderr.write("fatal: missing configuration FOO_API_KEY\n")
