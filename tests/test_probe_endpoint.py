@@ -168,6 +168,34 @@ def test_tls_version_is_read_and_an_untrusted_certificate_is_invalid(self_signed
         assert facts.tls_version == version and facts.cert_valid is False  # ... and the facts say why
 
 
+def test_a_tls_handshake_dripped_a_byte_at_a_time_is_cut_at_the_deadline():
+    import socket
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def drip():
+        conn, _ = listener.accept()
+        with conn:
+            conn.sendall(b"\x16\x03\x03\x40\x00")  # a TLS record header announcing 16 KB of handshake ...
+            while not stop.is_set():  # ... then a byte every 0.2 s: no single read times out, the handshake never ends
+                try:
+                    conn.sendall(b"\x00")
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+    threading.Thread(target=drip, daemon=True).start()
+    started = time.monotonic()
+    try:
+        assert anyio.run(tls_facts, f"https://127.0.0.1:{listener.getsockname()[1]}/mcp", 1.0) == (None, None)
+        assert time.monotonic() - started < 2
+    finally:
+        stop.set()
+        listener.close()
+
+
 def test_opted_out_servers_are_not_probed_and_delisted_ones_stay_off(db, settings):
     import io
     from datetime import timedelta

@@ -58,6 +58,8 @@ async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
             writer.write(reply(b"{this is not json"))
         elif path == "/deep":  # valid JSON nested deeper than any parser should follow
             writer.write(reply(b"[" * 100_000 + b"]" * 100_000))
+        elif path == "/wrongid":  # a well-formed answer to some other request
+            writer.write(reply(rpc_result({"protocolVersion": "2025-11-25"}, request_id=987)))
         elif path == "/notrpc":
             writer.write(reply(b'{"hello": "world"}'))
         elif path == "/html":
@@ -131,6 +133,7 @@ def post(url: str, limits: Limits = LIMITS, method: str = "initialize"):
     ("/huge", Failure.too_large, ProbeOutcome.protocol_error),
     ("/badjson", Failure.invalid_json, ProbeOutcome.protocol_error),
     ("/deep", Failure.invalid_json, ProbeOutcome.protocol_error),
+    ("/wrongid", Failure.invalid_json, ProbeOutcome.protocol_error),
     ("/notrpc", Failure.invalid_json, ProbeOutcome.protocol_error),
     ("/html", Failure.wrong_content_type, ProbeOutcome.protocol_error),
     ("/crash", Failure.dropped, ProbeOutcome.crashed),

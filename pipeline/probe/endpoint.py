@@ -6,6 +6,7 @@ Every read is a bounded GET; whatever a server sends, the answer is a fact or No
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import socket
@@ -89,27 +90,39 @@ async def endpoint_facts(client: httpx.AsyncClient, url: str, first: Exchange, l
 
 
 async def tls_facts(url: str, timeout: float) -> tuple[str | None, bool | None]:
-    """(TLS version, certificate valid) of an https endpoint; the version is read even when the certificate fails."""
+    """(TLS version, certificate valid) of an https endpoint; the version is read even when the certificate fails.
+    The handshake runs in a thread, bounded twice: the socket's timeout is a deadline for the whole handshake (so a
+    server that drips it byte by byte is cut off), and the probe stops waiting at `timeout` whatever the thread does."""
     parts = urlsplit(url)
     host, port = parts.hostname or "", parts.port or 443
 
     def handshake(verify: bool) -> str | None:
-        context = ssl.create_default_context()
-        if not verify:
-            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
         with socket.create_connection((host, port), timeout=timeout) as raw:
-            with context.wrap_socket(raw, server_hostname=host) as secured:
+            with _tls_contexts(verify).wrap_socket(raw, server_hostname=host) as secured:
                 return secured.version()
 
+    async def bounded(verify: bool) -> str | None:
+        with anyio.fail_after(timeout):
+            return await anyio.to_thread.run_sync(handshake, verify, abandon_on_cancel=True)
+
     try:
-        return await anyio.to_thread.run_sync(handshake, True), True
+        return await bounded(True), True
     except ssl.SSLCertVerificationError:
         try:
-            return await anyio.to_thread.run_sync(handshake, False), False
-        except (OSError, ssl.SSLError):
+            return await bounded(False), False
+        except (OSError, ssl.SSLError, TimeoutError):
             return None, False
-    except (OSError, ssl.SSLError):
+    except (OSError, ssl.SSLError, TimeoutError):
         return None, None
+
+
+@functools.cache
+def _tls_contexts(verify: bool) -> ssl.SSLContext:
+    """Built once each: a context loads the CA bundle, tens of milliseconds of CPU."""
+    context = ssl.create_default_context()
+    if not verify:
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    return context
 
 
 async def _protected_resource(client: httpx.AsyncClient, url: str, challenge: str, limits: Limits) -> dict[str, Any] | None:

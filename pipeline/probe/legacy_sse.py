@@ -71,7 +71,8 @@ class SseStream:
         except (httpx.HTTPError, OSError) as exc:
             found.failure, found.detail = read_failure(exc, found.status)
         finally:
-            self.waiters.pop(request_id, None) if request_id is not None else None
+            if request_id is not None:
+                self.waiters.pop(request_id, None)
         found.ms = (time.perf_counter() - started) * 1000
         return found
 

@@ -151,7 +151,8 @@ def private_address(url: str) -> str | None:
 async def refuse_private(url: str, limits: Limits) -> None:
     if limits.allow_private:
         return
-    address = await anyio.to_thread.run_sync(private_address, url)  # DNS blocks: off the event loop, inside the deadline
+    # DNS blocks: off the event loop, and abandoned (not waited out) when the exchange's deadline passes.
+    address = await anyio.to_thread.run_sync(private_address, url, abandon_on_cancel=True)
     if address:
         raise Stopped(Failure.refused_private, f"{urlsplit(url).hostname} resolves to {address}, which is not a public address")
 
@@ -287,6 +288,8 @@ def _message(text: str, request_id: int | None) -> dict[str, Any]:
         message = next((m for m in message if isinstance(m, dict) and m.get("id") == request_id), None)
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0" or ("result" not in message and "error" not in message):
         raise Stopped(Failure.invalid_json, f"not a JSON-RPC response: {text[:120]!r}")
+    if message.get("id") != request_id and not (message.get("id") is None and "error" in message):  # null: refused before its id was read
+        raise Stopped(Failure.invalid_json, f"the answer is to id {str(message.get('id'))[:40]!r}, not to ours ({request_id})")
     return message
 
 
