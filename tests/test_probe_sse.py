@@ -237,3 +237,14 @@ def test_the_fast_probe_over_sse(zoo, path, outcome):
     if outcome is ProbeOutcome.ok:
         assert result.era == "legacy" and result.connect_ms > 0 and result.ping_ms is not None
         assert [e["method"] for e in result.exchanges][-1] == "ping"
+
+
+def test_scoreboard_probe_prints_an_sse_server_as_seen_over_sse(zoo):
+    import subprocess
+    import sys
+
+    origin, _ = zoo
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "probe", origin + "/good"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "outcome: ok" in done.stdout and "protocol: legacy 2025-06-18 via initialize over sse" in done.stdout
+    assert "Streamable HTTP refused (HTTP 405)" in done.stdout and "tools: 1: get_weather" in done.stdout
