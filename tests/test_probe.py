@@ -232,7 +232,8 @@ def test_a_server_cannot_fill_the_disk_with_its_stderr(tmp_path):
 
     code, size, tail = anyio.run(flood)
     assert code != 0 and size <= MAX_FILE_BYTES and tail  # a Python server gets "File too large" and dies of it
-    other = subprocess.run([sys.executable, "-c", _FILE_LIMIT, "1000", "/bin/sh", "-c", "exec yes > big.txt"], cwd=tmp_path, timeout=30)
+    (tmp_path / "resource.py").write_text("raise SystemExit('a planted module ran')\n")  # isolated mode does not import it
+    other = subprocess.run([sys.executable, "-I", "-c", _FILE_LIMIT, "1000", "/bin/sh", "-c", "exec yes > big.txt"], cwd=tmp_path, timeout=30)
     assert other.returncode == -signal.SIGXFSZ and (tmp_path / "big.txt").stat().st_size == 1000  # others are stopped by the kernel
 
 

@@ -85,13 +85,15 @@ def test_the_prober_calls_only_safe_tools_and_classifies_what_they_do(tmp_path, 
     result = anyio.run(check._probe, server, command, {"TOOL_ZOO_CALLS": str(calls)}, settings, NOW)
     assert result.outcome.value == "ok", result.detail
     called = set(calls.read_text().split())
-    assert called == {"get_status", "search_animals"}  # never: a lying annotation, a mutating name, no annotations, open-world
+    # never: a lying annotation, a mutating name, no annotations, open-world, a listed tool named like the unknown-tool check's
+    assert called == {"get_status", "search_animals"}
     invocations = {i.tool: i for i in result.invocations}
     assert set(invocations) == {"get_status", "search_animals"}
     assert invocations["get_status"].outcome == "ok" and invocations["get_status"].functional is True
     assert invocations["search_animals"].outcome == "ok" and invocations["search_animals"].functional is False
     assert "error text" in invocations["search_animals"].detail
     checks = {c.name: c for c in result.checks}
+    assert checks["error_unknown_tool"].passed is True  # asked of a name the server does not list
     assert checks["error_missing_parameter"].passed is True and checks["error_missing_parameter"].outcome in ("jsonrpc_error", "is_error")
     assert checks["error_wrong_type"].passed is True
     fuzz = [(f.tool, f.case, f.outcome) for f in result.fuzz]
@@ -140,6 +142,11 @@ def test_schema_patterns_are_checked_with_a_time_limit():
     started = time.monotonic()
     slow = first_error({"id": "a" * 200 + "!"}, {"properties": {"id": {"pattern": "^(a|aa)+$"}}})
     assert "could not be checked" in slow and time.monotonic() - started < 1
+    # unevaluatedProperties would run patternProperties through Python's `re`: with those around, it is not checked
+    started = time.monotonic()
+    assert first_error({"a" * 40 + "!": 1}, {"patternProperties": {"^(a+)+$": {}}, "unevaluatedProperties": False}) is None
+    assert time.monotonic() - started < 1
+    assert "Unevaluated" in first_error({"x": 1}, {"properties": {"y": {}}, "unevaluatedProperties": False})  # checked otherwise
     assert first_error({}, {"type": "no-such-type"}).startswith("invalid schema")
     assert arguments_for({"type": "object", "properties": {"ids": {"type": "array", "minItems": 10**9}}, "required": ["ids"]}) is None
     assert arguments_for({"type": "object", "properties": {"s": {"type": "string", "minLength": 10**12}}, "required": ["s"]}) is None

@@ -40,6 +40,7 @@ async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
         length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
         body = json.loads(await reader.readexactly(length)) if length else {}
         request_id = body.get("id")
+        verb = head.split(b" ", 1)[0]
         sse = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
         if path == "/never":
             await asyncio.sleep(3600)
@@ -87,6 +88,8 @@ async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
                                extra='WWW-Authenticate: Bearer resource_metadata="https://auth.example/.well-known/oauth-protected-resource"\r\n'))
         elif path == "/broken":
             writer.write(reply(b"Internal Server Error", kind="text/plain", status="500 Internal Server Error"))
+        elif path == "/slowtool":  # a legacy-only stateful server whose one read-only tool never answers
+            await _slow_tool_server(verb, body, writer)
         elif path == "/liar":  # initialize answered with a version that does not exist; no modern era
             if body.get("method") == "initialize":
                 writer.write(reply(rpc_result({"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "liar", "version": "0"}},
@@ -99,6 +102,31 @@ async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
         pass
     finally:
         writer.close()
+
+
+async def _slow_tool_server(verb: bytes, body: dict, writer: asyncio.StreamWriter) -> None:
+    method, request_id = body.get("method"), body.get("id")
+    session = "Mcp-Session-Id: slow-1\r\n"
+    if verb == b"GET":  # the standalone event stream: open, and quiet, for as long as the client keeps it
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(3600)
+    elif verb == b"DELETE" or request_id is None:
+        writer.write(reply(b"", status="202 Accepted"))
+    elif method == "initialize":
+        writer.write(reply(rpc_result({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "slow", "version": "1"}},
+                                      request_id), extra=session))
+    elif method == "tools/list":
+        tool = {"name": "get_report", "description": "Get the daily report.", "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}}
+        writer.write(reply(rpc_result({"tools": [tool]}, request_id), extra=session))
+    elif method == "ping":
+        writer.write(reply(rpc_result({}, request_id), extra=session))
+    elif method == "tools/call" and body["params"]["name"] == "get_report":
+        await asyncio.sleep(3600)  # the report never comes
+    else:
+        error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": f"no {method}"}}
+        writer.write(reply(json.dumps(error).encode(), status="400 Bad Request" if method == "server/discover" else "200 OK", extra=session))
 
 
 @pytest.fixture(scope="module")
@@ -247,3 +275,19 @@ def test_a_full_deep_probe_of_a_hostile_server_ends_classified_within_its_bounds
     assert time.monotonic() - started < 10  # the probe's total deadline; each request stops at its own 1.5 s
     assert result.tools is None and result.invocations is None  # no SDK session was opened on a server like this
     assert result.exchanges and result.checks[0].name == "era_negotiation" and result.checks[0].outcome == "broken"
+
+
+def test_a_tool_that_never_answers_is_a_timeout_not_a_crash(zoo):
+    """Over the legacy era a timed-out call keeps its connection busy; the session must still have room to ask whether
+    the server is alive, so the call is recorded as the timeout it was, and nothing more is asked of that session."""
+    from datetime import datetime, timezone
+
+    from pipeline.probe.sandbox import Running
+    from pipeline.probe.session import deep_probe
+
+    started = time.monotonic()
+    result = anyio.run(lambda: deep_probe("slow", Running(transport="streamable-http", url=zoo + "/slowtool"),
+                                          limits=Limits(timeout=1.5, allow_private=True), total_timeout=20, now=datetime.now(timezone.utc)))
+    assert result.outcome is ProbeOutcome.ok and result.era == "legacy", result.detail
+    assert [(i.tool, i.outcome) for i in result.invocations] == [("get_report", "timeout")]
+    assert result.fuzz is None and time.monotonic() - started < 15

@@ -89,6 +89,10 @@ class SseZoo:
             while True:
                 writer.write(b"x" * 65536)
                 await writer.drain()
+        if kind == "badendpoint":
+            writer.write(event("http://[::1/messages", name="endpoint"))
+            await writer.drain()
+            await asyncio.sleep(3600)
         if kind == "elsewhere":
             writer.write(event("http://203.0.113.9/messages?session=1", name="endpoint"))
             await writer.drain()
@@ -116,6 +120,8 @@ class SseZoo:
             queue.put_nowait(None)
         elif kind == "badjson":
             queue.put_nowait(event("{this is not json"))
+        elif kind == "listid":  # an answer whose id is a list: no request of ours has that id
+            queue.put_nowait(event({"jsonrpc": "2.0", "id": [rid], "result": {}}))
         elif method == "initialize":
             version = "1999-01-01" if kind == "liar" else "2025-06-18"
             queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "result": {
@@ -178,6 +184,8 @@ def test_a_well_behaved_sse_server_negotiates_the_legacy_era(zoo):
     ("/flood", Failure.notification_flood, ProbeOutcome.protocol_error, "events on the stream"),
     ("/huge", Failure.too_large, ProbeOutcome.protocol_error, "stream passed 200,000 bytes"),
     ("/elsewhere", Failure.http_error, ProbeOutcome.http_error, "another origin"),
+    ("/badendpoint", Failure.http_error, ProbeOutcome.http_error, "an unusable URL"),
+    ("/listid", Failure.timeout, ProbeOutcome.timeout, "no answer on the event stream"),
     ("/silent", Failure.timeout, ProbeOutcome.timeout, "no answer on the event stream"),
     ("/badjson", Failure.invalid_json, ProbeOutcome.protocol_error, "is not JSON"),
     ("/hangup", Failure.dropped, ProbeOutcome.crashed, "the event stream ended"),
@@ -216,7 +224,7 @@ def test_the_deep_probe_falls_back_to_sse_when_streamable_http_is_refused(zoo):
     assert result.eras.legacy is True and result.eras.modern is False
     assert [t["name"] for t in result.tools] == ["get_weather"]
     assert [(i.tool, i.outcome, i.functional) for i in result.invocations] == [("get_weather", "ok", True)]
-    assert result.exchanges[0]["method"] == "GET (event stream)"
+    assert [(e["method"], e["status"]) for e in result.exchanges][:3] == [("server/discover", 405), ("initialize", 405), ("GET (event stream)", 200)]
     # Opened like a page, the SSE endpoint streams: not a setup page, and not read until the deadline either.
     assert result.http.html_setup_page is False and time.monotonic() - started < 2.5
 
@@ -237,6 +245,13 @@ def test_the_fast_probe_over_sse(zoo, path, outcome):
     if outcome is ProbeOutcome.ok:
         assert result.era == "legacy" and result.connect_ms > 0 and result.ping_ms is not None
         assert [e["method"] for e in result.exchanges][-1] == "ping"
+
+
+def test_the_fast_probe_falls_back_to_sse_too(zoo):
+    origin, _ = zoo
+    result = anyio.run(lambda: raw_fast_probe("sse", origin + "/good", transport="streamable-http", limits=LIMITS, total_timeout=10, now=NOW))
+    assert result.outcome is ProbeOutcome.ok and (result.transport, result.era) == ("sse", "legacy"), result.detail
+    assert [(e["method"], e["status"]) for e in result.exchanges][:3] == [("server/discover", 405), ("initialize", 405), ("GET (event stream)", 200)]
 
 
 def test_scoreboard_probe_prints_an_sse_server_as_seen_over_sse(zoo):

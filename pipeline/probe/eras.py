@@ -139,11 +139,11 @@ async def negotiate_over(send: Send, found: Negotiation | None = None) -> Negoti
     return found
 
 
-def refused_streamable(found: Negotiation) -> bool:
-    """Did the endpoint refuse Streamable HTTP the way a legacy HTTP+SSE server does (400, 404 or 405 to the POST)?
+def refused_streamable(exchanges: list[Exchange]) -> bool:
+    """Did the endpoint refuse every Streamable HTTP POST the way a legacy HTTP+SSE server does (400, 404 or 405)?
     The spec's backwards-compatibility rule then has the client try the old transport at the same URL."""
-    return found.era == "broken" and bool(found.exchanges) and all(
-        e.failure in (Failure.http_error, Failure.wrong_content_type) and e.status in (400, 404, 405) for e in found.exchanges)
+    return bool(exchanges) and all(e.failure in (Failure.http_error, Failure.wrong_content_type) and e.status in (400, 404, 405)
+                                   for e in exchanges)
 
 
 async def _spec_readiness(send: Send, found: Negotiation) -> None:

@@ -19,7 +19,7 @@ import anyio
 import httpx
 
 from pipeline.probe.eras import Negotiation, negotiate_over
-from pipeline.probe.raw import Exchange, Failure, Limits, Stopped, gate, lines, read_failure, refuse_private
+from pipeline.probe.raw import TRANSPORT_ERRORS, Exchange, Failure, Limits, Stopped, gate, lines, read_failure, refuse_private
 
 STREAM = "GET (event stream)"
 
@@ -68,7 +68,7 @@ class SseStream:
             found.failure, found.detail = stop.failure, stop.detail
         except TimeoutError:
             found.failure, found.detail = Failure.timeout, f"no answer on the event stream within {self.limits.timeout:g} s"
-        except (httpx.HTTPError, OSError) as exc:
+        except TRANSPORT_ERRORS as exc:
             found.failure, found.detail = read_failure(exc, found.status)
         finally:
             if request_id is not None:
@@ -105,8 +105,10 @@ class SseStream:
             raise Stopped(Failure.redirect_loop, f"more than {self.limits.max_redirects} redirects: {' -> '.join(self.get.redirects[:5])}")
         except Stopped as stop:
             self.get.failure, self.get.detail = stop.failure, stop.detail
-        except (httpx.HTTPError, OSError) as exc:
+        except TRANSPORT_ERRORS as exc:
             self.get.failure, self.get.detail = read_failure(exc, self.get.status)
+        except Exception as exc:  # noqa: BLE001 - whatever else a hostile stream provokes ends the stream, classified
+            self.get.failure, self.get.detail = Failure.invalid_json, f"{type(exc).__name__}: {exc}"[:500]
         finally:
             if self.endpoint is None:
                 self.get.ms = (time.perf_counter() - started) * 1000
@@ -150,7 +152,7 @@ class SseStream:
         except (json.JSONDecodeError, RecursionError) as exc:  # nesting deeper than the parser goes is not JSON we take
             raise Stopped(Failure.invalid_json, f"event {self.get.events} is not JSON: {payload[:80]!r}") from exc
         rid = message.get("id") if isinstance(message, dict) else None
-        if rid in self.waiters and ("result" in message or "error" in message):
+        if isinstance(rid, int) and rid in self.waiters and ("result" in message or "error" in message):
             self.replies[rid] = message
             self.waiters[rid].set()
         else:

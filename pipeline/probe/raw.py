@@ -206,18 +206,25 @@ async def exchange(
         found.failure, found.detail = stop.failure, stop.detail
     except TimeoutError:
         found.failure, found.detail = Failure.timeout, f"no complete answer within {limits.timeout:g} s"
-    except (httpx.HTTPError, OSError) as exc:
+    except TRANSPORT_ERRORS as exc:
         found.failure, found.detail = read_failure(exc, found.status)
     found.ms = (time.perf_counter() - started) * 1000
     return found
 
 
-def read_failure(exc: httpx.HTTPError | OSError, status: int | None) -> tuple[Failure, str]:
+# What a request can raise besides our own Stopped: transport errors, and URLs a server handed us (a Location, an
+# SSE endpoint) that cannot be used.
+TRANSPORT_ERRORS = (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError)
+
+
+def read_failure(exc: Exception, status: int | None) -> tuple[Failure, str]:
     """How a transport error ended an exchange (`status`: the reply's, if one had begun)."""
     detail = f"{type(exc).__name__}: {exc}"[:500]
+    if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError)):
+        return Failure.http_error, f"an unusable URL: {detail}"
     if isinstance(exc, httpx.TimeoutException):
         return Failure.timeout, detail
-    if isinstance(exc, (httpx.ConnectError, httpx.UnsupportedProtocol, OSError)):
+    if isinstance(exc, (httpx.ConnectError, OSError)):
         return Failure.unreachable, detail
     if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
         return (Failure.dropped if status is not None else Failure.unreachable), detail

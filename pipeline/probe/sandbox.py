@@ -1,9 +1,9 @@
 """Start local servers for probing: a child process with a scrubbed environment in a throw-away dir.
 
 `LocalProcessSandbox` is the default Sandbox. It scrubs the environment (no host secrets reach
-the server), gives each start a fresh working and home directory, caps the size of any file the
-server writes (its stderr log included, so a server cannot fill the disk), and kills the whole
-process group afterwards. It does not cut the network or cap memory: that is the Docker/namespace
+the server), gives each start a fresh working and home directory, caps the size of each file the
+server writes (its stderr log included, so no endless log can fill the disk; it is a cap per file,
+not a disk quota), and kills the whole process group afterwards. It does not cut the network or cap memory: that is the Docker/namespace
 sandbox's job (a later stage); the interface is the same.
 """
 
@@ -35,7 +35,8 @@ _FILE_LIMIT = """
 import os, resource, signal, sys
 limit = int(sys.argv[1])
 resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # Python ignores it, and exec would pass that on
+for name in ("SIGXFSZ", "SIGPIPE"):  # Python ignores these, and exec would pass that on to the server
+    signal.signal(getattr(signal, name), signal.SIG_DFL)
 try:
     os.execv(sys.argv[2], sys.argv[2:])
 except OSError as exc:
@@ -99,7 +100,8 @@ class LocalProcessSandbox:
             running = Running(
                 transport=spec.transport,
                 command=sys.executable,
-                args=("-c", _FILE_LIMIT, str(MAX_FILE_BYTES), str(installed.executable), *args),
+                # -I: isolated, so nothing in the server's working directory (a planted resource.py) is imported first.
+                args=("-I", "-c", _FILE_LIMIT, str(MAX_FILE_BYTES), str(installed.executable), *args),
                 env=env,
                 cwd=workdir,
                 errlog=errlog,

@@ -61,15 +61,33 @@ def _additional_properties(validator: Any, additional: Any, instance: Any, schem
         yield ValidationError(f"additional properties are not allowed ({', '.join(repr(k[:40]) for k in extras[:5])} unexpected)")
 
 
+def _unchecked(validator: Any, value: Any, instance: Any, schema: dict[str, Any]) -> Iterator[ValidationError]:
+    return iter(())
+
+
 SafeValidator = extend(Draft202012Validator, {"pattern": _pattern, "patternProperties": _pattern_properties,
                                               "additionalProperties": _additional_properties})
+# jsonschema decides unevaluatedProperties with Python's `re` over every patternProperties in reach; where a schema
+# has any, that keyword is left unchecked rather than run unbounded.
+PatternSafeValidator = extend(SafeValidator, {"unevaluatedProperties": _unchecked})
+
+
+def _mentions(schema: Any, key: str, depth: int = 0) -> bool:
+    if depth > 50:
+        return True  # deeper than any real schema: assume the worst
+    if isinstance(schema, dict):
+        return key in schema or any(_mentions(v, key, depth + 1) for v in schema.values())
+    if isinstance(schema, list):
+        return any(_mentions(v, key, depth + 1) for v in schema)
+    return False
 
 
 def first_error(instance: Any, schema: Any) -> str | None:
     """Why `instance` is not valid against `schema` (None when it is); an unusable schema is a reason too."""
+    cls = PatternSafeValidator if _mentions(schema, "patternProperties") else SafeValidator
     try:
-        SafeValidator.check_schema(schema)
-        error = jsonschema.exceptions.best_match(SafeValidator(schema).iter_errors(instance))
+        cls.check_schema(schema)
+        error = jsonschema.exceptions.best_match(cls(schema).iter_errors(instance))
     except jsonschema.SchemaError as exc:
         return f"invalid schema: {exc.message[:160]}"
     except Exception as exc:  # noqa: BLE001 - unknown types, unresolvable $refs, recursion: the server's schema is unusable

@@ -196,10 +196,14 @@ async def _probe(
         result.outcome, result.detail = classify(exc, connected)
     crashed = next((c for c in result.checks if c.outcome == ProbeOutcome.crashed.value), None)
     if cap.exceeded:
-        # What broke the session (or just one answer) was a bound: say which, not "crashed" or "parse error".
         result.checks.append(CheckResult(name="message_bounds", outcome=cap.kind or "", passed=False, detail=cap.exceeded))
-        if result.outcome != ProbeOutcome.ok or crashed:
-            result.outcome, result.detail = ProbeOutcome.protocol_error, f"{(cap.kind or '').replace('_', ' ')}: {cap.exceeded}"
+    # Over HTTP a bound fails one exchange; over stdio (or in the handshake) it ends the session, and then what broke
+    # the session was the bound: say which, not "crashed" or "parse error".
+    if cap.exceeded and (running.transport == "stdio" or not connected) and (result.outcome != ProbeOutcome.ok or crashed):
+        result.outcome, result.detail = ProbeOutcome.protocol_error, f"{(cap.kind or '').replace('_', ' ')}: {cap.exceeded}"
+        for call in result.invocations or []:
+            if call.outcome == "crash":
+                call.detail = f"the session was ended by the prober's bound ({cap.exceeded}); {call.detail}"[:300]
     elif result.outcome == ProbeOutcome.ok and crashed:
         # The handshake worked, but the server died under a later request: that is a crash.
         result.outcome, result.detail = ProbeOutcome.crashed, f"server exited during {crashed.name}: {crashed.detail}"
@@ -224,12 +228,21 @@ async def deep_probe(server_id: str, running: Running, *, limits: Limits, total_
         result = await _probe("deep", server_id, running, limits, total_timeout, now, _run_checks)
         if running.transport == "stdio" and result.era is not None:
             with anyio.move_on_after(deadline - time.perf_counter()):
-                await _other_era(result, running, limits)
+                try:
+                    await _other_era(result, running, limits)
+                except Exception as exc:  # noqa: BLE001 - a second start that fails leaves the session's findings whole
+                    result.checks.insert(0, CheckResult(name="era_negotiation", outcome=result.era, passed=True,
+                                                        detail=f"the other era could not be asked: {type(exc).__name__}: {exc}"[:1000]))
         result.duration_ms = (time.perf_counter() - started) * 1000
         return result
     observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport=running.transport,
                            outcome=ProbeOutcome.protocol_error)
-    negotiation = await _observe(observed, running, limits, total_timeout)
+    try:
+        negotiation = await _observe(observed, running, limits, total_timeout)
+    except Exception as exc:  # noqa: BLE001 - the raw layer classifies what servers do; this is what it did not foresee
+        observed.outcome, observed.detail = ProbeOutcome.protocol_error, f"unclassified failure: {type(exc).__name__}: {exc}"[:1000]
+        observed.duration_ms = (time.perf_counter() - started) * 1000
+        return observed
     if negotiation is None:
         observed.outcome, observed.detail = ProbeOutcome.timeout, f"no complete negotiation within {total_timeout:g} s"
     elif negotiation.era == "broken":
@@ -254,7 +267,7 @@ async def negotiate_http(url: str, transport: str, limits: Limits) -> Negotiatio
     if transport == "streamable-http":
         async with probe_client(limits) as client:
             found = await negotiate(client, url, limits)
-        if not refused_streamable(found):
+        if found.era != "broken" or not refused_streamable(found.exchanges):
             return found
     async with probe_client(limits, connections=2) as client:
         over_sse = await negotiate_sse(client, url, limits)
@@ -264,6 +277,7 @@ async def negotiate_http(url: str, transport: str, limits: Limits) -> Negotiatio
         return found  # neither transport: Streamable HTTP's refusal says more about the endpoint
     status = found.exchanges[-1].status
     over_sse.problems.insert(0, f"Streamable HTTP refused (HTTP {status}); the legacy HTTP+SSE transport answered at the same URL")
+    over_sse.exchanges[:0] = found.exchanges  # the refusals are evidence too
     return over_sse
 
 
@@ -335,32 +349,21 @@ async def _raw_channel(url: str, transport: str, limits: Limits, exchanges: list
 async def raw_fast_probe(server_id: str, url: str, *, transport: str = "streamable-http", limits: Limits, total_timeout: float,
                          now: datetime) -> ProbeResult:
     """The monitor's health check over HTTP, on the raw layer: `server/discover` (modern), else `initialize` +
-    `notifications/initialized` + `ping` (legacy), then the session is closed. Timings are the exchanges' own (over
-    SSE, connecting includes opening the stream); a gate, a rate limit or a refusal is a named state."""
+    `notifications/initialized` + `ping` (legacy), then the session is closed; an endpoint that refuses Streamable
+    HTTP as an SSE-only server does is checked over HTTP+SSE. Timings are the exchanges' own (over SSE, connecting
+    includes opening the stream); a gate, a rate limit or a refusal is a named state."""
     started = time.perf_counter()
     result = ProbeResult(server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport=transport, outcome=ProbeOutcome.ok)
     exchanges: list[Exchange] = []
     problems: list[str] = []
     with anyio.move_on_after(total_timeout) as scope:
-        async with _raw_channel(url, transport, limits, exchanges) as (send, client):
-            opened = sum(e.ms for e in exchanges)  # the event stream's GET, over SSE
-            if await try_modern(send, exchanges, problems) is not None:
-                result.era, result.protocol_version, result.handshake = "modern", MODERN_VERSIONS[0], "server/discover"
-                result.connect_ms = opened + exchanges[-1].ms
-            elif exchanges[-1].outcome not in NAMED_STATES:
-                legacy, headers = await try_legacy(send, exchanges, problems)
-                if legacy is not None:
-                    result.era, result.protocol_version, result.handshake = "legacy", legacy["protocolVersion"], "initialize"
-                    result.connect_ms = opened + next(e.ms for e in exchanges if e.method == "initialize")
-                    ping = await send("ping", {}, request_id=3, headers=headers)
-                    exchanges.append(ping)
-                    result.ping_ms = ping.ms if ping.ok else None
-                    if "Mcp-Session-Id" in headers and transport != "sse":  # end the session we opened, as a client should
-                        with anyio.move_on_after(limits.timeout):
-                            try:
-                                await client.delete(url, headers=headers)
-                            except httpx.HTTPError:
-                                pass
+        try:
+            await _health_check(result, url, transport, limits, exchanges, problems)
+            if transport == "streamable-http" and result.era is None and refused_streamable(exchanges):
+                result.transport = "sse"
+                await _health_check(result, url, "sse", limits, exchanges, problems)
+        except Exception as exc:  # noqa: BLE001 - what the raw layer did not foresee is recorded, not raised
+            problems.append(f"unclassified failure: {type(exc).__name__}: {exc}"[:500])
     if scope.cancelled_caught:
         result.outcome, result.detail = ProbeOutcome.timeout, f"no complete health check within {total_timeout:g} s"
     elif result.era is None:
@@ -368,6 +371,28 @@ async def raw_fast_probe(server_id: str, url: str, *, transport: str = "streamab
     result.exchanges = [e.evidence() for e in exchanges]
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
+
+
+async def _health_check(result: ProbeResult, url: str, transport: str, limits: Limits, exchanges: list[Exchange], problems: list[str]) -> None:
+    async with _raw_channel(url, transport, limits, exchanges) as (send, client):
+        opened = exchanges[-1].ms if transport == "sse" else 0.0  # the event stream's GET
+        if await try_modern(send, exchanges, problems) is not None:
+            result.era, result.protocol_version, result.handshake = "modern", MODERN_VERSIONS[0], "server/discover"
+            result.connect_ms = opened + exchanges[-1].ms
+        elif exchanges[-1].outcome not in NAMED_STATES:
+            legacy, headers = await try_legacy(send, exchanges, problems)
+            if legacy is not None:
+                result.era, result.protocol_version, result.handshake = "legacy", legacy["protocolVersion"], "initialize"
+                result.connect_ms = opened + next(e.ms for e in reversed(exchanges) if e.method == "initialize")
+                ping = await send("ping", {}, request_id=3, headers=headers)
+                exchanges.append(ping)
+                result.ping_ms = ping.ms if ping.ok else None
+                if "Mcp-Session-Id" in headers and transport != "sse":  # end the session we opened, as a client should
+                    with anyio.move_on_after(limits.timeout):
+                        try:
+                            await client.delete(url, headers=headers)
+                        except httpx.HTTPError:
+                            pass
 
 
 async def fast_probe(server_id: str, running: Running, *, limits: Limits, total_timeout: float, now: datetime) -> ProbeResult:
@@ -446,7 +471,7 @@ async def _run_checks(result: ProbeResult, client: Client) -> None:
                 detail="; ".join(f"{n}: {', '.join(p)}" for n, p in sorted(invalid.items()))[:2000] or None,
             )
         )
-    await _check_unknown_tool(checks, client)
+    await _check_unknown_tool(checks, client, result.tools)
     if result.tools is not None:
         checks.extend(tool_text_checks(result.tools, result.instructions))
     if result.tools:
@@ -550,8 +575,8 @@ async def _exercise_tools(result: ProbeResult, client: Client) -> None:
         works, why = functional(payload, tool.get("outputSchema")) if outcome == "ok" else (False, str(payload)[:200])
         shown = "ok" if outcome in ("ok", "invalid_result") else outcome
         result.invocations.append(Invocation(tool=tool["name"], outcome=shown, functional=works if shown == "ok" else None, ms=ms, detail=why[:300]))
-        if outcome == "crash":
-            return  # the session is gone: nothing more can be asked of it
+        if outcome in ("crash", "timeout"):
+            return  # the session is gone, or may still be busy with that call: nothing more is asked of it
     with_required = next(((t, a) for t, a in plans if missing_required(t.get("inputSchema") or {}, a) is not None), None)
     if with_required is not None:
         tool, arguments = with_required
@@ -563,7 +588,7 @@ async def _exercise_tools(result: ProbeResult, client: Client) -> None:
             handled = outcome in ("jsonrpc_error", "is_error")
             result.checks.append(CheckResult(name=name, outcome=outcome if outcome != "ok" else "accepted", passed=handled,
                                              detail=f"{tool['name']}: {str(payload)[:300]}", ms=ms))
-            if outcome == "crash":
+            if outcome in ("crash", "timeout"):
                 return
     result.fuzz = []
     for tool, arguments in plans[:MAX_FUZZED]:
@@ -571,7 +596,7 @@ async def _exercise_tools(result: ProbeResult, client: Client) -> None:
             outcome, _, _ = await _call(client, tool["name"], bad)
             verdict = {"jsonrpc_error": "proper_error", "is_error": "proper_error", "timeout": "timeout", "crash": "crash"}.get(outcome, "accepted")
             result.fuzz.append(FuzzCase(tool=tool["name"], case=case, outcome=verdict))
-            if outcome == "crash":
+            if outcome in ("crash", "timeout"):
                 return
 
 
@@ -587,33 +612,24 @@ async def _check(checks: list[CheckResult], name: str, call, judge) -> None:
     checks.append(CheckResult(name=name, outcome=outcome, passed=passed, detail=detail, ms=(time.perf_counter() - started) * 1000))
 
 
-async def _check_unknown_tool(checks: list[CheckResult], client: Client) -> None:
+async def _check_unknown_tool(checks: list[CheckResult], client: Client, listed: list[dict[str, Any]] | None) -> None:
     """Seed 000 error handling: calling a tool that does not exist must yield an error, not a crash.
 
-    Safe: no server tool runs. JSON-RPC error and isError result both count as handled.
-    """
-    started = time.perf_counter()
-    try:
-        reply = await client.call_tool(UNKNOWN_TOOL, {})
-        handled = bool(reply.is_error)
-        outcome = "is_error_result" if handled else "accepted"
-        detail = _first_text(reply)
-    except MCPError as exc:
-        detail = f"{exc.code}: {exc.message}"[:500]
-        outcome = "timeout" if "timed out" in exc.message else "crash" if _connection_closed(exc) else "jsonrpc_error"
-        handled = outcome == "jsonrpc_error"
-    except Exception as exc:  # noqa: BLE001
-        handled = False
-        kind, detail = classify(exc, connected=True)
-        outcome = "timeout" if kind == ProbeOutcome.timeout else "crash"
-    checks.append(
-        CheckResult(name="error_unknown_tool", outcome=outcome, passed=handled, detail=detail, ms=(time.perf_counter() - started) * 1000)
-    )
+    Safe: no server tool runs (the name is one the server did not list). JSON-RPC error and isError result both
+    count as handled."""
+    names = {t.get("name") for t in listed or []}
+    name = UNKNOWN_TOOL
+    while name in names:
+        name += "_"
+    outcome, payload, ms = await _call(client, name, {})
+    shown = {"ok": "accepted", "is_error": "is_error_result", "invalid_result": "accepted"}.get(outcome, outcome)
+    detail = _first_text(payload) if isinstance(payload, dict) else str(payload)[:500]
+    checks.append(CheckResult(name="error_unknown_tool", outcome=shown, passed=outcome in ("is_error", "jsonrpc_error"), detail=detail, ms=ms))
 
 
-def _first_text(reply: Any) -> str | None:
-    for block in getattr(reply, "content", []) or []:
-        text = getattr(block, "text", None)
+def _first_text(reply: dict[str, Any]) -> str | None:
+    for block in reply.get("content") or []:
+        text = block.get("text") if isinstance(block, dict) else None
         if text:
             return text[:500]
     return None

@@ -41,8 +41,9 @@ class StdioChannel:
         started = time.perf_counter()
         try:
             with anyio.fail_after(self.limits.timeout):
-                message = (mcp_types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method=method, params=params) if request_id is not None
-                           else mcp_types.JSONRPCNotification(jsonrpc="2.0", method=method, params=params))
+                extra = {"params": params} if params is not None else {}  # JSON-RPC has no null params: leave them out
+                message = (mcp_types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method=method, **extra) if request_id is not None
+                           else mcp_types.JSONRPCNotification(jsonrpc="2.0", method=method, **extra))
                 await self.write.send(SessionMessage(message))
                 if request_id is not None:
                     found.response = await self._answer(request_id, found)

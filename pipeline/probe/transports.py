@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from pipeline.probe.raw import USER_AGENT
 from pipeline.probe.sandbox import Running
 
-EXIT_GRACE = 2.0  # seconds a stdio server gets to exit once its stdin closes, then again after SIGTERM
+EXIT_GRACE = 1.0  # seconds a stdio server gets to exit once its stdin closes, then again after SIGTERM and SIGKILL
 
 
 @dataclass
@@ -80,8 +80,10 @@ class _CappedStream(httpx2.AsyncByteStream):
 
 class _CappedTransport(httpx2.AsyncBaseTransport):
     def __init__(self, cap: MessageCap) -> None:
-        # Two connections: the session's requests, one at a time, and the event stream the protocol itself opens.
-        self.inner = httpx2.AsyncHTTPTransport(trust_env=False, limits=httpx2.Limits(max_connections=2, max_keepalive_connections=2))
+        # The prober sends one request at a time, but the protocol keeps an event stream open beside it, and over the
+        # legacy era the SDK leaves a request that timed out waiting on its connection (and then posts its
+        # cancellation): four connections, so asking "are you still there?" after a timeout finds one free.
+        self.inner = httpx2.AsyncHTTPTransport(trust_env=False, limits=httpx2.Limits(max_connections=4, max_keepalive_connections=2))
         self.cap = cap
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -151,17 +153,19 @@ async def bounded_stdio(running: Running, cap: MessageCap):
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 await read_writer.aclose()  # the server stopped reading: pending requests must not wait for ever
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(read)
-        group.start_soon(write)
-        try:
-            yield read_stream, write_stream
-        finally:
-            with anyio.CancelScope(shield=True):
-                await _stop(process)
-            group.cancel_scope.cancel()
-    for stream in (read_stream, write_stream):
-        await stream.aclose()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read)
+            group.start_soon(write)
+            try:
+                yield read_stream, write_stream
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await _stop(process)
+                group.cancel_scope.cancel()
+    finally:
+        for stream in (read_stream, write_stream, read_writer, write_reader):
+            stream.close()
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:
@@ -191,4 +195,5 @@ async def _stop(process: Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)  # children the server left behind
     except (ProcessLookupError, PermissionError):
         pass
-    await process.aclose() if process.returncode is not None else None
+    with anyio.move_on_after(EXIT_GRACE):
+        await process.aclose()  # closes the pipes, and reaps the process once it is gone

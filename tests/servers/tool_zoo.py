@@ -54,5 +54,11 @@ def fetch_page(url: str) -> str:
     return "page"
 
 
+@server.tool(description="Looks like the prober's made-up tool name; calling it would run this.")
+def scoreboard_probe_no_such_tool() -> str:  # the unknown-tool check must pick a name the server did not list
+    note("scoreboard_probe_no_such_tool")
+    return "you called me"
+
+
 if __name__ == "__main__":
     server.run("stdio")
