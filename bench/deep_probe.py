@@ -1,6 +1,6 @@
-"""A full deep probe of server-everything over Streamable HTTP: wall time per probe.
+"""A full deep probe of server-everything over Streamable HTTP (or any embedded-catalog server): wall time per probe.
 
-python bench/deep_probe.py [--runs 5] [--server server-everything-http]
+python bench/deep_probe.py [--runs 5] [--server server-everything-http | server-everything-sse | mcp-server-time | ...]
 Target (issue 3): under 3 s wall for one full deep probe (server already installed; its start is timed
 separately). A deep probe here is everything the probe stage does: both eras on the raw layer, the
 endpoint facts, the SDK session with every list, the checks, the calls to safe tools and the fuzz cases.
