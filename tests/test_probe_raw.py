@@ -88,8 +88,10 @@ async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
                                extra='WWW-Authenticate: Bearer resource_metadata="https://auth.example/.well-known/oauth-protected-resource"\r\n'))
         elif path == "/broken":
             writer.write(reply(b"Internal Server Error", kind="text/plain", status="500 Internal Server Error"))
-        elif path == "/slowtool":  # a legacy-only stateful server whose one read-only tool never answers
-            await _slow_tool_server(verb, body, writer)
+        elif path in ("/slowtool", "/slowlists"):  # legacy-only stateful servers whose read-only tool (and lists) never answer
+            await _slow_tool_server(verb, body, writer, slow_lists=path == "/slowlists")
+        elif path == "/gone":
+            writer.write(reply(b"Not Found", kind="text/plain", status="404 Not Found"))
         elif path == "/liar":  # initialize answered with a version that does not exist; no modern era
             if body.get("method") == "initialize":
                 writer.write(reply(rpc_result({"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "liar", "version": "0"}},
@@ -104,7 +106,8 @@ async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> No
         writer.close()
 
 
-async def _slow_tool_server(verb: bytes, body: dict, writer: asyncio.StreamWriter) -> None:
+async def _slow_tool_server(verb: bytes, body: dict, writer: asyncio.StreamWriter, slow_lists: bool) -> None:
+    """`slow_lists`: resources/list never answers either, and a call to an unknown tool gets HTTP 500 (no JSON-RPC error)."""
     method, request_id = body.get("method"), body.get("id")
     session = "Mcp-Session-Id: slow-1\r\n"
     if verb == b"GET":  # the standalone event stream: open, and quiet, for as long as the client keeps it
@@ -114,8 +117,11 @@ async def _slow_tool_server(verb: bytes, body: dict, writer: asyncio.StreamWrite
     elif verb == b"DELETE" or request_id is None:
         writer.write(reply(b"", status="202 Accepted"))
     elif method == "initialize":
-        writer.write(reply(rpc_result({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "slow", "version": "1"}},
+        capabilities = {"tools": {}, **({"resources": {}} if slow_lists else {})}
+        writer.write(reply(rpc_result({"protocolVersion": "2025-06-18", "capabilities": capabilities, "serverInfo": {"name": "slow", "version": "1"}},
                                       request_id), extra=session))
+    elif method == "resources/list":
+        await asyncio.sleep(3600)
     elif method == "tools/list":
         tool = {"name": "get_report", "description": "Get the daily report.", "inputSchema": {"type": "object"},
                 "annotations": {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}}
@@ -124,6 +130,8 @@ async def _slow_tool_server(verb: bytes, body: dict, writer: asyncio.StreamWrite
         writer.write(reply(rpc_result({}, request_id), extra=session))
     elif method == "tools/call" and body["params"]["name"] == "get_report":
         await asyncio.sleep(3600)  # the report never comes
+    elif method == "tools/call" and slow_lists:
+        writer.write(reply(b"Internal Server Error", kind="text/plain", status="500 Internal Server Error"))
     else:
         error = {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": f"no {method}"}}
         writer.write(reply(json.dumps(error).encode(), status="400 Bad Request" if method == "server/discover" else "200 OK", extra=session))
@@ -277,17 +285,35 @@ def test_a_full_deep_probe_of_a_hostile_server_ends_classified_within_its_bounds
     assert result.exchanges and result.checks[0].name == "era_negotiation" and result.checks[0].outcome == "broken"
 
 
-def test_a_tool_that_never_answers_is_a_timeout_not_a_crash(zoo):
-    """Over the legacy era a timed-out call keeps its connection busy; the session must still have room to ask whether
-    the server is alive, so the call is recorded as the timeout it was, and nothing more is asked of that session."""
+@pytest.mark.parametrize("path", ["/slowtool", "/slowlists"])
+def test_a_tool_that_never_answers_is_a_timeout_not_a_crash(zoo, path):
+    """Over the legacy era a timed-out request keeps its connection busy; the session must still have room to ask
+    whether the server is alive, so each is recorded as the timeout it was, and after two nothing more is asked."""
     from datetime import datetime, timezone
 
     from pipeline.probe.sandbox import Running
     from pipeline.probe.session import deep_probe
 
     started = time.monotonic()
-    result = anyio.run(lambda: deep_probe("slow", Running(transport="streamable-http", url=zoo + "/slowtool"),
+    result = anyio.run(lambda: deep_probe("slow", Running(transport="streamable-http", url=zoo + path),
                                           limits=Limits(timeout=1.5, allow_private=True), total_timeout=20, now=datetime.now(timezone.utc)))
     assert result.outcome is ProbeOutcome.ok and result.era == "legacy", result.detail
     assert [(i.tool, i.outcome) for i in result.invocations] == [("get_report", "timeout")]
     assert result.fuzz is None and time.monotonic() - started < 15
+    checks = {c.name: c for c in result.checks}
+    if path == "/slowlists":
+        assert checks["resources/list"].outcome == "timeout"
+        # HTTP 500 is no JSON-RPC error of the server's own: the unknown tool was not handled
+        assert checks["error_unknown_tool"].outcome == "crash" and checks["error_unknown_tool"].passed is False
+    else:
+        assert checks["error_unknown_tool"].outcome == "jsonrpc_error" and checks["error_unknown_tool"].passed is True
+
+
+def test_the_fast_probe_keeps_a_dead_endpoints_own_failure(zoo):
+    from datetime import datetime, timezone
+
+    from pipeline.probe.session import raw_fast_probe
+
+    result = anyio.run(lambda: raw_fast_probe("gone", zoo + "/gone", limits=LIMITS, total_timeout=10, now=datetime.now(timezone.utc)))
+    assert result.outcome is ProbeOutcome.http_error and result.transport == "streamable-http" and "HTTP 404" in result.detail
+    assert [(e["method"], e["status"]) for e in result.exchanges] == [("server/discover", 404), ("initialize", 404)]  # SSE was tried, not kept

@@ -127,7 +127,8 @@ class SseZoo:
             queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "result": {
                 "protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": f"sse-{kind}", "version": "1.0"}}}))
         elif method == "tools/list":
-            queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "result": {"tools": [TOOL]}}))
+            tool = dict(TOOL, description="A very long manual. " * 15_000) if kind == "bulky" else TOOL  # about 300 KB
+            queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool]}}))
         elif method == "ping":
             queue.put_nowait(event({"jsonrpc": "2.0", "id": rid, "result": {}}))
         elif method == "tools/call" and message["params"]["name"] == "get_weather":
@@ -184,7 +185,7 @@ def test_a_well_behaved_sse_server_negotiates_the_legacy_era(zoo):
     ("/flood", Failure.notification_flood, ProbeOutcome.protocol_error, "events on the stream"),
     ("/huge", Failure.too_large, ProbeOutcome.protocol_error, "stream passed 200,000 bytes"),
     ("/elsewhere", Failure.http_error, ProbeOutcome.http_error, "another origin"),
-    ("/badendpoint", Failure.http_error, ProbeOutcome.http_error, "an unusable URL"),
+    ("/badendpoint", Failure.http_error, ProbeOutcome.http_error, "not a usable URL"),
     ("/listid", Failure.timeout, ProbeOutcome.timeout, "no answer on the event stream"),
     ("/silent", Failure.timeout, ProbeOutcome.timeout, "no answer on the event stream"),
     ("/badjson", Failure.invalid_json, ProbeOutcome.protocol_error, "is not JSON"),
@@ -263,3 +264,10 @@ def test_scoreboard_probe_prints_an_sse_server_as_seen_over_sse(zoo):
     assert done.returncode == 0, done.stderr
     assert "outcome: ok" in done.stdout and "protocol: legacy 2025-06-18 via initialize over sse" in done.stdout
     assert "Streamable HTTP refused (HTTP 405)" in done.stdout and "tools: 1: get_weather" in done.stdout
+
+
+def test_an_oversized_answer_on_the_sse_stream_ends_the_session_as_too_large(zoo):
+    origin, _ = zoo  # the one stream carries every answer: past the cap, the SDK's reader stops and the session with it
+    result = anyio.run(lambda: deep_probe("sse", Running(transport="sse", url=origin + "/bulky"), limits=LIMITS, total_timeout=20, now=NOW))
+    assert result.outcome is ProbeOutcome.protocol_error and result.detail == "too large: an SSE event passed 200,000 bytes", result.detail
+    assert result.era == "legacy" and {c.name: c.outcome for c in result.checks}["message_bounds"] == "too_large"

@@ -139,8 +139,11 @@ class SseStream:
                     self._message(payload)
 
     async def _endpoint(self, payload: str, target: str) -> None:
-        endpoint = urljoin(target, payload.strip())
-        mine, theirs = urlsplit(target), urlsplit(endpoint)
+        try:
+            endpoint = urljoin(target, payload.strip())
+            mine, theirs = urlsplit(target), urlsplit(endpoint)
+        except ValueError as exc:
+            raise Stopped(Failure.http_error, f"the endpoint event is not a usable URL: {payload[:120]!r} ({exc})") from exc
         if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
             raise Stopped(Failure.http_error, f"the endpoint event names another origin: {endpoint[:200]!r}")
         await refuse_private(endpoint, self.limits)
@@ -152,7 +155,7 @@ class SseStream:
         except (json.JSONDecodeError, RecursionError) as exc:  # nesting deeper than the parser goes is not JSON we take
             raise Stopped(Failure.invalid_json, f"event {self.get.events} is not JSON: {payload[:80]!r}") from exc
         rid = message.get("id") if isinstance(message, dict) else None
-        if isinstance(rid, int) and rid in self.waiters and ("result" in message or "error" in message):
+        if type(rid) is int and rid in self.waiters and ("result" in message or "error" in message):  # not a bool (True == 1)
             self.replies[rid] = message
             self.waiters[rid].set()
         else:

@@ -220,8 +220,10 @@ TRANSPORT_ERRORS = (httpx.HTTPError, httpx.InvalidURL, OSError, ValueError)
 def read_failure(exc: Exception, status: int | None) -> tuple[Failure, str]:
     """How a transport error ended an exchange (`status`: the reply's, if one had begun)."""
     detail = f"{type(exc).__name__}: {exc}"[:500]
-    if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError)):
+    if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
         return Failure.http_error, f"an unusable URL: {detail}"
+    if isinstance(exc, ValueError):  # a URL that cannot be joined, a header value that cannot be sent back, ...
+        return Failure.http_error, f"the request could not be made: {detail}"
     if isinstance(exc, httpx.TimeoutException):
         return Failure.timeout, detail
     if isinstance(exc, (httpx.ConnectError, OSError)):

@@ -97,11 +97,11 @@ class LocalProcessSandbox:
             args = tuple(_expand(a, values) for a in spec.args)
             env = scrubbed_environment(installed.path_dirs, workdir)
             env.update({k: _expand(v, values) for k, v in spec.env.items()})
+            command, args = limited(str(installed.executable), args)
             running = Running(
                 transport=spec.transport,
-                command=sys.executable,
-                # -I: isolated, so nothing in the server's working directory (a planted resource.py) is imported first.
-                args=("-I", "-c", _FILE_LIMIT, str(MAX_FILE_BYTES), str(installed.executable), *args),
+                command=command,
+                args=args,
                 env=env,
                 cwd=workdir,
                 errlog=errlog,
@@ -118,6 +118,12 @@ class LocalProcessSandbox:
                 _kill_group(process)
             errlog.close()
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def limited(executable: str, args: tuple[str, ...], max_file_bytes: int = MAX_FILE_BYTES) -> tuple[str, tuple[str, ...]]:
+    """The command line that runs `executable` under the file-size limit. Python runs the shim isolated (-I), so
+    nothing in the server's working directory (a resource.py planted by an earlier start) is imported first."""
+    return sys.executable, ("-I", "-c", _FILE_LIMIT, str(max_file_bytes), executable, *args)
 
 
 def scrubbed_environment(path_dirs: tuple[str, ...], home: Path) -> dict[str, str]:

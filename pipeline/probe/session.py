@@ -30,7 +30,7 @@ from pipeline.models import AppsFacts, CheckResult, EraFacts, FuzzCase, Invocati
 from pipeline.probe.endpoint import endpoint_facts
 from pipeline.probe.eras import Negotiation, Send, http_sender, negotiate, refused_streamable, try_legacy, try_modern
 from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
-from pipeline.probe.legacy_sse import negotiate_sse, open_stream
+from pipeline.probe.legacy_sse import STREAM, negotiate_sse, open_stream
 from pipeline.probe.raw import NAMED_STATES, Exchange, Limits, probe_client, telling_failure
 from pipeline.probe.sandbox import Running
 from pipeline.probe.stdio_eras import ask_legacy
@@ -95,6 +95,16 @@ def classify(exc: BaseException, connected: bool) -> tuple[ProbeOutcome, str]:
 
 def _connection_closed(exc: MCPError) -> bool:
     return exc.code == CONNECTION_CLOSED and "closed" in exc.message.lower()
+
+
+# Errors the SDK's HTTP transport makes up when the server sent no JSON-RPC error: an HTTP 5xx, a body it could not
+# parse (or our byte cap stopped), a stream that ended without an answer, a wrong content type. The server did not
+# handle the request with an error of its own, so these never count as "handled".
+_STAND_INS = ("Server returned an error response", "Failed to parse JSON response", "SSE stream", "Unexpected content type")
+
+
+def _stand_in(exc: MCPError) -> bool:
+    return exc.message.startswith(_STAND_INS)
 
 
 async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[Any, float]:
@@ -197,13 +207,15 @@ async def _probe(
     crashed = next((c for c in result.checks if c.outcome == ProbeOutcome.crashed.value), None)
     if cap.exceeded:
         result.checks.append(CheckResult(name="message_bounds", outcome=cap.kind or "", passed=False, detail=cap.exceeded))
-    # Over HTTP a bound fails one exchange; over stdio (or in the handshake) it ends the session, and then what broke
-    # the session was the bound: say which, not "crashed" or "parse error".
-    if cap.exceeded and (running.transport == "stdio" or not connected) and (result.outcome != ProbeOutcome.ok or crashed):
-        result.outcome, result.detail = ProbeOutcome.protocol_error, f"{(cap.kind or '').replace('_', ' ')}: {cap.exceeded}"
+    # Over Streamable HTTP a bound fails one exchange; over stdio and SSE (whose one stream carries every answer), or
+    # in the handshake, it ends the session, and then what broke the session was the bound: say which, not "crashed".
+    ended_by_cap = bool(cap.exceeded) and (running.transport in ("stdio", "sse") or not connected)
+    if ended_by_cap:
         for call in result.invocations or []:
             if call.outcome == "crash":
                 call.detail = f"the session was ended by the prober's bound ({cap.exceeded}); {call.detail}"[:300]
+    if ended_by_cap and (result.outcome != ProbeOutcome.ok or crashed):
+        result.outcome, result.detail = ProbeOutcome.protocol_error, f"{(cap.kind or '').replace('_', ' ')}: {cap.exceeded}"
     elif result.outcome == ProbeOutcome.ok and crashed:
         # The handshake worked, but the server died under a later request: that is a crash.
         result.outcome, result.detail = ProbeOutcome.crashed, f"server exited during {crashed.name}: {crashed.detail}"
@@ -295,8 +307,11 @@ async def _observe(result: ProbeResult, running: Running, limits: Limits, total_
         result.checks.append(CheckResult(name="era_negotiation", outcome=negotiation.era, passed=negotiation.era != "broken",
                                          detail="; ".join(negotiation.problems)[:1000] or None, ms=(time.perf_counter() - started) * 1000))
         result.exchanges = [e.evidence() for e in negotiation.exchanges]
+        # The facts come from the first exchange of the transport that answered (after a fallback, the stream's GET).
+        first = next((e for e in negotiation.exchanges if e.method == STREAM), negotiation.exchanges[0]) if negotiation.transport == "sse" \
+            else negotiation.exchanges[0]
         async with probe_client(limits) as client:
-            result.http = await endpoint_facts(client, running.url or "", negotiation.exchanges[0], limits)
+            result.http = await endpoint_facts(client, running.url or "", first, limits)
     return negotiation
 
 
@@ -360,8 +375,13 @@ async def raw_fast_probe(server_id: str, url: str, *, transport: str = "streamab
         try:
             await _health_check(result, url, transport, limits, exchanges, problems)
             if transport == "streamable-http" and result.era is None and refused_streamable(exchanges):
-                result.transport = "sse"
-                await _health_check(result, url, "sse", limits, exchanges, problems)
+                # Kept only if SSE answers: a dead endpoint stays the Streamable HTTP failure it showed first.
+                trial = result.model_copy(update={"transport": "sse"})
+                over_sse: list[Exchange] = []
+                await _health_check(trial, url, "sse", limits, over_sse, [])
+                if trial.era is not None:
+                    result = trial
+                    exchanges.extend(over_sse)
         except Exception as exc:  # noqa: BLE001 - what the raw layer did not foresee is recorded, not raised
             problems.append(f"unclassified failure: {type(exc).__name__}: {exc}"[:500])
     if scope.cancelled_caught:
@@ -440,7 +460,7 @@ async def _run_checks(result: ProbeResult, client: Client) -> None:
             raise RuntimeError(problem)
 
     await _check(checks, "tools/list", tools, lambda _: (True, f"{len(result.tools or [])} tools"))
-    if "resources" in caps:
+    if "resources" in caps and not _busy(result):
 
         async def resources() -> None:
             result.resources, problem = await _list_all(lambda c: client.list_resources(cursor=c), "resources")
@@ -451,7 +471,7 @@ async def _run_checks(result: ProbeResult, client: Client) -> None:
                 raise RuntimeError(problem or problem2)
 
         await _check(checks, "resources/list", resources, lambda _: (True, f"{len(result.resources or [])} resources"))
-    if "prompts" in caps:
+    if "prompts" in caps and not _busy(result):
 
         async def prompts() -> None:
             result.prompts, problem = await _list_all(lambda c: client.list_prompts(cursor=c), "prompts")
@@ -471,12 +491,25 @@ async def _run_checks(result: ProbeResult, client: Client) -> None:
                 detail="; ".join(f"{n}: {', '.join(p)}" for n, p in sorted(invalid.items()))[:2000] or None,
             )
         )
-    await _check_unknown_tool(checks, client, result.tools)
     if result.tools is not None:
         checks.extend(tool_text_checks(result.tools, result.instructions))
-    if result.tools:
+    if not _busy(result):
+        await _check_unknown_tool(checks, client, result.tools)
+    if result.tools and not _busy(result):
         await _check_apps(result, client)
+    if result.tools and not _busy(result):
         await _exercise_tools(result, client)
+
+
+MAX_TIMEOUTS = 2
+
+
+def _busy(result: ProbeResult) -> bool:
+    """Has the session timed out often enough that nothing more should be asked of it? Over the legacy era a request
+    that timed out keeps its connection until the server answers; from the second on, the remaining checks are not
+    run (and the tool exercise stops at its own first timeout), so the SDK's connection pool never runs dry mid-probe."""
+    timeouts = sum(1 for c in result.checks if c.outcome == "timeout") + sum(1 for i in result.invocations or [] if i.outcome == "timeout")
+    return timeouts >= MAX_TIMEOUTS
 
 
 MAX_VIEWS = 10
@@ -502,11 +535,15 @@ async def _check_apps(result: ProbeResult, client: Client) -> None:
     listed = {r.get("uri"): r for r in result.resources or [] if isinstance(r, dict)}
     apps = AppsFacts(views=len(views))
     problems = []
+    timed_out = False
     for uri in views[:MAX_VIEWS]:
         try:
             contents = _dump(await client.read_resource(uri)).get("contents") or []
         except Exception as exc:  # noqa: BLE001 - an unreadable view is the finding
             problems.append(f"{uri}: {type(exc).__name__}: {exc}"[:200])
+            if classify(exc, connected=True)[0] == ProbeOutcome.timeout:
+                timed_out = True
+                break  # the session may still be busy with it: the other views are not asked for
             continue
         if not contents:
             problems.append(f"{uri}: no contents")
@@ -519,8 +556,8 @@ async def _check_apps(result: ProbeResult, client: Client) -> None:
         if any(isinstance(m, dict) and isinstance(m.get("ui"), dict) and "csp" in m["ui"] for m in metas):
             apps.csp += 1
     result.apps = apps
-    result.checks.append(CheckResult(name="mcp_apps", outcome=f"{apps.readable}/{apps.views} readable", passed=apps.readable == apps.views,
-                                     detail="; ".join(problems) or None))
+    result.checks.append(CheckResult(name="mcp_apps", outcome="timeout" if timed_out else f"{apps.readable}/{apps.views} readable",
+                                     passed=apps.readable == apps.views, detail="; ".join(problems) or None))
 
 
 MAX_INVOKED = 8  # safe tools called once each (invocation smoke test)
@@ -538,7 +575,7 @@ async def _call(client: Client, name: str, arguments: dict[str, Any]) -> tuple[s
         outcome = "is_error" if reply.is_error else "ok"
     except MCPError as exc:
         payload = f"{exc.code}: {exc.message}"[:500]
-        outcome = "timeout" if "timed out" in exc.message else "crash" if _connection_closed(exc) else "jsonrpc_error"
+        outcome = ("timeout" if "timed out" in exc.message else "crash" if _connection_closed(exc) or _stand_in(exc) else "jsonrpc_error")
     except (RuntimeError, ValidationError) as exc:  # a result that is not a CallToolResult of the negotiated version
         payload, outcome = f"{type(exc).__name__}: {exc}"[:500], "invalid_result"
     except Exception as exc:  # noqa: BLE001 - the session itself broke

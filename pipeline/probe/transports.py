@@ -82,8 +82,9 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
     def __init__(self, cap: MessageCap) -> None:
         # The prober sends one request at a time, but the protocol keeps an event stream open beside it, and over the
         # legacy era the SDK leaves a request that timed out waiting on its connection (and then posts its
-        # cancellation): four connections, so asking "are you still there?" after a timeout finds one free.
-        self.inner = httpx2.AsyncHTTPTransport(trust_env=False, limits=httpx2.Limits(max_connections=4, max_keepalive_connections=2))
+        # cancellation). The session stops asking after two timeouts (session._busy): the stream, two stuck
+        # requests, their cancellations and one live request fit in six connections, with room to spare in eight.
+        self.inner = httpx2.AsyncHTTPTransport(trust_env=False, limits=httpx2.Limits(max_connections=8, max_keepalive_connections=2))
         self.cap = cap
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
@@ -195,5 +196,9 @@ async def _stop(process: Process) -> None:
         os.killpg(process.pid, signal.SIGKILL)  # children the server left behind
     except (ProcessLookupError, PermissionError):
         pass
-    with anyio.move_on_after(EXIT_GRACE):
-        await process.aclose()  # closes the pipes, and reaps the process once it is gone
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        if pipe is not None:
+            with anyio.CancelScope(shield=True):
+                await pipe.aclose()
+    if process.returncode is not None:
+        await process.aclose()  # reaps it; a process SIGKILL could not end (stuck in the kernel) is not waited for
