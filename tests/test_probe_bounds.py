@@ -86,3 +86,21 @@ def test_hostile_schemas_cannot_stall_the_run():
     assert [(i.tool, i.outcome, i.functional) for i in result.invocations] == [("get_code", "ok", False)]
     assert "could not be checked" in result.invocations[0].detail
     assert took < 10
+
+
+def test_raw_stdio_messages_carry_no_null_params():
+    """JSON-RPC has no null params; a strict server would refuse `notifications/initialized` sent with them."""
+    from pipeline.probe.stdio_eras import StdioChannel
+    from pipeline.probe.transports import MessageCap
+
+    async def sent() -> list[str]:
+        to_server, from_prober = anyio.create_memory_object_stream(10)
+        to_prober, from_server = anyio.create_memory_object_stream(10)
+        channel = StdioChannel(from_server, to_server, Limits(timeout=1), MessageCap())
+        await channel.send("notifications/initialized", request_id=None)
+        await channel.send("ping", {}, request_id=7)  # no answer comes: a timeout, but the message went out
+        return [from_prober.receive_nowait().message.model_dump_json(by_alias=True, exclude_unset=True) for _ in range(2)]
+
+    notification, ping = anyio.run(sent)
+    assert notification == '{"jsonrpc":"2.0","method":"notifications/initialized"}'
+    assert ping == '{"jsonrpc":"2.0","id":7,"method":"ping","params":{}}'
