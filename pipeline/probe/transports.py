@@ -3,8 +3,8 @@
 After the raw handshake, lists and tool calls go through the official SDK; its own transports read a
 response (a JSON body, one stdout line) whole, however large. These keep its protocol handling but cap
 what one message may weigh: over HTTP, each response body, or each SSE event on a stream; over stdio,
-each line. A message past the cap ends that exchange (HTTP) or the session (stdio: the line cannot be
-skipped). Over stdio a run of messages that are not answers (notifications, requests to us, lines that
+each line. A message past the cap ends that exchange (Streamable HTTP) or the session (stdio, where the
+line cannot be skipped; legacy SSE, whose one stream carries every answer). Over stdio a run of messages that are not answers (notifications, requests to us, lines that
 are not JSON-RPC) is capped as well. `MessageCap.exceeded` says which bound was passed, so the probe
 records "too large" or "notification flood" rather than a vague failure.
 """
