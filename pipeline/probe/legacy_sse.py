@@ -19,7 +19,20 @@ import anyio
 import httpx
 
 from pipeline.probe.eras import Negotiation, negotiate_over
-from pipeline.probe.raw import TRANSPORT_ERRORS, Exchange, Failure, Limits, Stopped, gate, lines, read_failure, refuse_private
+from pipeline.probe.raw import (
+    TRANSPORT_ERRORS,
+    Exchange,
+    Failure,
+    Limits,
+    Stopped,
+    gate,
+    kept_headers,
+    lines,
+    read_failure,
+    recorded,
+    refuse_private,
+    rpc_body,
+)
 
 STREAM = "GET (event stream)"
 
@@ -45,17 +58,14 @@ class SseStream:
             why = "no endpoint to post to" if self.endpoint is None else "the event stream had ended"
             found.failure, found.detail = self.get.failure or Failure.no_response, f"{why}: {self.get.detail or 'none named'}"
             return found
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, **({"params": params} if params is not None else {})}
         if request_id is not None:
-            message["id"] = request_id
             self.waiters[request_id] = anyio.Event()
         sent = {"User-Agent": self.limits.user_agent, "Content-Type": "application/json", **(headers or {})}
-        started = time.perf_counter()
         try:
-            with anyio.fail_after(self.limits.timeout):
-                async with self.client.stream("POST", self.endpoint, content=json.dumps(message).encode(), headers=sent) as response:
+            with recorded(found, f"no answer on the event stream within {self.limits.timeout:g} s"), anyio.fail_after(self.limits.timeout):
+                async with self.client.stream("POST", self.endpoint, content=rpc_body(method, params, request_id), headers=sent) as response:
                     found.status = response.status_code
-                    found.headers = {k: response.headers[k][:500] for k in ("content-type", "retry-after", "www-authenticate") if k in response.headers}
+                    found.headers = kept_headers(response)
                     gate(response)
                     if response.status_code >= 300:
                         raise Stopped(Failure.http_error, f"HTTP {response.status_code} to a message POST")
@@ -64,16 +74,9 @@ class SseStream:
                     found.response = self.replies.pop(request_id, None)
                     if found.response is None:
                         raise Stopped(self.get.failure or Failure.no_response, f"the event stream ended before the answer: {self.get.detail}")
-        except Stopped as stop:
-            found.failure, found.detail = stop.failure, stop.detail
-        except TimeoutError:
-            found.failure, found.detail = Failure.timeout, f"no answer on the event stream within {self.limits.timeout:g} s"
-        except TRANSPORT_ERRORS as exc:
-            found.failure, found.detail = read_failure(exc, found.status)
         finally:
             if request_id is not None:
                 self.waiters.pop(request_id, None)
-        found.ms = (time.perf_counter() - started) * 1000
         return found
 
     async def _read(self) -> None:
@@ -87,8 +90,7 @@ class SseStream:
                 async with self.client.stream("GET", target, headers={"User-Agent": self.limits.user_agent, "Accept": "text/event-stream"},
                                               timeout=httpx.Timeout(self.limits.timeout, read=None)) as response:
                     self.get.status = response.status_code
-                    self.get.headers = {k: response.headers[k][:500] for k in ("content-type", "www-authenticate", "retry-after", "location",
-                                                                               "strict-transport-security") if k in response.headers}
+                    self.get.headers = kept_headers(response)
                     if response.is_redirect and "location" in response.headers:
                         target = urljoin(target, response.headers["location"])
                         self.get.redirects.append(target[:300])

@@ -16,9 +16,10 @@ import json
 import socket
 import ssl
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import urljoin, urlsplit
 
 import anyio
@@ -190,26 +191,42 @@ async def exchange(
 ) -> Exchange:
     """POST one JSON-RPC message and read until its response (or, for a notification, the status)."""
     found = Exchange(method=method, url=url)
+    sent = {"User-Agent": limits.user_agent, "Accept": "application/json, text/event-stream", "Content-Type": "application/json", **(headers or {})}
+    with recorded(found, f"no complete answer within {limits.timeout:g} s"):
+        with anyio.fail_after(limits.timeout):
+            await refuse_private(url, limits)
+            await _post(client, url, rpc_body(method, params, request_id), sent, request_id, found, limits)
+    return found
+
+
+def rpc_body(method: str, params: dict[str, Any] | None, request_id: int | None) -> bytes:
+    """One JSON-RPC message: a request with `request_id`, else a notification; no params key when there are none."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
     if params is not None:
         message["params"] = params
     if request_id is not None:
         message["id"] = request_id
-    body = json.dumps(message).encode()
-    sent = {"User-Agent": limits.user_agent, "Accept": "application/json, text/event-stream", "Content-Type": "application/json", **(headers or {})}
+    return json.dumps(message).encode()
+
+
+def kept_headers(response: httpx.Response) -> dict[str, str]:
+    return {k: response.headers[k][:500] for k in KEPT_HEADERS if k in response.headers}
+
+
+@contextmanager
+def recorded(found: Exchange, on_timeout: str) -> Iterator[None]:
+    """Time the exchange into `found` and turn whatever ended it early into its classified failure."""
     started = time.perf_counter()
     try:
-        with anyio.fail_after(limits.timeout):
-            await refuse_private(url, limits)
-            await _post(client, url, body, sent, request_id, found, limits)
+        yield
     except Stopped as stop:
         found.failure, found.detail = stop.failure, stop.detail
     except TimeoutError:
-        found.failure, found.detail = Failure.timeout, f"no complete answer within {limits.timeout:g} s"
+        found.failure, found.detail = Failure.timeout, on_timeout
     except TRANSPORT_ERRORS as exc:
         found.failure, found.detail = read_failure(exc, found.status)
-    found.ms = (time.perf_counter() - started) * 1000
-    return found
+    finally:
+        found.ms = (time.perf_counter() - started) * 1000
 
 
 # What a request can raise besides our own Stopped: transport errors, and URLs a server handed us (a Location, an
@@ -248,7 +265,7 @@ async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[
     for _ in range(limits.max_redirects + 1):
         async with client.stream("POST", target, content=body, headers=headers) as response:
             found.status = response.status_code
-            found.headers = {k: response.headers[k][:500] for k in KEPT_HEADERS if k in response.headers}
+            found.headers = kept_headers(response)
             if response.is_redirect and "location" in response.headers:
                 target = urljoin(target, response.headers["location"])
                 found.redirects.append(target[:300])
