@@ -368,6 +368,33 @@ class ScoreCard:
         return {**asdict(self), "scored_at": self.scored_at.isoformat(), "dimension_indicator": self.dimension_indicator}
 
 
+@dataclass(frozen=True)
+class BoardColumn:
+    """One column of a leaderboard table; `key` may reach into a card's extra figures ("extra.rank_score")."""
+
+    key: str
+    label: str
+    kind: str = "text"  # text | num | score | grade | visibility | server
+
+
+@dataclass(frozen=True)
+class RubricInfo:
+    """What the site and the CLI need to know of a rubric, handed to them by whoever holds the registry.
+
+    The score stage owns the rubrics; the build never imports it, so the rubrics reach the build as
+    these values (the CLI passes the registry's), and a new rubric shows up on the site with no
+    change to the build.
+    """
+
+    name: str  # as stored in scores.rubric
+    label: str  # a server page's section heading
+    title: str  # its leaderboard's title
+    intro: str  # one sentence under the title
+    rules_version: str
+    headline: bool = False  # the one rubric of the main board, badges and feed
+    extra_columns: tuple[BoardColumn, ...] = ()  # board columns beyond rank, name, score, grade and coverage
+
+
 class StageReport(BaseModel):
     stage: str
     counts: dict[str, int] = Field(default_factory=dict)
