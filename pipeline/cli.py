@@ -28,7 +28,7 @@ from pipeline.monitor import run_monitor
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installer
 from pipeline.render import run_build
-from pipeline.score import run_score
+from pipeline.score import registry, run_score
 
 
 def utcnow() -> datetime:
@@ -284,7 +284,7 @@ def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: 
 @click.option("--source", type=click.Path(path_type=Path, exists=True, file_okay=False), help="Also analyse this source directory.")
 @click.option("--env", "env_pairs", multiple=True, help="KEY=VALUE passed to a --stdio server (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="Print the probe and every score card as JSON.")
-@click.option("--rubric", type=click.Choice(["scoreboard", "review", "outside-in", "remote"]), default="scoreboard", show_default=True,
+@click.option("--rubric", type=click.Choice(registry.names()), default=registry.names()[0], show_default=True,
               help="The rubric --min-score applies to.")
 @click.option("--min-score", type=float, help="Exit 1 when the rubric's score is below this (or missing).")
 @click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")

@@ -15,7 +15,6 @@ from pipeline.models import (
 )
 from pipeline.score import scoreboard
 from pipeline.score.facts import Facts, Rollup
-from pipeline.score.rules import rules_for
 from tests.conftest import CATALOG_SIZE, NOW
 
 TOOL = {"name": "get_time", "description": "Get the current time in a timezone.",
@@ -53,7 +52,7 @@ def dims(card):
 
 @pytest.mark.parametrize("score,grade", [(100, "A+"), (95, "A+"), (94.99, "A"), (85, "A"), (84.9, "B"), (70, "B"), (69.9, "C"), (55, "C"), (54.9, "D"), (40, "D"), (39.9, "F"), (0, "F")])
 def test_grade_boundaries(score, grade):
-    assert scoreboard.grade_for(score) == grade
+    assert scoreboard.SCOREBOARD.grade(score) == grade
 
 
 @pytest.mark.parametrize("ms,expected", [(50, 100), (100, 100), (150, 95), (200, 90), (350, 80), (500, 70), (1000, 50), (1500, 37.5), (2000, 25), (3500, 17.5), (5000, 10), (60000, 10)])
@@ -62,7 +61,7 @@ def test_latency_curve(ms, expected):
 
 
 def test_local_server_with_probe_and_analysis_is_verified_four_of_four():
-    card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis()))
+    card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis()))
     d = dims(card)
     assert d["reliability"].status == "not_applicable"
     assert d["schema_interpretability"].status == "pending"
@@ -76,12 +75,12 @@ def test_local_server_with_probe_and_analysis_is_verified_four_of_four():
     expected = sum(d[k].score * w for k, w in weights.items()) / 80
     assert card.composite == pytest.approx(expected, abs=0.05)
     assert d["schema_quality"].weight == pytest.approx(25 / 80)
-    assert card.grade == scoreboard.grade_for(card.composite)
+    assert card.grade == scoreboard.SCOREBOARD.grade(card.composite)
 
 
 def test_renormalisation_three_dimensions_matches_the_seed_column():
     # seed 000 "Base (3 dims)": schema ~42%, docs ~25%, security ~33%
-    card = scoreboard.score(Facts(server=server(), now=NOW, probe=None, analysis=analysis()))
+    card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=None, analysis=analysis()))
     d = dims(card)
     assert d["protocol_compliance"].status == "pending"
     assert (d["schema_quality"].weight, d["docs_maintenance"].weight, d["security_hygiene"].weight) == pytest.approx((25 / 60, 15 / 60, 20 / 60), abs=1e-4)
@@ -89,7 +88,7 @@ def test_renormalisation_three_dimensions_matches_the_seed_column():
 
 
 def test_unreachable_server_scores_zero_protocol_and_names_the_outcome():
-    card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(outcome=ProbeOutcome.timeout, checks=[]), analysis=analysis()))
+    card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(outcome=ProbeOutcome.timeout, checks=[]), analysis=analysis()))
     rule = next(r for r in card.rules if r.rule == "reachability")
     assert rule.points == 0 and "timeout" in rule.reason and rule.how_to_gain
     assert dims(card)["protocol_compliance"].score == 0
@@ -98,14 +97,14 @@ def test_unreachable_server_scores_zero_protocol_and_names_the_outcome():
 
 def test_under_two_dimensions_is_unscored():
     remote = server(launch=None, transport="streamable-http", remote_url="https://example.com/mcp", repository=None)
-    card = scoreboard.score(Facts(server=remote, now=NOW))
+    card = scoreboard.SCOREBOARD.score(Facts(server=remote, now=NOW))
     assert card.composite is None and card.grade is None and card.visibility == "unscored"
     assert dims(card)["reliability"].status == "pending"
 
 
 def test_template_description_costs_fifteen_points():
-    good = scoreboard.score(Facts(server=server(description="Reads clocks."), now=NOW, probe=probe(), analysis=analysis()))
-    bad = scoreboard.score(Facts(server=server(description="A Model Context Protocol server"), now=NOW, probe=probe(), analysis=analysis()))
+    good = scoreboard.SCOREBOARD.score(Facts(server=server(description="Reads clocks."), now=NOW, probe=probe(), analysis=analysis()))
+    bad = scoreboard.SCOREBOARD.score(Facts(server=server(description="A Model Context Protocol server"), now=NOW, probe=probe(), analysis=analysis()))
     assert dims(good)["schema_quality"].score - dims(bad)["schema_quality"].score == pytest.approx(15)
 
 
@@ -116,13 +115,13 @@ def test_template_description_costs_fifteen_points():
     ("A Model Context Protocol server that provides time and timezone conversion", False), ("Reads clocks.", False),
 ])
 def test_template_descriptions_match_whole_placeholders_only(text, placeholder):
-    verdict = scoreboard.template_description(Facts(server=server(description=text), now=NOW))
+    verdict = scoreboard.SCOREBOARD.outcome("template_description", Facts(server=server(description=text), now=NOW))
     assert (verdict.points == -15) is placeholder
 
 
 def test_secrets_and_credentials():
     envs = [EnvVar(name="API_TOKEN", secret=True), EnvVar(name="DB_PASSWORD", secret=True), EnvVar(name="PORT")]
-    card = scoreboard.score(Facts(server=server(env_vars=envs), now=NOW, probe=probe(), analysis=analysis()))
+    card = scoreboard.SCOREBOARD.score(Facts(server=server(env_vars=envs), now=NOW, probe=probe(), analysis=analysis()))
     points = {r.rule: r.points for r in card.rules}
     assert points["secret_env_vars"] == 11 and points["credential_sensitivity"] == 5
 
@@ -130,14 +129,14 @@ def test_secrets_and_credentials():
 def test_reliability_needs_ten_probes_and_uses_70_30_without_p95():
     remote = server(launch=None, transport="streamable-http", remote_url="https://example.com/mcp")
     facts = Facts(server=remote, now=NOW, probe=probe(), analysis=analysis(), fast=Rollup.of(9, 9, [90.0] * 9))
-    assert dims(scoreboard.score(facts))["reliability"].status == "pending"
+    assert dims(scoreboard.SCOREBOARD.score(facts))["reliability"].status == "pending"
     facts.fast = Rollup.of(10, 9, [90.0] * 9)
-    reliability = dims(scoreboard.score(facts))["reliability"]
+    reliability = dims(scoreboard.SCOREBOARD.score(facts))["reliability"]
     assert reliability.score == pytest.approx(0.7 * 90 + 0.3 * 100)
     facts.fast = Rollup.of(20, 20, [90.0] * 18 + [1000.0] * 2)  # nearest-rank p95 falls in the 1000 ms bucket
     p95 = facts.fast.percentile(0.95)
     assert p95 == pytest.approx(1000, rel=0.03)
-    assert dims(scoreboard.score(facts))["reliability"].score == pytest.approx(60 + 25 + 15 * scoreboard.latency_score(p95) / 100, abs=0.05)
+    assert dims(scoreboard.SCOREBOARD.score(facts))["reliability"].score == pytest.approx(60 + 25 + 15 * scoreboard.latency_score(p95) / 100, abs=0.05)
 
 
 def test_offline_judgements_are_not_counted_as_interpretability():
@@ -145,16 +144,16 @@ def test_offline_judgements_are_not_counted_as_interpretability():
 
     offline = Judgement(server_id="s", tool_name="get_time", tool_hash="h", provider="offline", model="offline-heuristic-1",
                         offline=True, judged_at=NOW, clarity=90, input_completeness=90, confidence=90)
-    card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=[offline]))
+    card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=[offline]))
     assert dims(card)["schema_interpretability"].status == "pending"
     online = [offline.model_copy(update={"offline": False, "model": m, "clarity": c, "input_completeness": c, "confidence": c}) for m, c in (("a", 90), ("b", 60), ("c", 80))]
-    card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=online))
+    card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=online))
     assert dims(card)["schema_interpretability"].score == pytest.approx((0.5 * 60 + 0.3 * 80 + 0.2 * 90) * 0.9)
     assert card.visibility == "complete" and card.dimension_indicator == "5/5"
 
 
 def test_every_rule_is_documented_and_unique():
-    rules = rules_for("scoreboard")
+    rules = scoreboard.SCOREBOARD.rules
     assert len({r.name for r in rules}) == len(rules)
     assert all(r.doc for r in rules)
 

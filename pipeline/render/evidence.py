@@ -6,10 +6,9 @@ from datetime import date, timedelta
 from typing import Any
 
 from pipeline import latency
+from pipeline.drift import breaking_changes, drift_between
+from pipeline.judging import AMBIGUITY_SPREAD, blend, judge_spread
 from pipeline.models import Judgement, ProbeResult
-from pipeline.score.flags import AMBIGUITY_SPREAD, drift_between, judge_spread
-from pipeline.score.remote import breaking_changes
-from pipeline.score.scoreboard import blend
 
 
 def _hint(annotations: dict[str, Any], name: str) -> bool | None:

@@ -14,16 +14,8 @@ from pipeline import db as store
 from pipeline.collector import without_cyclic_gc
 from pipeline.models import ScoreCard, Server, StageReport
 from pipeline.progress import Progress
-from pipeline.score import outside_in, remote, review, scoreboard
+from pipeline.score import registry
 from pipeline.score.facts import Facts, gather_many
-
-RUBRICS = {
-    scoreboard.RUBRIC: scoreboard.score,
-    review.RUBRIC: review.score,
-    outside_in.RUBRIC: outside_in.score,
-    remote.RUBRIC: remote.score,
-}
-
 
 WRITE_BATCH = 2000  # cards (of whole servers) per write transaction
 PARALLEL_FROM = 2000  # below this many servers, worker processes cost more than they save
@@ -31,8 +23,8 @@ TASK_SIZE = 250  # servers per worker task
 
 
 def score_all(facts: Facts) -> list[ScoreCard]:
-    """Every rubric's card for one server: pure, deterministic."""
-    return [score(facts) for score in RUBRICS.values()]
+    """Every registered rubric's card for one server, the headline first: pure, deterministic."""
+    return [rubric.score(facts) for rubric in registry.RUBRICS]
 
 
 def _summary(card: ScoreCard) -> str:

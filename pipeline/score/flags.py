@@ -7,23 +7,15 @@ missing does not fire: an unanalysed repository is "not measured", not "dead".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Callable
 
+from pipeline.drift import drift_between
+from pipeline.judging import AMBIGUITY_SPREAD, judge_spread
+from pipeline.score.engine import Flag
 from pipeline.score.facts import Facts
 from pipeline.score.markers import findings
-
-
-@dataclass(frozen=True)
-class Flag:
-    name: str
-    label: str
-    severity: str  # critical | warning
-    cap: float | None  # maximum composite while the flag stands
-    condition: str  # the seed's wording, for the methodology page
-    fn: Callable[[Facts], str | None]
-
+from pipeline.score.signals import is_template_description, repository
 
 FLAGS: list[Flag] = []
 
@@ -41,12 +33,6 @@ SENSITIVE_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|P
 STAGING_URL = re.compile(r"://(localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])[:/]|staging|\bstg[.-]|[.-]dev\.|://dev\.|\.local[:/]|ngrok|\.test[:/]", re.I)
 
 
-def _repository(facts: Facts) -> dict:
-    if facts.analysis is None or not facts.analysis.ok:
-        return {}
-    return facts.analysis.metrics.get("repository") or {}
-
-
 def sensitive_env_vars(facts: Facts) -> list[str]:
     return [v.name for v in facts.server.env_vars if v.secret or SENSITIVE_NAME.search(v.name)]
 
@@ -57,12 +43,12 @@ def config_demand(facts: Facts) -> list[str]:
 
 @flag("dead_repository", "Dead Repository", "critical", "GitHub repo returns 404 or has been deleted", cap=0)
 def dead_repository(facts: Facts) -> str | None:
-    return "the repository returned 404" if _repository(facts).get("status") == "not_found" else None
+    return "the repository returned 404" if repository(facts).get("status") == "not_found" else None
 
 
 @flag("archived_repository", "Archived Repository", "critical", "Repo is archived and no longer maintained", cap=40)
 def archived_repository(facts: Facts) -> str | None:
-    return "the repository is archived" if _repository(facts).get("archived") else None
+    return "the repository is archived" if repository(facts).get("archived") else None
 
 
 @flag("no_source_code", "No Source Code", "warning", "No repository URL or source link found")
@@ -84,7 +70,7 @@ def high_config_demand(facts: Facts) -> str | None:
 
 @flag("stale_project", "Stale Project", "warning", "No commits in over 12 months")
 def stale_project(facts: Facts) -> str | None:
-    pushed = _repository(facts).get("pushed_at")
+    pushed = repository(facts).get("pushed_at")
     if not pushed:
         return None
     from pipeline.db import parse_iso
@@ -101,8 +87,6 @@ def staging_endpoint(facts: Facts) -> str | None:
 
 @flag("template_description", "Template Description", "warning", "Description is a default placeholder (−15 to Schema Quality)")
 def template_description_flag(facts: Facts) -> str | None:
-    from pipeline.score.scoreboard import is_template_description
-
     return "the description is a placeholder" if is_template_description(facts.description) else None
 
 
@@ -151,30 +135,9 @@ def exfiltration_risk(facts: Facts) -> str | None:
     return behavioral.get("exfiltration") or None
 
 
-def drift_between(static: list | None, runtime: list[dict] | None) -> dict[str, list[str]] | None:
-    """Tool names found in source (static extraction) vs listed at runtime; None when either is unknown."""
-    if static is None or runtime is None:
-        return None
-    static_names = {str(name) for name in static}
-    runtime_names = {str(t.get("name")) for t in runtime}
-    return {"missing_at_runtime": sorted(static_names - runtime_names), "extra_at_runtime": sorted(runtime_names - static_names)}
-
-
 def tool_drift(facts: Facts) -> dict[str, list[str]] | None:
     static = (facts.analysis.metrics.get("extracted_tools") if facts.analysis and facts.analysis.ok else None)
     return drift_between(static, facts.tools)
-
-
-AMBIGUITY_SPREAD = 25  # points between real models on any dimension
-
-
-def judge_spread(judged: list) -> float | None:
-    """The widest disagreement between real models on one tool, over the three dimensions; None under two models."""
-    counted = [j for j in judged if not j.offline]
-    if len({j.model for j in counted}) < 2:
-        return None
-    return max(max(getattr(j, d) for j in counted) - min(getattr(j, d) for j in counted)
-               for d in ("clarity", "input_completeness", "confidence"))
 
 
 def ambiguous_tools(facts: Facts) -> list[str]:
@@ -183,7 +146,3 @@ def ambiguous_tools(facts: Facts) -> list[str]:
     for j in facts.judgements:
         by_tool.setdefault(j.tool_name, []).append(j)
     return [tool for tool, judged in sorted(by_tool.items()) if (judge_spread(judged) or 0) > AMBIGUITY_SPREAD]
-
-
-def raised(facts: Facts) -> list[Flag]:
-    return [f for f in FLAGS if f.fn(facts)]

@@ -1,61 +1,71 @@
 """Generate the methodology document's rule tables from the registry, so docs cannot drift.
 
 python -m pipeline.score.methodology      rewrites docs/methodology.md in place
+
+Each rubric names the tables it publishes; the document holds a pair of markers for each,
+`<!-- generated:<rubric>-<table> -->`.
 """
 
 from __future__ import annotations
 
 import re
 import sys
+from typing import Callable
 
 from pipeline.config import REPO_ROOT
-from pipeline.score import outside_in, remote, review, scoreboard
-from pipeline.score.flags import FLAGS
-from pipeline.score.rules import rules_for
+from pipeline.score import registry
+from pipeline.score.engine import Rubric, always
 
 DOCUMENT = REPO_ROOT / "docs" / "methodology.md"
 
 
-def dimension_table() -> str:
+def dimension_table(rubric: Rubric) -> str:
     lines = ["| dimension | weight | weight with interpretability | applies to |", "| --- | --- | --- | --- |"]
-    for d in scoreboard.DIMENSIONS:
-        applies = "remote servers" if d.applicable is scoreboard._remote_only else "every server"
+    for d in rubric.dimensions:
+        applies = "every server" if d.applicable is always else "remote servers"
         plain = f"{d.weight:g}%" if d.weight else "N/A"
         lines.append(f"| {d.label} | {plain} | {d.weight_enhanced:g}% | {applies} |")
     return "\n".join(lines)
 
 
-def rule_table(rubric: str) -> str:
+def rule_table(rubric: Rubric) -> str:
     lines = ["| dimension | rule | max points | what it rewards |", "| --- | --- | --- | --- |"]
-    for r in rules_for(rubric):
+    for r in rubric.rules:
         points = "bonus/penalty" if r.max_points == 0 else f"{r.max_points:g}"
         lines.append(f"| {r.dimension} | `{r.name}` | {points} | {r.doc} |")
     return "\n".join(lines)
 
 
-def grade_table(grades: list[tuple[float, str]]) -> str:
+def grade_table(rubric: Rubric) -> str:
     lines = ["| grade | from |", "| --- | --- |"]
-    lines += [f"| {letter} | {floor} |" for floor, letter in grades]
+    lines += [f"| {letter} | {floor} |" for floor, letter in rubric.grades]
     return "\n".join(lines)
 
 
-def flag_table() -> str:
+def flag_table(rubric: Rubric) -> str:
     lines = ["| flag | severity | caps the composite at | condition |", "| --- | --- | --- | --- |"]
-    lines += [f"| {f.label} | {f.severity} | {'–' if f.cap is None else f'{f.cap:g}'} | {f.condition} |" for f in FLAGS]
+    lines += [f"| {f.label} | {f.severity} | {'–' if f.cap is None else f'{f.cap:g}'} | {f.condition} |" for f in rubric.flags]
     return "\n".join(lines)
 
 
-def decay_table() -> str:
+def decay_table(rubric: Rubric) -> str:
+    decay = rubric.decay
+    assert decay is not None, f"{rubric.name} publishes a decay table but has no decay"
     lines = ["| analysis age | factor |", "| --- | --- |"]
-    lines += [f"| ≤ {days} days | {factor:.2f} |" for days, factor in scoreboard.DECAY]
-    lines.append(f"| > {scoreboard.DECAY[-1][0]} days | {scoreboard.DECAY_FLOOR:.2f} |")
+    lines += [f"| ≤ {days} days | {factor:.2f} |" for days, factor in decay.steps]
+    lines.append(f"| > {decay.steps[-1][0]} days | {decay.floor:.2f} |")
     return "\n".join(lines)
 
 
-def weight_table(dimensions) -> str:
+def weight_table(rubric: Rubric) -> str:
     lines = ["| section | weight |", "| --- | --- |"]
-    lines += [f"| {d.label} | {d.weight:g} |" for d in dimensions]
+    lines += [f"| {d.label} | {d.weight:g} |" for d in rubric.dimensions]
     return "\n".join(lines)
+
+
+TABLES: dict[str, Callable[[Rubric], str]] = {
+    "dimensions": dimension_table, "rules": rule_table, "grades": grade_table, "flags": flag_table, "decay": decay_table, "weights": weight_table,
+}
 
 
 def source_priority_table() -> str:
@@ -66,24 +76,18 @@ def source_priority_table() -> str:
     return "\n".join(lines)
 
 
-GENERATED = {
-    "discovery-priority": source_priority_table,
-    "scoreboard-dimensions": dimension_table,
-    "scoreboard-rules": lambda: rule_table(scoreboard.RUBRIC),
-    "scoreboard-grades": lambda: grade_table(scoreboard.GRADES),
-    "scoreboard-flags": flag_table,
-    "scoreboard-decay": decay_table,
-    "review-rules": lambda: rule_table(review.RUBRIC),
-    "review-grades": lambda: grade_table(review.GRADES),
-    "outside-in-weights": lambda: weight_table(outside_in.DIMENSIONS),
-    "outside-in-rules": lambda: rule_table(outside_in.RUBRIC),
-    "remote-weights": lambda: weight_table(remote.DIMENSIONS),
-    "remote-rules": lambda: rule_table(remote.RUBRIC),
-}
+def _table(make: Callable[[Rubric], str], rubric: Rubric) -> Callable[[], str]:
+    return lambda: make(rubric)
+
+
+def generated() -> dict[str, Callable[[], str]]:
+    """Every generated table by marker name: each registered rubric's, then the discovery priority."""
+    tables = {f"{rubric.name}-{kind}": _table(TABLES[kind], rubric) for rubric in registry.rubrics() for kind in rubric.tables}
+    return {**tables, "discovery-priority": source_priority_table}
 
 
 def render(text: str) -> str:
-    for name, make in GENERATED.items():
+    for name, make in generated().items():
         pattern = re.compile(rf"(<!-- generated:{name} -->\n)(?:.*?\n)?(<!-- /generated:{name} -->)", re.S)
         if not pattern.search(text):
             raise ValueError(f"{DOCUMENT.name} lacks the markers for {name}")

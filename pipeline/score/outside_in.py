@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 from pipeline import latency
 from pipeline.latency import REACHED
-from pipeline.models import ScoreCard
+from pipeline.models import BoardColumn, DimensionScore, RubricInfo
+from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weights, renormalised, share, unmeasured
 from pipeline.score.facts import Facts, RunRow
-from pipeline.score.rules import Verdict, rule, unmeasured
-from pipeline.score.scoreboard import Dimension, evaluate
 
 RUBRIC = "outside-in"
 RULES_VERSION = "outside-in/1.0"
@@ -26,14 +25,16 @@ N0, P0 = 7, 0.5  # shrinkage strength and neutral prior
 LOW_SAMPLE = 7
 VERDICT_BONUS = {"Operational": 5.0, "Impaired": 2.5, "Down": 0.0}  # seed: Operational +5; Impaired and Down are ours
 RUN_PARTS = {"reachable": 30, "transport": 25, "discovery": 25, "invocation": 20}
+RULES = RuleSet()
+rule = RULES.rule
 
 
-DIMENSIONS = [
-    Dimension("reach", "Reach (30d)", 35, 35, lambda _: None),
-    Dimension("latency", "Latency P95", 25, 25, lambda _: None),
-    Dimension("tool_success", "Tool success", 25, 25, lambda _: None),
-    Dimension("conformance", "Protocol conformance", 15, 15, lambda _: None),
-]
+DIMENSIONS = (
+    Dimension("reach", "Reach (30d)", WEIGHTS["reach"]),
+    Dimension("latency", "Latency P95", WEIGHTS["latency"]),
+    Dimension("tool_success", "Tool success", WEIGHTS["tool_success"]),
+    Dimension("conformance", "Protocol conformance", WEIGHTS["conformance"]),
+)
 
 
 def latency_score(p95_ms: float) -> float:
@@ -100,27 +101,27 @@ def _components(facts: Facts) -> Components:
     return Components(n, reach, latency_score(p95_ms) / 100 if p95_ms is not None else None, p95_ms, success, invocation, functional, conformance)
 
 
-@rule(RUBRIC, "reach", 35)
-def reach(facts: Facts) -> Verdict:
+@rule("reach", WEIGHTS["reach"])
+def reach(facts: Facts) -> Outcome:
     """Reach (35%): reachable runs ÷ all MCP runs over the last 30 days."""
     c = components(facts)
     if c.reach is None:
         return unmeasured("no runs in 30 days")
-    return Verdict(points=35 * c.reach, reason=f"{100 * c.reach:.1f}% of {c.n} runs reached the server")
+    return share(c.reach, f"{100 * c.reach:.1f}% of {c.n} runs reached the server")
 
 
-@rule(RUBRIC, "latency", 25)
-def latency_p95(facts: Facts) -> Verdict:
+@rule("latency", WEIGHTS["latency"])
+def latency_p95(facts: Facts) -> Outcome:
     """Latency P95 (25%): ≤ 200 ms scores 100, falling linearly to 0 at ≥ 2000 ms."""
     c = components(facts)
     if c.latency is None:
         return unmeasured("no successful run to time")
-    return Verdict(points=25 * c.latency, reason=f"P95 {c.p95_ms:.0f} ms over successful runs",
-                   how_to_gain=None if c.latency >= 1 else "answer the handshake within 200 ms at the 95th percentile")
+    return share(c.latency, f"P95 {c.p95_ms:.0f} ms over successful runs",
+                 how_to_gain=None if c.latency >= 1 else "answer the handshake within 200 ms at the 95th percentile")
 
 
-@rule(RUBRIC, "tool_success", 25)
-def tool_success(facts: Facts) -> Verdict:
+@rule("tool_success", WEIGHTS["tool_success"])
+def tool_success(facts: Facts) -> Outcome:
     """Tool success (25%): invocation rate × 0.6 + functional rate × 0.4, or whichever exists."""
     c = components(facts)
     if c.tool_success is None:
@@ -130,16 +131,16 @@ def tool_success(facts: Facts) -> Verdict:
         parts.append(f"invoke {100 * c.invocation_rate:.0f}%")
     if c.functional_rate is not None:
         parts.append(f"functional {100 * c.functional_rate:.0f}%")
-    return Verdict(points=25 * c.tool_success, reason=", ".join(parts))
+    return share(c.tool_success, ", ".join(parts))
 
 
-@rule(RUBRIC, "conformance", 15)
-def protocol_conformance(facts: Facts) -> Verdict:
+@rule("conformance", WEIGHTS["conformance"])
+def protocol_conformance(facts: Facts) -> Outcome:
     """Protocol conformance (15%): per run, reachable 30 / transport 25 / discovery 25 / invocation 20, averaged over runs."""
     c = components(facts)
     if c.conformance is None:
         return unmeasured("no runs in 30 days")
-    return Verdict(points=15 * c.conformance, reason=f"average {100 * c.conformance:.1f}% over {c.n} runs")
+    return share(c.conformance, f"average {100 * c.conformance:.1f}% over {c.n} runs")
 
 
 def status(facts: Facts) -> tuple[str, str]:
@@ -182,46 +183,55 @@ def spec_readiness(facts: Facts) -> float | None:
     return 100.0 * sum(1 for s in signals if s) / len(signals)
 
 
-def _weighted(values: dict[str, float | None]) -> float | None:
-    present = {k: v for k, v in values.items() if v is not None}
-    if not present:
-        return None
-    total = sum(WEIGHTS[k] for k in present)
-    return sum(WEIGHTS[k] * v * 100 for k, v in present.items()) / total
+def _rates(c: Components) -> dict[str, float | None]:
+    return {"reach": c.reach, "latency": c.latency, "tool_success": c.tool_success, "conformance": c.conformance}
 
 
-def score(facts: Facts) -> ScoreCard:
-    outcomes, dimensions = evaluate(facts, RUBRIC, DIMENSIONS)
+def displayed(facts: Facts, dimensions: list[DimensionScore]) -> float | None:
+    """The weighted rates, renormalised over the components present, capped at 100."""
+    base, effective = renormalised(_rates(components(facts)), WEIGHTS, scale=100)
+    give_weights(dimensions, effective)
+    return min(100.0, base) if base is not None else None
+
+
+def visibility(facts: Facts, dimensions: list[DimensionScore], composite: float | None) -> str:
+    n = components(facts).n
+    return "unrated" if n == 0 else "low sample" if n < LOW_SAMPLE else "rated"
+
+
+def extra(facts: Facts, composite: float | None) -> dict:
+    """Rank score (thin evidence shrunk toward the prior, plus the verdict bonus), status, runs, p95, readiness, trend."""
     c = components(facts)
     verdict, chip = status(facts)
     bonus = VERDICT_BONUS[verdict] if c.n else 0.0
-    rates = {"reach": c.reach, "latency": c.latency, "tool_success": c.tool_success, "conformance": c.conformance}
-    base = _weighted(rates)
-    displayed = min(100.0, base) if base is not None else None
-    shrunk = {k: (shrink(v, c.n) if v is not None and k != "latency" else v) for k, v in rates.items()}
-    rank_base = _weighted(shrunk)
+    shrunk = {k: (shrink(v, c.n) if v is not None and k != "latency" else v) for k, v in _rates(c).items()}
+    rank_base = renormalised(shrunk, WEIGHTS, scale=100)[0]
     rank = min(100.0, rank_base + bonus) if rank_base is not None else None
-    present = {k for k, v in rates.items() if v is not None}
-    total = sum(WEIGHTS[k] for k in present)
-    for d in dimensions:
-        d.weight = round(WEIGHTS[d.name] / total, 4) if d.name in present and total else 0
     trend = None
-    if displayed is not None and facts.yesterday.get(RUBRIC) is not None:
-        trend = round(displayed - facts.yesterday[RUBRIC], 1)
-    sample = "unrated" if c.n == 0 else "low sample" if c.n < LOW_SAMPLE else "rated"
-    readiness = spec_readiness(facts)
-    return ScoreCard(
-        server_id=facts.server.id, rubric=RUBRIC, composite=displayed, grade=None, visibility=sample,
-        dimensions=dimensions, rules=outcomes, rules_version=RULES_VERSION, scored_at=facts.now,
-        extra={
-            "rank_score": round(rank, 1) if rank is not None else None,
-            "runs": c.n,
-            "verdict": verdict,
-            "status": chip,
-            "verdict_bonus": bonus,
-            "p95_ms": round(c.p95_ms, 1) if c.p95_ms is not None else None,
-            "spec_readiness": readiness,
-            "trend": trend,
-        },
-    )
+    if composite is not None and facts.yesterday.get(RUBRIC) is not None:
+        trend = round(composite - facts.yesterday[RUBRIC], 1)
+    return {
+        "rank_score": round(rank, 1) if rank is not None else None,
+        "runs": c.n,
+        "verdict": verdict,
+        "status": chip,
+        "verdict_bonus": bonus,
+        "p95_ms": round(c.p95_ms, 1) if c.p95_ms is not None else None,
+        "spec_readiness": spec_readiness(facts),
+        "trend": trend,
+    }
 
+
+OUTSIDE_IN = Rubric(
+    info=RubricInfo(RUBRIC, "Outside-in", "Outside-in",
+                    "Seed 003's score over 30 days of runs, ordered by Rank Score (thin evidence shrunk toward 50%).", RULES_VERSION,
+                    extra_columns=(BoardColumn("extra.rank_score", "Rank score", "num"), BoardColumn("extra.status", "Status"),
+                                   BoardColumn("extra.runs", "Runs", "num"), BoardColumn("extra.p95_ms", "P95 ms", "num"),
+                                   BoardColumn("extra.spec_readiness", "Spec readiness"))),
+    dimensions=DIMENSIONS,
+    rules=tuple(RULES.rules),
+    composite=displayed,
+    visibility=visibility,
+    extra=extra,
+    tables=("weights", "rules"),
+)

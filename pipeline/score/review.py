@@ -11,16 +11,18 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.models import ScoreCard
+from pipeline.models import DimensionScore, RubricInfo
+from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, on_scale, share, unmeasured, weighted_composite
 from pipeline.score.facts import Facts
 from pipeline.score.markers import findings
-from pipeline.score.rules import Verdict, rule, unmeasured
-from pipeline.score.scoreboard import Dimension, evaluate
 from pipeline.score.tools import ToolView, read_tool, tool_views
 
 RUBRIC = "review"
 RULES_VERSION = "review/1.0"
-GRADES = [(85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F")]
+GRADES = ((85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F"))
+DOC_PARTS = {"title": 10, "description": 30, "inputs": 30, "annotations": 15, "output_schema": 15}  # one tool's documentation, in points
+RULES = RuleSet()
+rule = RULES.rule
 NAME_RULE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 FIELD_LIMIT = 2048  # Claude Code's field size: descriptions and instructions under 2 KB
 STABLE_NAME = re.compile(r"^[a-z0-9][a-z0-9._\-/@]*$")
@@ -35,82 +37,78 @@ def _applicable_if_http(facts: Facts) -> str | None:
     return None
 
 
-def _always(_: Facts) -> str | None:
-    return None
-
-
-SECTIONS = [
-    Dimension("server_metadata", "Server metadata", 1, 1, _always),
-    Dimension("discoverability", "Discoverability", 1, 1, _applicable_if_http),
-    Dimension("protocol", "Protocol", 1, 1, _always),
-    Dimension("tools", "Tools", 1, 1, _always),
-    Dimension("tool_docs", "Tool documentation quality", 1, 1, _always),
-    Dimension("mcp_apps", "MCP Apps (reported, never counted)", 0, 0, _always, optional=True),
-]
+SECTIONS = (
+    Dimension("server_metadata", "Server metadata", 1),
+    Dimension("discoverability", "Discoverability", 1, applicable=_applicable_if_http),
+    Dimension("protocol", "Protocol", 1),
+    Dimension("tools", "Tools", 1),
+    Dimension("tool_docs", "Tool documentation quality", 1),
+    Dimension("mcp_apps", "MCP Apps (reported, never counted)", 0, optional=True),
+)
 
 
 def _handshake(facts: Facts) -> dict[str, Any] | None:
     return facts.probe.server_info if facts.probe and facts.probe.reachable else None
 
 
-def _pass(condition: bool, reason_ok: str, reason_fail: str, gain: str | None = None, points: float = 1) -> Verdict:
-    return Verdict(points=points if condition else 0, reason=reason_ok if condition else reason_fail, how_to_gain=None if condition else gain)
+def _pass(condition: bool, reason_ok: str, reason_fail: str, gain: str | None = None) -> Outcome:
+    return share(1 if condition else 0, reason_ok if condition else reason_fail, how_to_gain=None if condition else gain)
 
 
-def _no_handshake() -> Verdict:
+def _no_handshake() -> Outcome:
     return unmeasured("no completed handshake to read", "make the server answer the MCP handshake")
 
 
 # ---------------------------------------------------------------- Server metadata (100 weighted points)
 
 
-@rule(RUBRIC, "server_metadata", 10)
-def stable_name(facts: Facts) -> Verdict:
+@rule("server_metadata", 10)
+def stable_name(facts: Facts) -> Outcome:
     """A machine-friendly serverInfo.name such as acme-orders."""
     info = _handshake(facts)
     if info is None:
         return _no_handshake()
     name = str(info.get("name") or "")
-    return _pass(bool(STABLE_NAME.match(name)), f"name {name!r}", f"name {name!r} is not machine-friendly", "use a lower-case, hyphenated serverInfo.name", 10)
+    return _pass(bool(STABLE_NAME.match(name)), f"name {name!r}", f"name {name!r} is not machine-friendly", "use a lower-case, hyphenated serverInfo.name")
 
 
-@rule(RUBRIC, "server_metadata", 10)
-def human_title(facts: Facts) -> Verdict:
+@rule("server_metadata", 10)
+def human_title(facts: Facts) -> Outcome:
     """A display title clients can show (serverInfo.title)."""
     info = _handshake(facts)
     if info is None:
         return _no_handshake()
-    return _pass(bool((info.get("title") or "").strip()), f"title {info.get('title')!r}", "no serverInfo.title", "set serverInfo.title", 10)
+    return _pass(bool((info.get("title") or "").strip()), f"title {info.get('title')!r}", "no serverInfo.title", "set serverInfo.title")
 
 
-@rule(RUBRIC, "server_metadata", 20)
-def useful_description(facts: Facts) -> Verdict:
+@rule("server_metadata", 20)
+def useful_description(facts: Facts) -> Outcome:
     """At least 40 characters in serverInfo.description on what the server helps an agent do."""
     info = _handshake(facts)
     if info is None:
         return _no_handshake()
     text = (info.get("description") or "").strip()
     return _pass(len(text) >= 40, f"{len(text)}-character description", f"description has {len(text)} characters; 40 needed",
-                 "set serverInfo.description to what the server helps an agent do (40+ characters)", 20)
+                 "set serverInfo.description to what the server helps an agent do (40+ characters)")
 
 
-@rule(RUBRIC, "server_metadata", 10)
-def server_version(facts: Facts) -> Verdict:
+@rule("server_metadata", 10)
+def server_version(facts: Facts) -> Outcome:
     """A version string so clients can track releases."""
     info = _handshake(facts)
     if info is None:
         return _no_handshake()
-    return _pass(bool(str(info.get("version") or "").strip()), f"version {info.get('version')!r}", "no version", "set serverInfo.version", 10)
+    return _pass(bool(str(info.get("version") or "").strip()), f"version {info.get('version')!r}", "no version", "set serverInfo.version")
 
 
-@rule(RUBRIC, "server_metadata", 10)
-def public_website(facts: Facts) -> Verdict:
+@rule("server_metadata", 10)
+def public_website(facts: Facts) -> Outcome:
     """A valid http(s) websiteUrl."""
     info = _handshake(facts)
     if info is None:
         return _no_handshake()
     url = str(info.get("websiteUrl") or "")
-    return _pass(url.lower().startswith(("https://", "http://")), f"website {url}", "no valid websiteUrl", "set serverInfo.websiteUrl", 10)
+    return _pass(url.lower().startswith(("https://", "http://")), f"website {url}", "no valid websiteUrl", "set serverInfo.websiteUrl")
 
 
 def _scalable(icon: dict[str, Any]) -> bool:
@@ -125,40 +123,40 @@ def _scalable(icon: dict[str, Any]) -> bool:
     return False
 
 
-@rule(RUBRIC, "server_metadata", 10)
-def scalable_icon(facts: Facts) -> Verdict:
+@rule("server_metadata", 10)
+def scalable_icon(facts: Facts) -> Outcome:
     """An SVG icon, or a raster icon of 128px or larger."""
     info = _handshake(facts)
     if info is None:
         return _no_handshake()
     icons = [i for i in info.get("icons") or [] if isinstance(i, dict)]
     return _pass(any(_scalable(i) for i in icons), f"{len(icons)} icons, one scalable", f"{len(icons)} icons, none SVG or ≥128px",
-                 "add an SVG icon, or a PNG of at least 128×128, to serverInfo.icons", 10)
+                 "add an SVG icon, or a PNG of at least 128×128, to serverInfo.icons")
 
 
-@rule(RUBRIC, "server_metadata", 20)
-def server_instructions(facts: Facts) -> Verdict:
+@rule("server_metadata", 20)
+def server_instructions(facts: Facts) -> Outcome:
     """Usage instructions for agents in the handshake result."""
     if _handshake(facts) is None and not (facts.probe and facts.probe.reachable):
         return _no_handshake()
     text = (facts.probe.instructions or "").strip()
-    return _pass(bool(text), f"{len(text)} characters of instructions", "no instructions", "return instructions for agents from the handshake", 20)
+    return _pass(bool(text), f"{len(text)} characters of instructions", "no instructions", "return instructions for agents from the handshake")
 
 
-@rule(RUBRIC, "server_metadata", 10)
-def declared_capabilities(facts: Facts) -> Verdict:
+@rule("server_metadata", 10)
+def declared_capabilities(facts: Facts) -> Outcome:
     """Tools, resources or prompts declared in capabilities."""
     if not (facts.probe and facts.probe.reachable):
         return _no_handshake()
     declared = sorted(k for k in (facts.probe.capabilities or {}) if k in ("tools", "resources", "prompts"))
-    return _pass(bool(declared), f"declares {', '.join(declared)}", "declares no tools, resources or prompts", "declare your primitives in capabilities", 10)
+    return _pass(bool(declared), f"declares {', '.join(declared)}", "declares no tools, resources or prompts", "declare your primitives in capabilities")
 
 
 # ---------------------------------------------------------------- Discoverability
 
 
-@rule(RUBRIC, "discoverability", 1)
-def server_card(facts: Facts) -> Verdict:
+@rule("discoverability", 1)
+def server_card(facts: Facts) -> Outcome:
     """An mcp.json manifest or Server Card under /.well-known declaring this endpoint."""
     http = facts.probe.http if facts.probe else None
     if http is None or http.server_card is None:
@@ -166,8 +164,8 @@ def server_card(facts: Facts) -> Verdict:
     return _pass(http.server_card, "server card found", "no /.well-known/mcp.json or server card", "publish a server card (SEP-2127)")
 
 
-@rule(RUBRIC, "discoverability", 1)
-def setup_page(facts: Facts) -> Verdict:
+@rule("discoverability", 1)
+def setup_page(facts: Facts) -> Outcome:
     """Opening the endpoint in a browser returns a readable HTML setup page."""
     http = facts.probe.http if facts.probe else None
     if http is None or http.html_setup_page is None:
@@ -178,8 +176,8 @@ def setup_page(facts: Facts) -> Verdict:
 # ---------------------------------------------------------------- Protocol
 
 
-@rule(RUBRIC, "protocol", 1)
-def negotiation(facts: Facts) -> Verdict:
+@rule("protocol", 1)
+def negotiation(facts: Facts) -> Outcome:
     """The MCP handshake succeeds (modern server/discover or legacy initialize; HTTP, SSE or stdio)."""
     if facts.probe is None:
         return unmeasured("not probed yet")
@@ -187,7 +185,7 @@ def negotiation(facts: Facts) -> Verdict:
                  f"handshake failed: {facts.probe.outcome.value}", "make the server answer the handshake")
 
 
-def _list_check(facts: Facts, capability: str, check_name: str) -> Verdict:
+def _list_check(facts: Facts, capability: str, check_name: str) -> Outcome:
     if not (facts.probe and facts.probe.reachable):
         return unmeasured("no handshake")
     if capability not in (facts.probe.capabilities or {}):
@@ -199,20 +197,20 @@ def _list_check(facts: Facts, capability: str, check_name: str) -> Verdict:
                  f"make {check_name} answer")
 
 
-@rule(RUBRIC, "protocol", 1)
-def tools_list(facts: Facts) -> Verdict:
+@rule("protocol", 1)
+def tools_list(facts: Facts) -> Outcome:
     """tools/list returns the tools when the tools capability is declared."""
     return _list_check(facts, "tools", "tools/list")
 
 
-@rule(RUBRIC, "protocol", 1)
-def resources_list(facts: Facts) -> Verdict:
+@rule("protocol", 1)
+def resources_list(facts: Facts) -> Outcome:
     """resources/list responds when the resources capability is declared (an empty list passes)."""
     return _list_check(facts, "resources", "resources/list")
 
 
-@rule(RUBRIC, "protocol", 1)
-def tools_capability(facts: Facts) -> Verdict:
+@rule("protocol", 1)
+def tools_capability(facts: Facts) -> Outcome:
     """The tools capability is declared whenever tools are offered."""
     if not facts.tools:
         return unmeasured("no tools offered")
@@ -228,13 +226,13 @@ def _tools_or_unmeasured(facts: Facts) -> list[ToolView] | None:
     return views if views else None
 
 
-def _all(tools: list[ToolView], predicate, what: str, gain: str) -> Verdict:
+def _all(tools: list[ToolView], predicate, what: str, gain: str) -> Outcome:
     failing = [v.name for v in tools if not predicate(v)]
     return _pass(not failing, f"all {len(tools)} tools {what}", f"{len(failing)} tools fail: {', '.join(failing[:8])}", gain)
 
 
-@rule(RUBRIC, "tools", 1)
-def tool_descriptions(facts: Facts) -> Verdict:
+@rule("tools", 1)
+def tool_descriptions(facts: Facts) -> Outcome:
     """Every tool has a non-empty description."""
     tools = _tools_or_unmeasured(facts)
     if tools is None:
@@ -242,8 +240,8 @@ def tool_descriptions(facts: Facts) -> Verdict:
     return _all(tools, lambda v: bool(v.description), "have descriptions", "describe every tool")
 
 
-@rule(RUBRIC, "tools", 1)
-def behavior_hints(facts: Facts) -> Verdict:
+@rule("tools", 1)
+def behavior_hints(facts: Facts) -> Outcome:
     """readOnlyHint, destructiveHint and openWorldHint declared as booleans."""
     tools = _tools_or_unmeasured(facts)
     if tools is None:
@@ -252,8 +250,8 @@ def behavior_hints(facts: Facts) -> Verdict:
                 "declare readOnlyHint, destructiveHint and openWorldHint on every tool")
 
 
-@rule(RUBRIC, "tools", 1)
-def display_titles(facts: Facts) -> Verdict:
+@rule("tools", 1)
+def display_titles(facts: Facts) -> Outcome:
     """Every tool has title or annotations.title."""
     tools = _tools_or_unmeasured(facts)
     if tools is None:
@@ -261,8 +259,8 @@ def display_titles(facts: Facts) -> Verdict:
     return _all(tools, lambda v: bool(v.title), "have display titles", "give every tool a title")
 
 
-@rule(RUBRIC, "tools", 1)
-def name_rules(facts: Facts) -> Verdict:
+@rule("tools", 1)
+def name_rules(facts: Facts) -> Outcome:
     """Unique names of 64 characters or fewer using A–Z, digits, underscore, hyphen and dot."""
     tools = _tools_or_unmeasured(facts)
     if tools is None:
@@ -273,8 +271,8 @@ def name_rules(facts: Facts) -> Verdict:
                  "use unique names of up to 64 characters from A–Z, a–z, 0–9, _ - .")
 
 
-@rule(RUBRIC, "tools", 1)
-def field_size(facts: Facts) -> Verdict:
+@rule("tools", 1)
+def field_size(facts: Facts) -> Outcome:
     """Tool descriptions and server instructions under 2 KB each (Claude Code's field size)."""
     tools = _tools_or_unmeasured(facts)
     if tools is None:
@@ -285,8 +283,8 @@ def field_size(facts: Facts) -> Verdict:
     return _pass(not big, "every field under 2 KB", f"over 2 KB: {', '.join(big[:5])}", "keep each description and the instructions under 2 KB")
 
 
-@rule(RUBRIC, "tools", 1)
-def no_hidden_characters(facts: Facts) -> Verdict:
+@rule("tools", 1)
+def no_hidden_characters(facts: Facts) -> Outcome:
     """No invisible or control characters in tool-facing text."""
     tools = _tools_or_unmeasured(facts)
     if tools is None:
@@ -295,8 +293,8 @@ def no_hidden_characters(facts: Facts) -> Verdict:
     return _pass(not found, "no hidden characters", f"hidden characters in {'; '.join(found[:5])}", "remove zero-width, bidi and control characters")
 
 
-@rule(RUBRIC, "tools", 1)
-def no_prompt_injection(facts: Facts) -> Verdict:
+@rule("tools", 1)
+def no_prompt_injection(facts: Facts) -> Outcome:
     """Tool text and server instructions carry no tool-poisoning directives (ignore instructions, hide actions from the user, read local secrets)."""
     tools = _tools_or_unmeasured(facts)
     if tools is None:
@@ -305,8 +303,8 @@ def no_prompt_injection(facts: Facts) -> Verdict:
     return _pass(not found, "no tool-poisoning markers", "; ".join(found[:5]), "remove directives aimed at the agent from tool text")
 
 
-@rule(RUBRIC, "tools", 1)
-def schemas(facts: Facts) -> Verdict:
+@rule("tools", 1)
+def schemas(facts: Facts) -> Outcome:
     """inputSchema is an object schema; any outputSchema is a valid JSON Schema object."""
     tools = _tools_or_unmeasured(facts)
     if tools is None:
@@ -361,45 +359,45 @@ def doc_scores(facts: Facts) -> dict[str, dict[str, float]]:
     return facts.memo["review.docs"]
 
 
-def _per_tool(facts: Facts, part: str, max_points: float, gain: str) -> Verdict:
+def _per_tool(facts: Facts, part: str, gain: str) -> Outcome:
     tools = _tools_or_unmeasured(facts)
     if tools is None:
         return unmeasured("no tools listed")
     values = {name: scores[part] for name, scores in doc_scores(facts).items()}
     mean = sum(values.values()) / len(values)
-    weakest = sorted((v, k) for k, v in values.items() if v < max_points)[:5]
-    return Verdict(points=mean, reason=f"average {mean:.1f}/{max_points:g} over {len(values)} tools",
-                   how_to_gain=(gain + ": " + ", ".join(k for _, k in weakest)) if weakest else None)
+    weakest = sorted((v, k) for k, v in values.items() if v < DOC_PARTS[part])[:5]
+    return on_scale(mean, f"average {mean:.1f}/{DOC_PARTS[part]:g} over {len(values)} tools",
+                    how_to_gain=(gain + ": " + ", ".join(k for _, k in weakest)) if weakest else None)
 
 
-@rule(RUBRIC, "tool_docs", 10)
-def doc_title(facts: Facts) -> Verdict:
+@rule("tool_docs", DOC_PARTS["title"])
+def doc_title(facts: Facts) -> Outcome:
     """Title (10%): a short human title, not a copy of the tool name."""
-    return _per_tool(facts, "title", 10, "give a human title to")
+    return _per_tool(facts, "title", "give a human title to")
 
 
-@rule(RUBRIC, "tool_docs", 30)
-def doc_description(facts: Facts) -> Verdict:
+@rule("tool_docs", DOC_PARTS["description"])
+def doc_description(facts: Facts) -> Outcome:
     """Description (30%): says what the tool does, when to use it and what it returns."""
-    return _per_tool(facts, "description", 30, "say what it does, when to use it and what it returns, for")
+    return _per_tool(facts, "description", "say what it does, when to use it and what it returns, for")
 
 
-@rule(RUBRIC, "tool_docs", 30)
-def doc_inputs(facts: Facts) -> Verdict:
+@rule("tool_docs", DOC_PARTS["inputs"])
+def doc_inputs(facts: Facts) -> Outcome:
     """Inputs (30%): every argument described; IDs say which tool returns them; no restated schema rules."""
-    return _per_tool(facts, "inputs", 30, "describe every argument of")
+    return _per_tool(facts, "inputs", "describe every argument of")
 
 
-@rule(RUBRIC, "tool_docs", 15)
-def doc_annotations(facts: Facts) -> Verdict:
+@rule("tool_docs", DOC_PARTS["annotations"])
+def doc_annotations(facts: Facts) -> Outcome:
     """Annotations (15%): all four hints — readOnly, destructive, idempotent, openWorld."""
-    return _per_tool(facts, "annotations", 15, "declare all four hints on")
+    return _per_tool(facts, "annotations", "declare all four hints on")
 
 
-@rule(RUBRIC, "tool_docs", 15)
-def doc_output_schema(facts: Facts) -> Verdict:
+@rule("tool_docs", DOC_PARTS["output_schema"])
+def doc_output_schema(facts: Facts) -> Outcome:
     """Output schema (15%): a declared outputSchema whose fields are described."""
-    return _per_tool(facts, "output_schema", 15, "declare a described outputSchema on")
+    return _per_tool(facts, "output_schema", "declare a described outputSchema on")
 
 
 # ---------------------------------------------------------------- MCP Apps (reported, never counted)
@@ -410,8 +408,8 @@ def _apps(facts: Facts):
     return apps if apps and apps.views else None
 
 
-@rule(RUBRIC, "mcp_apps", 1)
-def apps_readable(facts: Facts) -> Verdict:
+@rule("mcp_apps", 1)
+def apps_readable(facts: Facts) -> Outcome:
     """Every tool-linked ui:// resource is readable."""
     apps = _apps(facts)
     if apps is None:
@@ -419,8 +417,8 @@ def apps_readable(facts: Facts) -> Verdict:
     return _pass(apps.readable == apps.views, f"{apps.readable}/{apps.views} views readable", f"{apps.readable}/{apps.views} views readable")
 
 
-@rule(RUBRIC, "mcp_apps", 1)
-def apps_html(facts: Facts) -> Verdict:
+@rule("mcp_apps", 1)
+def apps_html(facts: Facts) -> Outcome:
     """Views are served with an HTML MIME type."""
     apps = _apps(facts)
     if apps is None:
@@ -428,8 +426,8 @@ def apps_html(facts: Facts) -> Verdict:
     return _pass(apps.html_mime == apps.views, f"{apps.html_mime}/{apps.views} HTML", f"{apps.html_mime}/{apps.views} HTML")
 
 
-@rule(RUBRIC, "mcp_apps", 1)
-def apps_csp(facts: Facts) -> Verdict:
+@rule("mcp_apps", 1)
+def apps_csp(facts: Facts) -> Outcome:
     """Each view declares its content security policy."""
     apps = _apps(facts)
     if apps is None:
@@ -440,26 +438,33 @@ def apps_csp(facts: Facts) -> Verdict:
 # ---------------------------------------------------------------- overall
 
 
-def grade_for(value: float) -> str:
-    return next(letter for floor, letter in GRADES if value >= floor)
-
-
 def listed(facts: Facts) -> bool:
     """Seed 001's listing rule: the latest review completed a handshake and exposes at least one tool."""
     return bool(facts.probe and facts.probe.reachable and facts.tools)
 
 
-def score(facts: Facts) -> ScoreCard:
-    outcomes, sections = evaluate(facts, RUBRIC, SECTIONS)
-    counted = [s for s in sections if s.status == "scored" and not s.optional]
-    is_listed = listed(facts)
-    overall = sum(s.score or 0 for s in counted) / len(counted) if counted and is_listed else None
-    for s in counted:
-        s.weight = round(1 / len(counted), 4)
-    per_tool = doc_scores(facts)
-    return ScoreCard(
-        server_id=facts.server.id, rubric=RUBRIC, composite=overall, grade=grade_for(overall) if overall is not None else None,
-        visibility="listed" if is_listed else "not listed", dimensions=sections, rules=outcomes,
-        rules_version=RULES_VERSION, scored_at=facts.now,
-        extra={"tool_docs": per_tool, "listed": is_listed},
-    )
+def overall(facts: Facts, sections: list[DimensionScore]) -> float | None:
+    """The mean of the applicable, counted sections; only for a listed server."""
+    value = weighted_composite(sections, {s.name: s.weight for s in SECTIONS})
+    return value if listed(facts) else None
+
+
+def visibility(facts: Facts, sections: list[DimensionScore], composite: float | None) -> str:
+    return "listed" if listed(facts) else "not listed"
+
+
+def extra(facts: Facts, composite: float | None) -> dict:
+    return {"tool_docs": doc_scores(facts), "listed": listed(facts)}
+
+
+REVIEW = Rubric(
+    info=RubricInfo(RUBRIC, "Live review", "Live review",
+                    "Seed 001's six sections; only servers that completed a handshake and list a tool are ranked.", RULES_VERSION),
+    dimensions=SECTIONS,
+    rules=tuple(RULES.rules),
+    composite=overall,
+    visibility=visibility,
+    grades=GRADES,
+    extra=extra,
+    tables=("rules", "grades"),
+)

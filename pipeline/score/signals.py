@@ -1,0 +1,43 @@
+"""Seed 000's readings of the evidence, shared by its rules, badges and flags."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pipeline.score.facts import Facts
+
+MIN_FAST_PROBES = 10  # seed 000: no reliability score under 10 probes
+MIN_P95_SAMPLES = 20  # ours: a p95 from fewer successful probes is not a p95
+# Descriptions project generators leave behind. Matched whole (case and trailing punctuation
+# ignored), so a real description that merely starts "MCP server for …" is never penalised.
+TEMPLATE_DESCRIPTIONS = re.compile(
+    r"^(an? )?(simple |new |basic )?(model context protocol|mcp) server( for(\s*(\.\.\.|…))?)?$"
+    r"|^(an? )?(simple |new |basic )?(model context protocol|mcp) server (for|to) \w+$"
+    r"|^add your description here$|^todo\b.*|^description$|^my mcp server$",
+    re.I,
+)
+
+
+def is_template_description(description: str | None) -> bool:
+    return bool(description) and bool(TEMPLATE_DESCRIPTIONS.match(description.strip().rstrip(".!").strip()))
+
+
+def metric(facts: Facts, name: str) -> dict[str, Any] | None:
+    """One static-analysis metric, when the analysis succeeded."""
+    if facts.analysis is None or not facts.analysis.ok:
+        return None
+    return facts.analysis.metrics.get(name)
+
+
+def repository(facts: Facts) -> dict:
+    """What the repository host said of the repository (status, archived, pushed_at, releases)."""
+    return metric(facts, "repository") or {}
+
+
+def secret_names(facts: Facts) -> list[str]:
+    return [v.name for v in facts.server.env_vars if v.secret]
+
+
+def has_p95(facts: Facts) -> bool:
+    return facts.fast.samples >= MIN_P95_SAMPLES
