@@ -1,5 +1,5 @@
-"""`scoreboard check`: probe one server (and optionally its source), score it under all four
-rubrics and explain every point, for server authors and their CI. Nothing is stored."""
+"""`scoreboard check`: probe one server (and optionally its source), score it under every
+rubric and explain every point, for server authors and their CI. Nothing is stored."""
 
 from __future__ import annotations
 

@@ -291,7 +291,7 @@ def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: 
 @pass_settings
 def check(settings: Settings, url: str | None, stdio_command: str | None, source: Path | None, env_pairs: tuple[str, ...], as_json: bool,
           rubric: str, min_score: float | None, call_timeout: float | None) -> None:
-    """Probe one server (URL or --stdio COMMAND), score it under all four rubrics, explain every point."""
+    """Probe one server (URL or --stdio COMMAND), score it under every rubric, explain every point."""
     import json
     import shlex
 
