@@ -163,6 +163,10 @@ def _no_badges(_: Facts) -> list[str]:
 
 @dataclass(frozen=True)
 class Rubric:
+    """A rubric as a value. A new one is a module that registers its rules on a RuleSet, names its
+    dimensions and a composite (weighted_composite covers the usual renormalised weighted mean), and
+    builds its Rubric; plus one line in score/registry.py. tests/test_engine.py has a small example."""
+
     info: RubricInfo  # name, rules version and how the site shows it
     dimensions: tuple[Dimension, ...]
     rules: tuple[Rule, ...]
