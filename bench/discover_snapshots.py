@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline import db as store  # noqa: E402
+from pipeline import store  # noqa: E402
 from pipeline.discover import SOURCE_NAMES, run_discover, snapshot_sources  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 

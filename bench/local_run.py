@@ -18,14 +18,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline import db as store  # noqa: E402
+from pipeline import store  # noqa: E402
 from pipeline.analyze import run_analyze  # noqa: E402
 from pipeline.analyze.fetch import InstalledPackageFetcher  # noqa: E402
 from pipeline.config import Settings  # noqa: E402
 from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.judge import OfflineJudge, run_judge  # noqa: E402
-from pipeline.monitor import run_monitor  # noqa: E402
+from pipeline.probe.monitor import run_monitor  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
 from pipeline.probe.install import Installer  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline import ENGINE_VERSION, latency  # noqa: E402
-from pipeline.db import content_hash, dumps, iso, open_db  # noqa: E402
+from pipeline.store import content_hash, dumps, iso, open_db  # noqa: E402
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 VERBS = ["get", "list", "search", "create", "update", "delete", "read", "write", "send", "fetch", "describe", "run"]
@@ -164,7 +164,7 @@ def fleet_arguments(description: str) -> argparse.Namespace:
 
 def opened_fleet(args: argparse.Namespace, directory: Path):
     """The prepared fleet, opened: its database and its active servers."""
-    from pipeline import db as store
+    from pipeline import store
 
     db = store.open_db(prepared_fleet(args, directory))
     return db, store.active_servers(db)

@@ -16,7 +16,7 @@ import anyio
 from pipeline.analyze import analyze_server
 from pipeline.analyze.fetch import LocalDirectoryFetcher
 from pipeline.config import Settings
-from pipeline.db import content_hash
+from pipeline.store import content_hash
 from pipeline.models import ProbeResult, ScoreCard, Server
 from pipeline.probe import probe_limits
 from pipeline.probe.sandbox import Running, scrubbed_environment

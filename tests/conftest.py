@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from pipeline.config import Settings
-from pipeline.db import open_db
+from pipeline.store import open_db
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import LaunchSpec
 from pipeline.probe.install import Installed, Installer, install_key

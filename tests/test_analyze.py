@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.analyze import analyze_server, run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher, SourceTree
 from pipeline.analyze.metrics import (

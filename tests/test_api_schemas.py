@@ -9,7 +9,7 @@ from datetime import timedelta
 import jsonschema
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.render import run_build

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.classify import classify
 from pipeline.discover import run_discover
 from pipeline.models import ProbeOutcome

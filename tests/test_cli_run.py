@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.db import open_db
+from pipeline.store import open_db
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER_IDS = {"mcp-server-time", "mcp-server-fetch", "mcp-server-git", "server-everything", "server-everything-http", "server-everything-sse",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.db import ScoreboardDatabaseError, open_db, trim
-from pipeline.migrations import migrations
+from pipeline.store import ScoreboardDatabaseError, open_db, trim
+from pipeline.store.migrations import migrations
 
 REPO = Path(__file__).resolve().parent.parent
 

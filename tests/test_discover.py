@@ -6,7 +6,7 @@ import io
 import json
 from datetime import timedelta
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import SourceBatch, run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import CatalogEntry, SourceRecord

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 import yaml
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import CallableSource, SourceBatch, run_discover, snapshot_sources
 from pipeline.discover.merge import merge_listings
 from pipeline.models import Listing, Package, Remote

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.db import open_db
+from pipeline.store import open_db
 from tests.conftest import TEST_SERVERS
 from tests.test_probe import leftover_processes
 

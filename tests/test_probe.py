@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import CatalogEntry, LaunchSpec, SourceRecord
@@ -47,7 +47,7 @@ def leftover_processes(marker: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def probed_catalog(tmp_path_factory, settings, installed):
-    from pipeline.db import open_db
+    from pipeline.store import open_db
 
     db = open_db(tmp_path_factory.mktemp("probe") / "scoreboard.db")
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet("discover", 1))
@@ -268,7 +268,7 @@ def test_an_unforeseen_sandbox_error_is_recorded_and_the_run_goes_on(db, setting
 
 
 def test_fast_probes_meet_every_server_in_its_era_and_http_ones_on_the_raw_layer(probed_catalog, settings):
-    from pipeline.monitor import run_monitor
+    from pipeline.probe.monitor import run_monitor
 
     db, _, _ = probed_catalog
     servers = store.active_servers(db)

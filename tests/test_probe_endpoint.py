@@ -200,7 +200,7 @@ def test_opted_out_servers_are_not_probed_and_delisted_ones_stay_off(db, setting
     import io
     from datetime import timedelta
 
-    from pipeline import db as store
+    from pipeline import store
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
     from pipeline.progress import Progress
@@ -238,9 +238,9 @@ def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_hono
     import io
     from datetime import timedelta
 
-    from pipeline import db as store
+    from pipeline import store
     from pipeline.discover import run_discover
-    from pipeline.monitor import run_monitor
+    from pipeline.probe.monitor import run_monitor
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
     from pipeline.progress import Progress
@@ -277,9 +277,9 @@ def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_hono
 def test_health_checks_honour_the_last_opt_out_without_fetching_it_again(db, settings):
     import io
 
-    from pipeline import db as store
+    from pipeline import store
     from pipeline.discover import run_discover
-    from pipeline.monitor import run_monitor
+    from pipeline.probe.monitor import run_monitor
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
     from pipeline.progress import Progress

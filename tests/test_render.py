@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.models import CatalogEntry, CheckResult, ProbeOutcome, ProbeResult, SourceRecord
 from pipeline.render import run_build
@@ -88,7 +88,7 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     import csv as _csv
     from datetime import timedelta
 
-    from pipeline.db import open_db
+    from pipeline.store import open_db
     from pipeline.discover.local import LocalCatalogSource
     from tests.test_score import analysis, probe
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pipeline.db import open_db
+from pipeline.store import open_db
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "schema.md"
 

@@ -163,7 +163,7 @@ def test_rescoring_is_deterministic_and_offline(db, tmp_path):
     """The same stored evidence gives the same cards, byte for byte (but for the time of scoring)."""
     import json as _json
 
-    from pipeline import db as store
+    from pipeline import store
     from pipeline.discover import run_discover
     from pipeline.discover.local import LocalCatalogSource
     from pipeline.score import run_score

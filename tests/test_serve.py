@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.render import run_build

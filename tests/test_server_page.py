@@ -8,7 +8,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.models import CheckResult, EraFacts, Judgement, ProbeOutcome, ProbeResult
 from pipeline.render import run_build

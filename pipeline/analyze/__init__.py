@@ -8,7 +8,7 @@ from typing import Sequence
 
 from sqlite_utils import Database
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.analyze.fetch import FetchFailed, RepoFetcher
 from pipeline.analyze.metrics import analyze_tree
 from pipeline.models import AnalysisResult, Server, StageReport

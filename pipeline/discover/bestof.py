@@ -16,7 +16,7 @@ import yaml
 
 from pipeline.discover.base import SourceBatch, mapping, number, snapshot_files, text
 from pipeline.discover.http import SourceError, SourceHTTP
-from pipeline.discover.keys import parse_github
+from pipeline.identity import parse_github
 from pipeline.models import Listing, Package
 
 NAME = "best-of-mcp-servers"

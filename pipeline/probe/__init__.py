@@ -13,9 +13,9 @@ from typing import Literal, Sequence
 import anyio
 from sqlite_utils import Database
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.config import Settings
-from pipeline.discover.keys import is_public_endpoint, remote_key
+from pipeline.identity import is_public_endpoint, remote_key
 from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
 from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.install import Installed, Installer, install_key

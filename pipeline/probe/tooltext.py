@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from pipeline.models import CheckResult
-from pipeline.score.markers import hidden_characters, injection_findings, tool_texts, where
+from pipeline.text import hidden_characters, injection_findings, tool_texts, where
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 LONG_DESCRIPTION = 10_000  # characters: past this a description crowds an agent's context

@@ -25,10 +25,10 @@ from pydantic_core import from_json, to_json
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION
-from pipeline import db as store
+from pipeline import store
 from pipeline.collector import without_cyclic_gc
 from pipeline.config import REPO_ROOT
-from pipeline.db import content_hash
+from pipeline.store import content_hash
 from pipeline.models import StageReport
 from pipeline.render.badges import embed_snippets, score_badge, shields_endpoint
 from pipeline.render.charts import reliability_svg, trend_svg
@@ -306,7 +306,7 @@ def _start_snapshot(source: str, target: Path, cleanup: ExitStack) -> Callable[[
     A process, not a thread: the render pool forks later, and forking while a thread holds SQLite's locks could deadlock.
     """
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from pathlib import Path; from pipeline.db import snapshot; snapshot(sys.argv[1], Path(sys.argv[2]))",
+        [sys.executable, "-c", "import sys; from pathlib import Path; from pipeline.store import snapshot; snapshot(sys.argv[1], Path(sys.argv[2]))",
          str(Path(source).resolve()), str(target.resolve())],
         cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )

@@ -87,7 +87,7 @@ def stale_project(facts: Facts) -> str | None:
     pushed = _repository(facts).get("pushed_at")
     if not pushed:
         return None
-    from pipeline.db import parse_iso
+    from pipeline.store import parse_iso
 
     age = facts.now - parse_iso(pushed)
     return f"last commit {age.days} days ago" if age > timedelta(days=365) else None

@@ -59,7 +59,7 @@ def weight_table(dimensions) -> str:
 
 
 def source_priority_table() -> str:
-    from pipeline.discover.merge import SOURCE_PRIORITY
+    from pipeline.identity import SOURCE_PRIORITY
 
     lines = ["| rank | source |", "| --- | --- |"]
     lines += [f"| {rank} | `{source}` |" for rank, source in enumerate(SOURCE_PRIORITY, start=1)]

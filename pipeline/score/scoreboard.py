@@ -563,7 +563,7 @@ def badges(facts: Facts) -> list[str]:
                 found.add("Slow (>500ms)")
     repository = (facts.analysis.metrics.get("repository") or {}) if facts.analysis and facts.analysis.ok else {}
     if repository.get("pushed_at"):
-        from pipeline.db import parse_iso
+        from pipeline.store import parse_iso
 
         age = (facts.now - parse_iso(repository["pushed_at"])).days
         found.add("Active Development" if age <= 30 else "Abandoned" if age > 730 else "Stale" if age > 365 else "")

@@ -11,6 +11,8 @@ from sqlite_utils import Database
 from sqlite_utils.db import Table
 from sqlite_utils.migrations import Migrations
 
+from pipeline.store.catalog import classification_of
+
 MIGRATION_SET = "mcp-scoreboard"
 
 migrations = Migrations(MIGRATION_SET)
@@ -238,8 +240,7 @@ def m003_score_extra(db: Database) -> None:
 @migrations()
 def m004_classification(db: Database) -> None:
     """Seed 000's category and target platforms per server, for leaderboard filters and Datasette."""
-    from pipeline.db import classification_of  # the catalog keeps them current; this fills existing rows once
-
+    # The catalog keeps them current; this fills existing rows once.
     servers = _table(db, "servers")
     servers.add_column("category", str, not_null_default="Other")
     servers.add_column("platforms", str, not_null_default="[]")
