@@ -16,13 +16,13 @@ import anyio
 from pipeline.analyze import analyze_server
 from pipeline.analyze.fetch import LocalDirectoryFetcher
 from pipeline.config import Settings
-from pipeline.store import content_hash
 from pipeline.models import ProbeResult, ScoreCard, Server
 from pipeline.probe import probe_limits
 from pipeline.probe.sandbox import Running, scrubbed_environment
 from pipeline.probe.session import deep_probe
 from pipeline.score import score_all
 from pipeline.score.facts import Facts, RunRow, Snapshot
+from pipeline.store import content_hash
 
 
 def target_server(url: str | None, command: list[str] | None, now: datetime) -> Server:

@@ -24,9 +24,9 @@ from pipeline.discover.http import USER_AGENT, SourceHTTP
 from pipeline.discover.local import DEFAULT_CATALOG, LocalCatalogSource
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import StageReport
-from pipeline.probe.monitor import run_monitor
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installer
+from pipeline.probe.monitor import run_monitor
 from pipeline.render import run_build
 from pipeline.score import run_score
 

@@ -186,6 +186,11 @@ def pypi_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def package_folder(name: str) -> str:
+    """A package name as the folder the installer keeps it in (and the analyzer reads it from)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
 def verified_publisher(publishers: dict[str, str], repo_key: str | None, registry_name: str | None) -> str | None:
     """Seed 000's verified publisher: a known organisation by GitHub owner or registry namespace."""
     matches = []

@@ -14,10 +14,10 @@ import httpx
 import pytest
 
 from pipeline.config import Settings
-from pipeline.store import open_db
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import LaunchSpec
 from pipeline.probe.install import Installed, Installer, install_key
+from pipeline.store import open_db
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_SERVERS = Path(__file__).resolve().parent / "servers"

@@ -240,9 +240,9 @@ def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_hono
 
     from pipeline import store
     from pipeline.discover import run_discover
-    from pipeline.probe.monitor import run_monitor
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
+    from pipeline.probe.monitor import run_monitor
     from pipeline.progress import Progress
     from tests.conftest import NOW
     from tests.test_discover import ListSource, entry, quiet
@@ -279,9 +279,9 @@ def test_health_checks_honour_the_last_opt_out_without_fetching_it_again(db, set
 
     from pipeline import store
     from pipeline.discover import run_discover
-    from pipeline.probe.monitor import run_monitor
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
+    from pipeline.probe.monitor import run_monitor
     from pipeline.progress import Progress
     from tests.conftest import NOW
     from tests.test_discover import ListSource, entry, quiet

@@ -88,8 +88,8 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     import csv as _csv
     from datetime import timedelta
 
-    from pipeline.store import open_db
     from pipeline.discover.local import LocalCatalogSource
+    from pipeline.store import open_db
     from tests.test_score import analysis, probe
 
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from pipeline.identity import package_folder
 from pipeline.models import LaunchSpec
 
 OUTPUT_TAIL = 2000  # characters of installer output kept as the failure reason
@@ -58,7 +59,7 @@ class Installer:
     # -- PyPI
 
     def _pypi(self, spec: LaunchSpec) -> Installed:
-        home = self.cache_dir / "pypi" / _safe(spec.package)
+        home = self.cache_dir / "pypi" / package_folder(spec.package)
         venv = home / "venv"
         marker = home / "installed.json"
         bin_dir = venv / "bin"
@@ -127,10 +128,6 @@ def install_key(spec: LaunchSpec) -> str:
 
 def _key(spec: LaunchSpec) -> str:
     return f"{spec.registry}:{spec.requirement}:{spec.command}"
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
 def _marker_matches(marker: Path, requirement: str) -> bool:

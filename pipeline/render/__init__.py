@@ -24,11 +24,9 @@ from markupsafe import Markup
 from pydantic_core import from_json, to_json
 from sqlite_utils import Database
 
-from pipeline import ENGINE_VERSION
-from pipeline import store
+from pipeline import ENGINE_VERSION, store
 from pipeline.collector import without_cyclic_gc
 from pipeline.config import REPO_ROOT
-from pipeline.store import content_hash
 from pipeline.models import StageReport
 from pipeline.render.badges import embed_snippets, score_badge, shields_endpoint
 from pipeline.render.charts import reliability_svg, trend_svg
@@ -51,6 +49,7 @@ from pipeline.render.contexts import (
 from pipeline.render.datasette import metadata
 from pipeline.render.writer import SiteWriter
 from pipeline.score.scoreboard import RUBRIC
+from pipeline.store import content_hash
 
 TEMPLATES = REPO_ROOT / "site" / "templates"
 STATIC = REPO_ROOT / "site" / "static"

@@ -11,7 +11,6 @@ from pipeline.store.catalog import (
     CatalogState,
     active_servers,
     apply_catalog_plan,
-    catalog_keys,
     catalog_state,
     classification_of,
     delist,
@@ -41,7 +40,7 @@ from pipeline.store.scoring import ScoringEvidence, duplicate_descriptions, scor
 
 __all__ = [
     "CardRow", "CatalogPlan", "CatalogState", "ScoreboardDatabaseError", "ScoringEvidence", "active_servers", "apply_catalog_plan",
-    "card_row", "catalog_keys", "catalog_state", "classification_of", "content_hash", "database_path", "delist", "dumps",
+    "card_row", "catalog_state", "classification_of", "content_hash", "database_path", "delist", "dumps",
     "duplicate_descriptions", "fail_run", "finish_run", "in_chunks", "iso", "judged_hashes", "latest_analysis", "latest_analysis_ids",
     "latest_probe", "latest_probe_summaries", "load_scores", "open_db", "packages_due_for_downloads", "page_evidence",
     "page_evidence_stamps", "parse_iso", "rate_limited_until", "record_analysis", "record_probe", "record_problems", "repo_aliases",
