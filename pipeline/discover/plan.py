@@ -160,7 +160,9 @@ def _changes(existing: dict[str, Any], entry: CatalogEntry, ran: set[str], seen_
     return merged
 
 
-def _merge_fields(existing: dict[str, Any], fields: dict[str, Any], provenance: dict[str, str], ran: set[str]) -> tuple[dict[str, Any], dict[str, str]]:
+def _merge_fields(
+    existing: dict[str, Any], fields: dict[str, Any], provenance: dict[str, str], ran: set[str]
+) -> tuple[dict[str, Any], dict[str, str]]:
     """Which new field values replace stored ones (seed 000: registry first, never blank a field).
 
     A stored value gives way when its source ran this time (it no longer says so), when the new
