@@ -28,6 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.calibration import calibration, calibration_line  # noqa: E402
 from pipeline.probe.raw import Limits  # noqa: E402
 from pipeline.probe.session import raw_fast_probe  # noqa: E402
 
@@ -129,6 +130,7 @@ def main() -> None:
         urls = [f"http://127.0.0.1:{port}/mcp" for port in json.loads(server.stdout.readline())]
         limits = Limits(allow_private=True)
         rates, bare_rates = [], []
+        speed = calibration()
         for _ in range(args.rounds):  # throughput at the given concurrency, alternating so a slow moment falls on both sides
             _, bare_wall = anyio.run(baseline, urls, args.concurrency)
             _, wall = anyio.run(run, urls, args.concurrency, lambda url: prober(url, limits))
@@ -137,10 +139,12 @@ def main() -> None:
         # Overhead per probe, one at a time (at concurrency 50 both sides mostly wait in the queue): each endpoint
         # bare then probed, in pairs, so drift in the machine's speed cancels out.
         overheads = anyio.run(paired, urls, limits)
+        speed_after = calibration()
         print(f"{args.endpoints} endpoints, concurrency {args.concurrency}, {args.rounds} rounds: prober {statistics.median(rates):,.0f} probes/s, "
               f"bare httpx {statistics.median(bare_rates):,.0f} requests/s (median rounds)")
         print(f"overhead over a bare httpx POST, one at a time: median {statistics.median(overheads) * 1000:.2f} ms, "
               f"p90 {sorted(overheads)[int(len(overheads) * 0.9)] * 1000:.2f} ms per probe (target < 5 ms)")
+        print(calibration_line(speed, speed_after))
     finally:
         server.terminate()
         server.wait(10)

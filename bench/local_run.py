@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.calibration import calibration, calibration_line  # noqa: E402
 from pipeline import db as store  # noqa: E402
 from pipeline.analyze import run_analyze  # noqa: E402
 from pipeline.analyze.fetch import InstalledPackageFetcher  # noqa: E402
@@ -65,15 +66,18 @@ def main() -> None:
     specs = [e.launch for e in LocalCatalogSource().read().entries if e.launch]
     Installer(settings.cache_dir).install(specs)
     runs = []
+    speed = calibration()
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
             runs.append(one_run(settings, Path(tmp)))
+    speed_after = calibration()
     print(f"embedded default: {len(specs)} servers, {args.repeat} runs, concurrency {settings.concurrency}")
     for stage in runs[0]:
         values = [r[stage] for r in runs]
         print(f"  {stage:<9} median {statistics.median(values):7.3f}s  (min {min(values):.3f}s, max {max(values):.3f}s)")
     totals = [sum(r.values()) for r in runs]
     print(f"  {'total':<9} median {statistics.median(totals):7.3f}s")
+    print(f"  {calibration_line(speed, speed_after)}")
 
 
 if __name__ == "__main__":
