@@ -18,8 +18,7 @@ from pipeline.analyze.metrics import (
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.progress import Progress
-from tests.conftest import CATALOG_SIZE, NOW
-from tests.test_discover import quiet
+from tests.support import CATALOG_SIZE, NOW, quiet
 
 
 @pytest.fixture

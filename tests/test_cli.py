@@ -10,7 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 COMMANDS = ["discover", "analyze", "probe", "monitor", "judge", "score", "build", "serve", "run", "install"]
-from tests.conftest import CATALOG_SIZE
+from tests.support import CATALOG_SIZE
 
 
 def scoreboard(*args: str) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ from pipeline.discover import CallableSource, SourceBatch, run_discover, snapsho
 from pipeline.discover.merge import merge_listings
 from pipeline.models import Listing, Package, Remote
 from pipeline.progress import Progress
-from tests.conftest import NOW, SOURCE_FIXTURES
+from tests.support import NOW, SOURCE_FIXTURES
 
 
 def listing(source: str, key: str, name: str | None = None, **fields) -> Listing:
@@ -297,7 +297,7 @@ def test_catalog_from_snapshots_agrees_with_an_independent_count(db):
 def test_server_pages_say_where_each_field_came_from(db, tmp_path):
     from pipeline.render import run_build
     from pipeline.score import run_score
-    from tests.test_api_schemas import validator
+    from tests.support import validator
 
     discover(
         db,

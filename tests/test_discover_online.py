@@ -17,8 +17,7 @@ import pytest
 
 from pipeline.discover import awesome, bestof, docker_catalog, downloads, github_topics, glama, pulsemcp, registry, smithery
 from pipeline.discover.http import SourceError, SourceHTTP
-from tests.conftest import SOURCE_FIXTURES
-from tests.test_discover_sources import glama_item
+from tests.support import SOURCE_FIXTURES, glama_item
 
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
 Reply = tuple[int, dict[str, str], bytes]

@@ -11,8 +11,7 @@ import time
 from pathlib import Path
 
 from pipeline.db import open_db
-from tests.conftest import TEST_SERVERS
-from tests.test_probe import leftover_processes
+from tests.support import TEST_SERVERS, leftover_processes
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = TEST_SERVERS / "interruptible_probe.py"

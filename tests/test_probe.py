@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import time
 from pathlib import Path
 
@@ -13,36 +12,15 @@ import pytest
 from pipeline import db as store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
-from pipeline.models import CatalogEntry, LaunchSpec, SourceRecord
+from pipeline.models import LaunchSpec
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.progress import Progress
-from tests.conftest import (
-    NOW,
-    TEST_SERVERS,
-    StaticInstaller,
-    python_installed,
-    raw_server_spec,
-)
-from tests.test_discover import ListSource
+from tests.support import NOW, TEST_SERVERS, ListSource, StaticInstaller, faulty_entry, leftover_processes, python_installed, raw_server_spec
 
 
 def quiet(stage, total):
     return Progress(stage, total, stream=io.StringIO())
-
-
-def leftover_processes(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(cmdline)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -150,11 +128,6 @@ def test_raw_evidence_and_snapshots_are_stored(probed_catalog):
     assert len(snapshots) == len(EXPECTED) and all(len(s["content_hash"]) == 64 for s in snapshots)
     # stdio and HTTP servers were both stopped: nothing of ours is left running.
     assert leftover_processes("scoreboard-run-") == []
-
-
-def faulty_entry(server_id: str, spec: LaunchSpec) -> CatalogEntry:
-    return CatalogEntry(id=server_id, name=server_id, transport=spec.transport, launch=spec, keys=[f"test:{server_id}"],
-                        records=[SourceRecord(source="test", key=server_id)])
 
 
 def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed):

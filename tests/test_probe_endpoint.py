@@ -204,8 +204,7 @@ def test_opted_out_servers_are_not_probed_and_delisted_ones_stay_off(db, setting
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
     from pipeline.progress import Progress
-    from tests.conftest import NOW
-    from tests.test_discover import ListSource, entry, quiet
+    from tests.support import NOW, ListSource, entry, quiet
 
     calls = []
     routes = {
@@ -244,8 +243,7 @@ def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_hono
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
     from pipeline.progress import Progress
-    from tests.conftest import NOW
-    from tests.test_discover import ListSource, entry, quiet
+    from tests.support import NOW, ListSource, entry, quiet
 
     routes = {
         ("POST", "/limited/mcp"): lambda o: response("429 Too Many Requests", js({"error": "slow down"}), extra="Retry-After: 120\r\n"),
@@ -283,8 +281,7 @@ def test_health_checks_honour_the_last_opt_out_without_fetching_it_again(db, set
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
     from pipeline.progress import Progress
-    from tests.conftest import NOW
-    from tests.test_discover import ListSource, entry, quiet
+    from tests.support import NOW, ListSource, entry, quiet
 
     seen = []
     routes = {("GET", "/.well-known/mcp-scoreboard"): lambda o: seen.append("optout") or response("200 OK", js({"optout": True})),

@@ -13,7 +13,7 @@ import pytest
 
 from pipeline import check
 from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
-from tests.conftest import NOW
+from tests.support import NOW
 
 ZOO = Path(__file__).parent / "servers" / "tool_zoo.py"
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False}

@@ -19,7 +19,7 @@ import pytest
 from pipeline.models import ProbeOutcome
 from pipeline.probe.eras import negotiate
 from pipeline.probe.raw import Failure, Limits, exchange, probe_client
-from tests.conftest import python_server
+from tests.support import python_server
 
 LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, max_redirects=3, allow_private=True)
 

@@ -15,10 +15,7 @@ from pipeline.render.badges import badge_svg, score_badge, text_width
 from pipeline.render.contexts import safe_url, slug
 from pipeline.render.writer import SiteWriteError, SiteWriter
 from pipeline.score import run_score
-from tests.conftest import CATALOG_SIZE, NOW
-from tests.test_discover import ListSource, quiet
-
-HOSTILE = '<script>alert("x")</script>\u202e\u200b<img src=x onerror=alert(1)>'
+from tests.support import CATALOG_SIZE, HOSTILE, NOW, ListSource, quiet
 
 
 def test_writer_writes_only_changed_bytes_and_removes_stale(tmp_path):
@@ -90,7 +87,7 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
 
     from pipeline.db import open_db
     from pipeline.discover.local import LocalCatalogSource
-    from tests.test_score import analysis, probe
+    from tests.support import analysis, probe
 
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
     servers = store.active_servers(db)
@@ -155,7 +152,7 @@ def test_rubric_boards_and_methodology_page(db, tmp_path):
 
     from pipeline.discover.local import LocalCatalogSource
     from pipeline.render.contexts import methodology_html
-    from tests.test_score import analysis, probe
+    from tests.support import analysis, probe
 
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
     for server_id in ("mcp-server-time", "server-everything-http"):

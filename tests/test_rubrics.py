@@ -19,8 +19,7 @@ from pipeline.models import (
 from pipeline.score import outside_in, remote, review, scoreboard
 from pipeline.score.facts import Facts, Rollup, RunRow, Snapshot
 from pipeline.score.markers import hidden_characters, injection_findings
-from tests.conftest import NOW
-from tests.test_score import TOOL, analysis, dims, probe, server
+from tests.support import NOW, TOOL, analysis, dims, probe, server
 
 
 def remote_server(**fields):

@@ -4,51 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.models import (
-    AnalysisResult,
-    CheckResult,
-    EnvVar,
-    LaunchSpec,
-    ProbeOutcome,
-    ProbeResult,
-    Server,
-)
+from pipeline.models import EnvVar, ProbeOutcome
 from pipeline.score import scoreboard
 from pipeline.score.facts import Facts, Rollup
 from pipeline.score.rules import rules_for
-from tests.conftest import CATALOG_SIZE, NOW
-
-TOOL = {"name": "get_time", "description": "Get the current time in a timezone.",
-        "inputSchema": {"type": "object", "properties": {"tz": {"type": "string", "description": "IANA zone"}}, "required": ["tz"]}}
-
-
-def server(**fields) -> Server:
-    base = dict(id="s", name="s", transport="stdio", first_seen_at=NOW, last_seen_at=NOW,
-                launch=LaunchSpec(registry="pypi", package="p", command="p", transport="stdio"), repository="https://github.com/o/r")
-    base.update(fields)
-    return Server(**base)
-
-
-def probe(outcome=ProbeOutcome.ok, tools=(TOOL,), checks=None) -> ProbeResult:
-    checks = checks if checks is not None else [
-        CheckResult(name="schema_validity", outcome="valid", passed=True),
-        CheckResult(name="error_unknown_tool", outcome="jsonrpc_error", passed=True),
-    ]
-    return ProbeResult(server_id="s", kind="deep", started_at=NOW, duration_ms=10, transport="stdio", outcome=outcome,
-                       tools=list(tools) if outcome == ProbeOutcome.ok else None, checks=checks, handshake="initialize", protocol_version="2025-11-25")
-
-
-def analysis(doc=100, desc=100, lic=100, dep=30) -> AnalysisResult:
-    return AnalysisResult(server_id="s", analyzed_at=NOW, fetcher="installed-package", ok=True, metrics={
-        "documentation_coverage": {"value": doc, "signals": {"readme": True}},
-        "description_quality": {"value": desc, "signals": {}},
-        "license_clarity": {"value": lic, "license": "MIT", "kind": "spdx"},
-        "dependency_health": {"value": dep, "signals": {"manifest": True, "lock_file": False, "ci": False, "automation": False}, "scope": "package"},
-    })
-
-
-def dims(card):
-    return {d.name: d for d in card.dimensions}
+from tests.support import CATALOG_SIZE, NOW, analysis, dims, probe, server
 
 
 @pytest.mark.parametrize("score,grade", [(100, "A+"), (95, "A+"), (94.99, "A"), (85, "A"), (84.9, "B"), (70, "B"), (69.9, "C"), (55, "C"), (54.9, "D"), (40, "D"), (39.9, "F"), (0, "F")])
@@ -167,7 +127,7 @@ def test_rescoring_is_deterministic_and_offline(db, tmp_path):
     from pipeline.discover import run_discover
     from pipeline.discover.local import LocalCatalogSource
     from pipeline.score import run_score
-    from tests.test_discover import quiet
+    from tests.support import quiet
 
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
     for server_id in ("mcp-server-time", "server-memory"):

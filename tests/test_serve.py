@@ -16,8 +16,7 @@ from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.render import run_build
 from pipeline.serve import free_port
-from tests.conftest import NOW
-from tests.test_discover import quiet
+from tests.support import NOW, quiet
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -17,9 +17,7 @@ from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
 from pipeline.probe.install import Installer, install_key  # noqa: E402
-from tests.conftest import NOW, StaticInstaller, python_installed, raw_server_spec  # noqa: E402
-from tests.test_discover import ListSource  # noqa: E402
-from tests.test_probe import faulty_entry  # noqa: E402
+from tests.support import NOW, ListSource, StaticInstaller, faulty_entry, python_installed, raw_server_spec  # noqa: E402
 
 
 def main() -> None:
