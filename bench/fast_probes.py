@@ -59,7 +59,8 @@ SERVER = textwrap.dedent("""
                 body = await reader.readexactly(length)
                 status, reply = answer(json.loads(body)) if body else (200, None)
                 data = json.dumps(reply).encode() if reply is not None else b""
-                writer.write(b"HTTP/1.1 %d OK\\r\\nContent-Type: application/json\\r\\nMcp-Session-Id: s1\\r\\nContent-Length: %d\\r\\n\\r\\n" % (status, len(data)) + data)
+                head = b"HTTP/1.1 %d OK\\r\\nContent-Type: application/json\\r\\nMcp-Session-Id: s1\\r\\nContent-Length: %d\\r\\n\\r\\n"
+                writer.write(head % (status, len(data)) + data)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -125,7 +126,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--legacy", action="store_true", help="servers without server/discover: initialize, initialized, ping (4 requests)")
     args = parser.parse_args()
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.endpoints), "legacy" if args.legacy else "modern"], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.endpoints), "legacy" if args.legacy else "modern"],
+                              stdout=subprocess.PIPE, text=True)
     try:
         urls = [f"http://127.0.0.1:{port}/mcp" for port in json.loads(server.stdout.readline())]
         limits = Limits(allow_private=True)

@@ -48,7 +48,8 @@ def one_run(settings: Settings, workdir: Path) -> dict[str, float]:
 
     timed("discover", lambda: run_discover(db, sources=[LocalCatalogSource()], now=now, progress=silent("discover", 1)))
     servers = store.active_servers(db)
-    timed("analyze", lambda: run_analyze(db, servers=servers, fetcher=InstalledPackageFetcher(settings.cache_dir), now=now, progress=silent("analyze", 7)))
+    timed("analyze", lambda: run_analyze(db, servers=servers, fetcher=InstalledPackageFetcher(settings.cache_dir), now=now,
+                                         progress=silent("analyze", 7)))
     timed("probe", lambda: run_probe(db, servers=servers, installer=installer, settings=settings, now=now, progress=silent("probe", 7)))
     timed("monitor", lambda: run_monitor(db, servers=servers, installer=installer, settings=settings, now=now, progress=silent("monitor", 7)))
     timed("judge", lambda: run_judge(db, servers=servers, providers=[OfflineJudge()], now=now, progress=silent("judge", 7)))

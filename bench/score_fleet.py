@@ -34,10 +34,12 @@ def main() -> None:
         speed_after = calibration()
         own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
         peak, workers_peak = own.ru_maxrss, children.ru_maxrss
-        graded = {r["grade"]: r["n"] for r in db.query("select grade, count(*) n from scores where rubric = 'scoreboard' group by grade order by grade")}
+        graded = {r["grade"]: r["n"]
+                  for r in db.query("select grade, count(*) n from scores where rubric = 'scoreboard' group by grade order by grade")}
         print(f"rescored {len(servers)} servers × 4 rubrics in {seconds:.2f}s = {len(servers) / seconds:,.0f} servers/s")
         print(f"peak memory: main process {peak / 1024:.0f} MB (before scoring {before / 1024:.0f} MB), largest worker {workers_peak / 1024:.0f} MB")
-        print(f"CPU: main process {own.ru_utime + own.ru_stime:.1f}s (including generation, when generated here), workers {children.ru_utime + children.ru_stime:.1f}s")
+        print(f"CPU: main process {own.ru_utime + own.ru_stime:.1f}s (including generation, when generated here), "
+              f"workers {children.ru_utime + children.ru_stime:.1f}s")
         print(calibration_line(speed, speed_after))
         print(report.summary_line())
         print(f"headline grades: {graded}")

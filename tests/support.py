@@ -70,8 +70,9 @@ def glama_item(index: int, **overrides):
         "repository": {"url": f"https://github.com/Owner{index}/Server-{index}"},
         "spdxLicense": {"name": "MIT", "url": "https://opensource.org/licenses/MIT"},
         "attributes": ["hosting:remote-capable", "author:official"], "tools": [],
-        "environmentVariablesJsonSchema": {"type": "object", "properties": {"API_TOKEN": {"type": "string", "description": "token"},
-                                                                             "REGION": {"type": "string", "description": ""}}, "required": ["API_TOKEN"]},
+        "environmentVariablesJsonSchema": {"type": "object", "required": ["API_TOKEN"],
+                                           "properties": {"API_TOKEN": {"type": "string", "description": "token"},
+                                                          "REGION": {"type": "string", "description": ""}}},
     }
     return {**item, **overrides}
 

@@ -28,8 +28,8 @@ def time_command(installed):
 def test_check_a_stdio_server_as_json(time_command, tmp_path):
     source = tmp_path / "src"
     source.mkdir()
-    (source / "package.json").write_text(json.dumps({"name": "t", "description": "Provides the current time and converts between timezones.", "license": "MIT",
-                                                      "dependencies": {"@modelcontextprotocol/sdk": "^1.30.0"}}))
+    (source / "package.json").write_text(json.dumps({"name": "t", "description": "Provides the current time and converts between timezones.",
+                                                      "license": "MIT", "dependencies": {"@modelcontextprotocol/sdk": "^1.30.0"}}))
     (source / "README.md").write_text("# Time\n\n## Usage\n\n```\nnpx t\n```\n" + "Explains. " * 200)
     (source / "LICENSE").write_text("MIT License\n")
     done = scoreboard("check", "--stdio", time_command, "--source", str(source), "--json")

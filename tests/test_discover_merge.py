@@ -24,7 +24,8 @@ def listing(source: str, key: str, name: str | None = None, **fields) -> Listing
 
 
 def discover(db, *batches: tuple[str, list[Listing]], now=NOW, complete=True, aliases=None):
-    sources = [CallableSource(name, lambda items=items: SourceBatch(listings=list(items), complete=complete, aliases=aliases or {})) for name, items in batches]
+    sources = [CallableSource(name, lambda items=items: SourceBatch(listings=list(items), complete=complete, aliases=aliases or {}))
+               for name, items in batches]
     return run_discover(db, sources=sources, now=now, progress=Progress("discover", len(sources) + 1, stream=io.StringIO()))
 
 
@@ -39,7 +40,8 @@ def test_spellings_of_one_repository_merge_with_every_source_kept(db):
                                        registry_name="io.github.octo/tool", description="From the registry")]),
         ("awesome-mcp-servers", [listing("awesome-mcp-servers", "a", "octo/tool", repository="http://www.github.com/octo/tool/#readme",
                                          description="From the list", external_links={"glama": "https://glama.ai/mcp/servers/octo/tool"})]),
-        ("best-of-mcp-servers", [listing("best-of-mcp-servers", "octo/tool", repository="https://github.com/OCTO/TOOL/", metrics={"github_stars": 5})]),
+        ("best-of-mcp-servers", [listing("best-of-mcp-servers", "octo/tool", repository="https://github.com/OCTO/TOOL/",
+                                         metrics={"github_stars": 5})]),
     )
     rows = server_rows(db)
     assert list(rows) == ["octo--tool"]
@@ -214,8 +216,8 @@ def test_verified_publishers_come_from_the_table(db):
 # ------------------------------------------------------------------ the catalog built from the real snapshots
 
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
-ARCHIVED = {"aws-kb-retrieval-server", "brave-search", "everart", "gdrive", "github", "gitlab", "google-maps", "postgres", "puppeteer", "redis", "sentry",
-            "slack", "sqlite"}
+ARCHIVED = {"aws-kb-retrieval-server", "brave-search", "everart", "gdrive", "github", "gitlab", "google-maps", "postgres", "puppeteer", "redis",
+            "sentry", "slack", "sqlite"}
 
 
 def independent_repo(url, aliases):

@@ -31,7 +31,8 @@ def test_registry_dump_lists_the_latest_version_of_every_name():
     with_headers = [listing for listing in batch.listings if any(r.auth_headers for r in listing.remotes)]
     assert with_headers and all(any(v.name in r.auth_headers for r in listing.remotes for v in listing.env_vars) for listing in with_headers)
     smithery_hosted = [listing for listing in batch.listings if listing.key.startswith("ai.smithery/")]
-    assert len(smithery_hosted) == 211 and all(r.url.startswith("https://server.smithery.ai/") for listing in smithery_hosted for r in listing.remotes)
+    assert len(smithery_hosted) == 211
+    assert all(r.url.startswith("https://server.smithery.ai/") for listing in smithery_hosted for r in listing.remotes)
 
 
 def test_registry_legacy_and_current_seeds_parse():

@@ -30,7 +30,8 @@ def probed_catalog(tmp_path_factory, settings, installed):
     db = open_db(tmp_path_factory.mktemp("probe") / "scoreboard.db")
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet("discover", 1))
     servers = store.active_servers(db)
-    report = run_probe(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW, progress=quiet("probe", len(servers)))
+    report = run_probe(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW,
+                       progress=quiet("probe", len(servers)))
     results = {s.id: store.latest_probe(db, s.id)[1] for s in servers}
     return db, report, results
 
@@ -245,7 +246,8 @@ def test_fast_probes_meet_every_server_in_its_era_and_http_ones_on_the_raw_layer
 
     db, _, _ = probed_catalog
     servers = store.active_servers(db)
-    report = run_monitor(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW, progress=quiet("monitor", len(servers)))
+    report = run_monitor(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW,
+                         progress=quiet("monitor", len(servers)))
     assert report.counts == {"ok": len(EXPECTED)}
     fast = {r["server_id"]: json.loads(r["evidence"]) for r in db.query("select server_id, evidence from probe_runs where kind = 'fast'")}
     http = fast["server-everything-http"]

@@ -76,7 +76,8 @@ def facts_for(url: str):
 GATED = {
     ("POST", "/mcp"): lambda o: response("401 Unauthorized", extra=f'WWW-Authenticate: Bearer resource_metadata="{o}/meta/prm"\r\n'),
     ("GET", "/meta/prm"): lambda o: response("200 OK", js({"resource": f"{o}/mcp", "authorization_servers": [f"{o}/tenant"]})),
-    ("GET", "/.well-known/oauth-authorization-server/tenant"): lambda o: response("200 OK", js({"issuer": f"{o}/tenant", "token_endpoint": f"{o}/token"})),
+    ("GET", "/.well-known/oauth-authorization-server/tenant"):
+        lambda o: response("200 OK", js({"issuer": f"{o}/tenant", "token_endpoint": f"{o}/token"})),
     ("GET", "/.well-known/mcp.json"): lambda o: response("200 OK", js({"name": "gated", "description": "a card"})),
     ("GET", "/mcp"): lambda o: response("200 OK", b"<html><h1>Add this server</h1></html>", kind="text/html"),
     ("GET", "/.well-known/mcp-scoreboard"): lambda o: response("200 OK", js({"optout": True, "delist": True})),
@@ -112,7 +113,8 @@ def test_without_a_protected_resource_document_the_servers_own_origin_is_its_aut
     """The 2025-03-26 rule: no RFC 9728 document, so RFC 8414 metadata is read at the MCP server's origin."""
     routes = {
         ("POST", "/v1/mcp"): lambda o: response("401 Unauthorized", extra="WWW-Authenticate: Bearer\r\n"),
-        ("GET", "/.well-known/oauth-authorization-server"): lambda o: response("200 OK", js({"issuer": o, "authorization_endpoint": f"{o}/authorize"})),
+        ("GET", "/.well-known/oauth-authorization-server"):
+            lambda o: response("200 OK", js({"issuer": o, "authorization_endpoint": f"{o}/authorize"})),
     }
     with Site(routes) as site:
         _, facts, _ = facts_for(site.origin + "/v1/mcp")

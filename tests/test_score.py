@@ -11,12 +11,14 @@ from pipeline.score.rules import rules_for
 from tests.support import CATALOG_SIZE, NOW, analysis, dims, probe, server
 
 
-@pytest.mark.parametrize("score,grade", [(100, "A+"), (95, "A+"), (94.99, "A"), (85, "A"), (84.9, "B"), (70, "B"), (69.9, "C"), (55, "C"), (54.9, "D"), (40, "D"), (39.9, "F"), (0, "F")])
+@pytest.mark.parametrize("score,grade", [(100, "A+"), (95, "A+"), (94.99, "A"), (85, "A"), (84.9, "B"), (70, "B"), (69.9, "C"), (55, "C"),
+                                         (54.9, "D"), (40, "D"), (39.9, "F"), (0, "F")])
 def test_grade_boundaries(score, grade):
     assert scoreboard.grade_for(score) == grade
 
 
-@pytest.mark.parametrize("ms,expected", [(50, 100), (100, 100), (150, 95), (200, 90), (350, 80), (500, 70), (1000, 50), (1500, 37.5), (2000, 25), (3500, 17.5), (5000, 10), (60000, 10)])
+@pytest.mark.parametrize("ms,expected", [(50, 100), (100, 100), (150, 95), (200, 90), (350, 80), (500, 70), (1000, 50), (1500, 37.5), (2000, 25),
+                                         (3500, 17.5), (5000, 10), (60000, 10)])
 def test_latency_curve(ms, expected):
     assert scoreboard.latency_score(ms) == pytest.approx(expected)
 
@@ -44,7 +46,8 @@ def test_renormalisation_three_dimensions_matches_the_seed_column():
     card = scoreboard.score(Facts(server=server(), now=NOW, probe=None, analysis=analysis()))
     d = dims(card)
     assert d["protocol_compliance"].status == "pending"
-    assert (d["schema_quality"].weight, d["docs_maintenance"].weight, d["security_hygiene"].weight) == pytest.approx((25 / 60, 15 / 60, 20 / 60), abs=1e-4)
+    weights = (d["schema_quality"].weight, d["docs_maintenance"].weight, d["security_hygiene"].weight)
+    assert weights == pytest.approx((25 / 60, 15 / 60, 20 / 60), abs=1e-4)
     assert card.visibility == "limited"  # protocol compliance applies but has no data
 
 
@@ -107,7 +110,8 @@ def test_offline_judgements_are_not_counted_as_interpretability():
                         offline=True, judged_at=NOW, clarity=90, input_completeness=90, confidence=90)
     card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=[offline]))
     assert dims(card)["schema_interpretability"].status == "pending"
-    online = [offline.model_copy(update={"offline": False, "model": m, "clarity": c, "input_completeness": c, "confidence": c}) for m, c in (("a", 90), ("b", 60), ("c", 80))]
+    online = [offline.model_copy(update={"offline": False, "model": m, "clarity": c, "input_completeness": c, "confidence": c})
+              for m, c in (("a", 90), ("b", 60), ("c", 80))]
     card = scoreboard.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=online))
     assert dims(card)["schema_interpretability"].score == pytest.approx((0.5 * 60 + 0.3 * 80 + 0.2 * 90) * 0.9)
     assert card.visibility == "complete" and card.dimension_indicator == "5/5"

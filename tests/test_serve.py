@@ -28,7 +28,8 @@ def test_serve_prints_both_urls_and_both_answer(tmp_path):
     run_build(db, site_dir=site, now=NOW)
     db.close()
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "--db", str(db_path), "serve", "--site", str(site), "--port", str(free_port()), "--datasette-port", str(free_port())],
+        [sys.executable, "-m", "pipeline.cli", "--db", str(db_path), "serve", "--site", str(site), "--port", str(free_port()),
+         "--datasette-port", str(free_port())],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

@@ -34,7 +34,8 @@ def main() -> None:
     servers = store.active_servers(db, ids)
     print("probing", len(servers), flush=True)
     try:
-        cli._stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=StaticInstaller(installed), settings=settings, now=cli.utcnow(), run_id=run_id))
+        cli._stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=StaticInstaller(installed), settings=settings,
+                                                             now=cli.utcnow(), run_id=run_id))
     except cli.Interrupted:
         sys.exit(130)
 
