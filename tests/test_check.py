@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.probe.install import install_key
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import REPO
 
 
 def scoreboard(*args: str) -> subprocess.CompletedProcess:

@@ -11,8 +11,7 @@ import pytest
 
 from pipeline.db import ScoreboardDatabaseError, open_db, trim
 from pipeline.migrations import migrations
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import REPO
 
 
 def test_new_database_has_every_table(tmp_path):

@@ -11,9 +11,8 @@ import time
 from pathlib import Path
 
 from pipeline.db import open_db
-from tests.support import TEST_SERVERS, leftover_processes
+from tests.support import REPO, TEST_SERVERS, leftover_processes
 
-REPO = Path(__file__).resolve().parent.parent
 SCRIPT = TEST_SERVERS / "interruptible_probe.py"
 
 

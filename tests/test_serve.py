@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 
@@ -16,9 +15,7 @@ from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.render import run_build
 from pipeline.serve import free_port
-from tests.support import NOW, quiet
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import NOW, REPO, quiet
 
 
 def test_serve_prints_both_urls_and_both_answer(tmp_path):
