@@ -33,7 +33,8 @@ def analyze_server(server: Server, fetcher: RepoFetcher, now: datetime) -> Analy
         description=description,
         readme_chars=len(tree.readme or ""),
         license=metrics["license_clarity"]["license"],
-        sdk={k: v for k, v in {**tree.dependencies, **tree.installed_versions}.items() if k in ("mcp", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server")},
+        sdk={k: v for k, v in {**tree.dependencies, **tree.installed_versions}.items()
+             if k in ("mcp", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server")},
         spec_version=metrics["spec_version"]["value"],
         metrics=metrics,
     )

@@ -25,6 +25,7 @@ from pydantic_core import from_json, to_json
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION, store
+from pipeline.assets import METHODOLOGY, SCHEMAS, STATIC, TEMPLATES
 from pipeline.collector import without_cyclic_gc
 from pipeline.config import REPO_ROOT
 from pipeline.models import StageReport
@@ -50,10 +51,6 @@ from pipeline.render.datasette import metadata
 from pipeline.render.writer import SiteWriter
 from pipeline.score.scoreboard import RUBRIC
 from pipeline.store import content_hash
-
-TEMPLATES = REPO_ROOT / "site" / "templates"
-STATIC = REPO_ROOT / "site" / "static"
-SCHEMAS = REPO_ROOT / "site" / "schemas"  # JSON Schemas of the API files, published with them
 
 
 class _DictFirstEnvironment(Environment):
@@ -331,7 +328,7 @@ def _write_shared(writer: SiteWriter, env: Environment, db: Database, servers: l
     writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}, compact=True))
     for rubric, board in rubric_rows.items():
         writer.write(f"api/{rubric}.json", _json({"engine_version": ENGINE_VERSION, "rubric": rubric, "servers": board}, compact=True))
-    methodology = methodology_html((REPO_ROOT / "docs" / "methodology.md").read_text(encoding="utf-8"))
+    methodology = methodology_html(METHODOLOGY.read_text(encoding="utf-8"))
     writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), root="../", **base))
     names = {s.id: s.name for s in servers}
     since = (now.astimezone(timezone.utc).date() - timedelta(days=CHANGES_WINDOW_DAYS)).isoformat()

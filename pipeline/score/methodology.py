@@ -8,12 +8,10 @@ from __future__ import annotations
 import re
 import sys
 
-from pipeline.config import REPO_ROOT
+from pipeline.assets import METHODOLOGY as DOCUMENT
 from pipeline.score import outside_in, remote, review, scoreboard
 from pipeline.score.flags import FLAGS
 from pipeline.score.rules import rules_for
-
-DOCUMENT = REPO_ROOT / "docs" / "methodology.md"
 
 
 def dimension_table() -> str:
