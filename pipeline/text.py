@@ -15,12 +15,15 @@ import unicodedata
 from typing import Any
 
 INJECTION_MARKERS: list[tuple[str, re.Pattern[str]]] = [
-    ("ignore-instructions", re.compile(r"\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|directives)\b", re.I)),
+    ("ignore-instructions", re.compile(r"\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+)?(previous|prior|above|earlier|other|system)\s+"
+                                       r"(instructions|prompts?|rules|directives)\b", re.I)),
     ("hide-from-user", re.compile(r"\b(do\s+not|don't|never)\s+(tell|inform|mention|reveal|show|disclose)\s+(this\s+)?(to\s+)?the\s+user\b", re.I)),
     ("hide-from-user", re.compile(r"\bwithout\s+(telling|informing|notifying)\s+the\s+user\b", re.I)),
-    ("read-secrets", re.compile(r"(~/\.ssh|id_rsa|\.aws/credentials|\.env\b|/etc/passwd|mcp\.json)\b.{0,40}\b(read|send|include|pass|upload)|\b(read|send|include|pass|upload)\b.{0,40}(~/\.ssh|id_rsa|\.aws/credentials|/etc/passwd)", re.I)),
+    ("read-secrets", re.compile(r"(~/\.ssh|id_rsa|\.aws/credentials|\.env\b|/etc/passwd|mcp\.json)\b.{0,40}\b(read|send|include|pass|upload)|"
+                                r"\b(read|send|include|pass|upload)\b.{0,40}(~/\.ssh|id_rsa|\.aws/credentials|/etc/passwd)", re.I)),
     ("hidden-tag", re.compile(r"<\s*(important|system|secret|hidden)\s*>", re.I)),
-    ("override-tools", re.compile(r"\b(instead\s+of|rather\s+than)\s+(using|calling)\s+(the\s+)?(other|any\s+other)\s+tools?\b|\bthis\s+tool\s+(must|should)\s+(always\s+)?be\s+(called|used)\s+(first|before\s+any)", re.I)),
+    ("override-tools", re.compile(r"\b(instead\s+of|rather\s+than)\s+(using|calling)\s+(the\s+)?(other|any\s+other)\s+tools?\b|"
+                                  r"\bthis\s+tool\s+(must|should)\s+(always\s+)?be\s+(called|used)\s+(first|before\s+any)", re.I)),
 ]
 # One cheap pass over all of a server's text decides whether any string needs the full marker
 # list: plain substring tests, since almost no server's text contains any of these words.

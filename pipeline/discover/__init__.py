@@ -2,7 +2,8 @@
 
 Sources are read whole first (a source that fails is recorded and vouches for nothing this run);
 then every listing is merged across sources (pipeline.discover.merge), the changes to the stored
-catalog are planned (pipeline.discover.plan) and the store applies them in one transaction. Download counts are an optional enrichment step afterwards.
+catalog are planned (pipeline.discover.plan) and the store applies them in one transaction.
+Download counts are an optional enrichment step afterwards.
 """
 
 from __future__ import annotations

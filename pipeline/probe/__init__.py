@@ -78,7 +78,8 @@ def run_probe(
             report.failures += 1
         tools = f", {len(result.tools)} tools" if result.tools is not None else ""
         era = f" {result.era} {result.protocol_version}" if result.era else ""
-        progress.step(result.server_id, f"{outcome}{era}{tools}" + (f" ({(result.detail or '')[:120]})" if not result.reachable else ""), ok=result.reachable)
+        progress.step(result.server_id, f"{outcome}{era}{tools}" + (f" ({(result.detail or '')[:120]})" if not result.reachable else ""),
+                      ok=result.reachable)
 
     async def probe_all() -> None:
         limiter = anyio.CapacityLimiter(max(1, settings.concurrency))

@@ -98,7 +98,8 @@ class Installer:
             missing = [s.requirement for s in batch if not _npm_matches(prefix / "node_modules" / s.package / "package.json", s.version)]
             failure = self._run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *missing], "npm install")
             if failure and len(missing) > 1:
-                failure = self._run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), spec.requirement], f"npm install {spec.requirement}")
+                failure = self._run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), spec.requirement],
+                                    f"npm install {spec.requirement}")
             if failure:
                 return Installed(ok=False, error=failure)
         executable = prefix / "node_modules" / ".bin" / spec.command

@@ -294,7 +294,8 @@ def m005_discovery(db: Database) -> None:
     servers = _table(db, "servers")
     for column in ("repo_key", "registry_name", "verified_publisher"):
         servers.add_column(column, str)
-    for column, empty in (("packages", "[]"), ("remotes", "[]"), ("metrics", "{}"), ("attributes", "{}"), ("source_categories", "{}"), ("provenance", "{}")):
+    for column, empty in (("packages", "[]"), ("remotes", "[]"), ("metrics", "{}"), ("attributes", "{}"), ("source_categories", "{}"),
+                          ("provenance", "{}")):
         servers.add_column(column, str, not_null_default=empty)
     servers.create_index(["repo_key"])
     _table(db, "server_keys").create({"key": str, "server_id": str, "first_seen_at": str}, pk="key", not_null={"server_id", "first_seen_at"},
@@ -309,5 +310,6 @@ def m005_discovery(db: Database) -> None:
     _table(db, "verified_publishers").insert_all(
         [{"match": match, "publisher": publisher} for publisher, matches in VERIFIED_PUBLISHERS.items() for match in matches]
     )
-    _table(db, "discovery_problems").create({"id": int, "source": str, "problem": str, "seen_at": str}, pk="id", not_null={"source", "problem", "seen_at"})
+    _table(db, "discovery_problems").create({"id": int, "source": str, "problem": str, "seen_at": str}, pk="id",
+                                            not_null={"source", "problem", "seen_at"})
     _table(db, "discovery_problems").create_index(["seen_at"])
