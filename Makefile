@@ -1,6 +1,6 @@
 # Two commands do all setup on a fresh machine:
 #   make run    install, then run every stage on the embedded default catalog and build _site/
-#   make test   install, then run the test suite against the real reference servers
+#   make test   install, lint (ruff, line length included), then run the test suite against the real reference servers
 VENV := .venv
 STAMP := $(VENV)/.installed-stamp
 
@@ -18,6 +18,7 @@ run: $(STAMP)
 	$(VENV)/bin/scoreboard run
 
 test: install
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/python -m pytest
 
 serve: $(STAMP)

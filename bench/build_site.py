@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.calibration import calibration, calibration_line  # noqa: E402
 from bench.synthetic import NOW, fleet_arguments, opened_fleet  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.render import run_build  # noqa: E402
@@ -26,14 +27,6 @@ def _cpu() -> tuple[float, float]:
     """(user, system) CPU seconds of this process and its finished workers."""
     me, workers = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + workers.ru_utime, me.ru_stime + workers.ru_stime
-
-
-def calibration() -> float:
-    """CPU seconds of a fixed pure-Python workload: this machine's speed right now. On a shared VM it drifts by
-    a quarter between runs, and a build's CPU time drifts with it, so each run prints it beside its figures."""
-    started = time.process_time()
-    sum(i * i for i in range(3_000_000))
-    return time.process_time() - started
 
 
 def size_of(root: Path) -> tuple[int, int, int]:
@@ -61,7 +54,7 @@ def main() -> None:
               f"{size / 1e6:,.0f} MB, peak {peak:.0f} MB")
         # CPU seconds (this process and its render workers): steadier than wall time on a shared machine
         print(f"  cpu {cpu:.0f} s in all ({cpu / full:.2f} cores busy on average): user {user:.0f} s, system {system:.0f} s; "
-              f"calibration loop {speed:.2f} s before, {calibration():.2f} s after (lower is a faster machine)")
+              f"{calibration_line(speed, calibration())}")
         print(f"  {report.summary_line()}")
         print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.phases.items()))
         changed = servers[: max(1, len(servers) // 100)]

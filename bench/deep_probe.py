@@ -19,6 +19,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.calibration import calibration, calibration_line  # noqa: E402
 from pipeline.config import Settings  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.probe import probe_limits  # noqa: E402
@@ -49,12 +50,15 @@ def main() -> None:
     settings = Settings.from_env()
     entry = next(e for e in LocalCatalogSource().read().entries if e.id == args.server)
     installed = Installer(settings.cache_dir, settings.install_timeout).install([entry.launch])[install_key(entry.launch)]
+    speed = calibration()
     start_seconds, times, result = anyio.run(measure, entry.launch, installed, settings, args.runs)
+    speed_after = calibration()
     print(f"{args.server}: started in {start_seconds:.2f} s; deep probe median {statistics.median(times):.2f} s "
           f"(all: {', '.join(f'{t:.2f}' for t in times)}); target < 3 s")
     print(f"  outcome {result.outcome.value}, {result.era} {result.protocol_version}, eras {result.eras.model_dump() if result.eras else None}")
     print(f"  {len(result.tools or [])} tools, {len(result.resources or [])} resources, {len(result.prompts or [])} prompts; "
           f"{len(result.invocations or [])} safe tools called, {len(result.fuzz or [])} fuzz cases, {len(result.checks)} checks")
+    print(f"  {calibration_line(speed, speed_after)}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline import db as store  # noqa: E402
+from bench.calibration import calibration, calibration_line  # noqa: E402
+from pipeline import store  # noqa: E402
 from pipeline.discover import SOURCE_NAMES, run_discover, snapshot_sources  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 
@@ -46,14 +47,17 @@ def main() -> None:
         sys.exit(f"no snapshots at {args.fixtures}")
     with tempfile.TemporaryDirectory() as tmp:
         times = []
+        speed = calibration()
         for run in range(args.runs):
             db, report, seconds = ingest(args.fixtures, Path(tmp) / f"run{run}.db")
             times.append(seconds)
+        speed_after = calibration()
         records = sum(v for k, v in report.counts.items() if k.startswith("listed:")) + report.counts.get("skipped", 0)
         wall = statistics.median(times)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"ingest from empty: median {wall:.2f} s over {args.runs} runs (all: {', '.join(f'{t:.2f}' for t in times)}); target ≤ 20 s")
         print(f"records read: {records:,} ({records / wall:,.0f} records/s); peak memory {peak:.0f} MB")
+        print(calibration_line(speed, speed_after))
         print("phases (last run): " + ", ".join(f"{k} {v:.2f}s" for k, v in report.phases.items()))
         print(f"problems recorded: {report.counts.get('skipped', 0)}")
 

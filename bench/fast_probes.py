@@ -28,6 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.calibration import calibration, calibration_line  # noqa: E402
 from pipeline.probe.raw import Limits  # noqa: E402
 from pipeline.probe.session import raw_fast_probe  # noqa: E402
 
@@ -58,7 +59,8 @@ SERVER = textwrap.dedent("""
                 body = await reader.readexactly(length)
                 status, reply = answer(json.loads(body)) if body else (200, None)
                 data = json.dumps(reply).encode() if reply is not None else b""
-                writer.write(b"HTTP/1.1 %d OK\\r\\nContent-Type: application/json\\r\\nMcp-Session-Id: s1\\r\\nContent-Length: %d\\r\\n\\r\\n" % (status, len(data)) + data)
+                head = b"HTTP/1.1 %d OK\\r\\nContent-Type: application/json\\r\\nMcp-Session-Id: s1\\r\\nContent-Length: %d\\r\\n\\r\\n"
+                writer.write(head % (status, len(data)) + data)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -124,11 +126,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--legacy", action="store_true", help="servers without server/discover: initialize, initialized, ping (4 requests)")
     args = parser.parse_args()
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.endpoints), "legacy" if args.legacy else "modern"], stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(args.endpoints), "legacy" if args.legacy else "modern"],
+                              stdout=subprocess.PIPE, text=True)
     try:
         urls = [f"http://127.0.0.1:{port}/mcp" for port in json.loads(server.stdout.readline())]
         limits = Limits(allow_private=True)
         rates, bare_rates = [], []
+        speed = calibration()
         for _ in range(args.rounds):  # throughput at the given concurrency, alternating so a slow moment falls on both sides
             _, bare_wall = anyio.run(baseline, urls, args.concurrency)
             _, wall = anyio.run(run, urls, args.concurrency, lambda url: prober(url, limits))
@@ -137,10 +141,12 @@ def main() -> None:
         # Overhead per probe, one at a time (at concurrency 50 both sides mostly wait in the queue): each endpoint
         # bare then probed, in pairs, so drift in the machine's speed cancels out.
         overheads = anyio.run(paired, urls, limits)
+        speed_after = calibration()
         print(f"{args.endpoints} endpoints, concurrency {args.concurrency}, {args.rounds} rounds: prober {statistics.median(rates):,.0f} probes/s, "
               f"bare httpx {statistics.median(bare_rates):,.0f} requests/s (median rounds)")
         print(f"overhead over a bare httpx POST, one at a time: median {statistics.median(overheads) * 1000:.2f} ms, "
               f"p90 {sorted(overheads)[int(len(overheads) * 0.9)] * 1000:.2f} ms per probe (target < 5 ms)")
+        print(calibration_line(speed, speed_after))
     finally:
         server.terminate()
         server.wait(10)

@@ -18,16 +18,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pipeline import db as store  # noqa: E402
+from bench.calibration import calibration, calibration_line  # noqa: E402
+from pipeline import store  # noqa: E402
 from pipeline.analyze import run_analyze  # noqa: E402
 from pipeline.analyze.fetch import InstalledPackageFetcher  # noqa: E402
 from pipeline.config import Settings  # noqa: E402
 from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.judge import OfflineJudge, run_judge  # noqa: E402
-from pipeline.monitor import run_monitor  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
 from pipeline.probe.install import Installer  # noqa: E402
+from pipeline.probe.monitor import run_monitor  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.render import run_build  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
@@ -47,7 +48,8 @@ def one_run(settings: Settings, workdir: Path) -> dict[str, float]:
 
     timed("discover", lambda: run_discover(db, sources=[LocalCatalogSource()], now=now, progress=silent("discover", 1)))
     servers = store.active_servers(db)
-    timed("analyze", lambda: run_analyze(db, servers=servers, fetcher=InstalledPackageFetcher(settings.cache_dir), now=now, progress=silent("analyze", 7)))
+    timed("analyze", lambda: run_analyze(db, servers=servers, fetcher=InstalledPackageFetcher(settings.cache_dir), now=now,
+                                         progress=silent("analyze", 7)))
     timed("probe", lambda: run_probe(db, servers=servers, installer=installer, settings=settings, now=now, progress=silent("probe", 7)))
     timed("monitor", lambda: run_monitor(db, servers=servers, installer=installer, settings=settings, now=now, progress=silent("monitor", 7)))
     timed("judge", lambda: run_judge(db, servers=servers, providers=[OfflineJudge()], now=now, progress=silent("judge", 7)))
@@ -65,15 +67,18 @@ def main() -> None:
     specs = [e.launch for e in LocalCatalogSource().read().entries if e.launch]
     Installer(settings.cache_dir).install(specs)
     runs = []
+    speed = calibration()
     for _ in range(args.repeat):
         with tempfile.TemporaryDirectory() as tmp:
             runs.append(one_run(settings, Path(tmp)))
+    speed_after = calibration()
     print(f"embedded default: {len(specs)} servers, {args.repeat} runs, concurrency {settings.concurrency}")
     for stage in runs[0]:
         values = [r[stage] for r in runs]
         print(f"  {stage:<9} median {statistics.median(values):7.3f}s  (min {min(values):.3f}s, max {max(values):.3f}s)")
     totals = [sum(r.values()) for r in runs]
     print(f"  {'total':<9} median {statistics.median(totals):7.3f}s")
+    print(f"  {calibration_line(speed, speed_after)}")
 
 
 if __name__ == "__main__":

@@ -20,10 +20,12 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.calibration import calibration, calibration_line  # noqa: E402
 
 # Run inside a child interpreter whose first path entry is the tree under test. It imports only the
 # stage entry functions and the store, which both the old and the new layout have.
@@ -51,13 +53,6 @@ print(f"{scored - started:.2f} {time.perf_counter() - scored:.2f}")
 """
 
 NOW = "2026-11-29T12:00:00+00:00"
-
-
-def calibration() -> float:
-    """CPU seconds of a fixed pure-Python workload: this machine's speed right now (lower is faster)."""
-    started = time.process_time()
-    sum(i * i for i in range(3_000_000))
-    return time.process_time() - started
 
 
 def score_and_build(tree: Path, database: Path, site: Path, workers: int) -> tuple[float, float]:
@@ -114,7 +109,7 @@ def main() -> None:
                 subprocess.run([sys.executable, str(ROOT / "bench" / "synthetic.py"), str(fleet), "--servers", str(args.synthetic)],
                                check=True, stdout=subprocess.DEVNULL)
                 inputs.append((f"synthetic fleet of {args.synthetic}", fleet))
-            print(f"calibration loop {calibration():.2f} s (lower is a faster machine)")
+            speed = calibration()
             for label, source in inputs:
                 sites = {}
                 for side, tree in (("old", old_tree), ("new", ROOT)):
@@ -135,6 +130,7 @@ def main() -> None:
                     print(f"{label}: all {files} files identical")
                 for side in sites.values():
                     shutil.rmtree(side)
+            print(calibration_line(speed, calibration()))
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old_tree)], check=False)
     print("same site: " + ("NO, see the differences above" if failed else "yes"))

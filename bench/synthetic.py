@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline import ENGINE_VERSION, latency  # noqa: E402
-from pipeline.db import content_hash, dumps, iso, open_db  # noqa: E402
+from pipeline.store import content_hash, dumps, iso, open_db  # noqa: E402
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 VERBS = ["get", "list", "search", "create", "update", "delete", "read", "write", "send", "fetch", "describe", "run"]
@@ -46,12 +46,14 @@ def tool(rng: random.Random, index: int) -> dict:
         props[name] = spec
     definition = {
         "name": f"{verb}_{noun}_{index}",
-        "description": f"{verb.title()} a {noun}. Use this when the user asks about {noun}s; returns the {noun} as JSON." if rng.random() < 0.85 else "",
+        "description": f"{verb.title()} a {noun}. Use this when the user asks about {noun}s; returns the {noun} as JSON."
+                       if rng.random() < 0.85 else "",
         "inputSchema": {"type": "object", "properties": props, **({"required": list(props)[:1]} if props and rng.random() < 0.8 else {})},
     }
     if rng.random() < 0.6:
         read_only = verb in ("get", "list", "search", "read", "fetch", "describe")
-        definition["annotations"] = {"readOnlyHint": read_only, "destructiveHint": verb == "delete", "idempotentHint": read_only, "openWorldHint": True}
+        definition["annotations"] = {"readOnlyHint": read_only, "destructiveHint": verb == "delete", "idempotentHint": read_only,
+                                     "openWorldHint": True}
     if rng.random() < 0.3:
         definition["outputSchema"] = {"type": "object", "properties": {noun: {"type": "object", "description": f"The {noun}."}}}
     if rng.random() < 0.4:
@@ -80,7 +82,8 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
         description = rng.choice(DESCRIPTIONS).format(v=rng.choice(VERBS), n=rng.choice(NOUNS), p=platform)
         env_vars = [{"name": n, "secret": n in ENV_NAMES[:4]} for n in rng.sample(ENV_NAMES, rng.choice([0, 0, 1, 1, 2, 3, 5]))]
         launch = None if remote else {"registry": rng.choice(["pypi", "npm"]), "package": f"{platform.lower().replace(' ', '-')}-mcp-{i}",
-                                      "command": f"server-{i}", "args": [], "env": {}, "transport": "stdio", "url": None, "version": None, "workdir": "empty"}
+                                      "command": f"server-{i}", "args": [], "env": {}, "transport": "stdio", "url": None, "version": None,
+                                      "workdir": "empty"}
         host = "staging.example.com" if rng.random() < 0.02 else f"mcp{i}.example.com"
         batch["servers"].append({
             "id": sid, "name": f"{platform} MCP {i}", "description": description,
@@ -94,10 +97,12 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
         if rng.random() < 0.9:
             age = rng.choice([1, 3, 10, 20, 45, 75, 120])
             metrics = {
-                "documentation_coverage": {"value": rng.choice([25, 40, 55, 75, 100]), "signals": {"readme": True, "changelog": rng.random() < 0.4, "license_file": True}},
+                "documentation_coverage": {"value": rng.choice([25, 40, 55, 75, 100]),
+                                           "signals": {"readme": True, "changelog": rng.random() < 0.4, "license_file": True}},
                 "description_quality": {"value": rng.randint(20, 100), "signals": {}},
                 "license_clarity": {"value": rng.choice([0, 40, 70, 100, 100, 100]), "license": "MIT", "kind": "spdx"},
-                "dependency_health": {"value": rng.choice([30, 55, 75, 100]), "signals": {"manifest": True, "lock_file": rng.random() < 0.6, "ci": rng.random() < 0.5, "automation": False}},
+                "dependency_health": {"value": rng.choice([30, 55, 75, 100]),
+                                      "signals": {"manifest": True, "lock_file": rng.random() < 0.6, "ci": rng.random() < 0.5, "automation": False}},
                 "maintenance_pulse": {"value": rng.randint(10, 95)} if rng.random() < 0.5 else None,
                 "version_hygiene": {"value": rng.randint(0, 100)} if rng.random() < 0.5 else None,
                 "spec_version": {"value": rng.choice(["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"])},
@@ -108,26 +113,31 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
                       "error": None, "files": [], "description": description, "readme_chars": 3000, "license": "MIT", "sdk": {},
                       "spec_version": metrics["spec_version"]["value"], "metrics": metrics}
             batch["analyses"].append({"server_id": sid, "analyzed_at": result["analyzed_at"], "fetcher": "github", "source_ref": "main", "ok": 1,
-                                      "error": None, "license": "MIT", "spec_version": result["spec_version"], "result": dumps(result), "engine_version": ENGINE_VERSION})
+                                      "error": None, "license": "MIT", "spec_version": result["spec_version"], "result": dumps(result),
+                                      "engine_version": ENGINE_VERSION})
         for run in range(rng.choice([1, 1, 2, 3])):
             started = now - timedelta(days=run * 10 + rng.random())
             outcome = rng.choices(["ok", "auth_required", "timeout", "start_failed"], [80, 5, 10, 5])[0]
             ok = outcome == "ok"
             listed = tools if ok else None
-            invocations = [{"tool": t["name"], "outcome": rng.choice(["ok", "ok", "ok", "is_error"]), "functional": rng.random() < 0.8, "ms": 120.0, "detail": None}
+            invocations = [{"tool": t["name"], "outcome": rng.choice(["ok", "ok", "ok", "is_error"]), "functional": rng.random() < 0.8, "ms": 120.0,
+                            "detail": None}
                            for t in tools if t.get("annotations", {}).get("readOnlyHint")][:5] if ok else None
             evidence = {
                 "server_id": sid, "kind": "deep", "started_at": iso(started), "duration_ms": 900.0,
                 "transport": "streamable-http" if remote else "stdio", "outcome": outcome, "detail": None if ok else outcome,
-                "era": rng.choice(["modern", "legacy"]) if ok else None, "protocol_version": rng.choice(["2025-11-25", "2026-07-28", "2025-06-18"]) if ok else None,
+                "era": rng.choice(["modern", "legacy"]) if ok else None,
+                "protocol_version": rng.choice(["2025-11-25", "2026-07-28", "2025-06-18"]) if ok else None,
                 "handshake": "initialize" if ok else None, "connect_ms": rng.uniform(80, 2500) if ok else None, "ping_ms": None,
                 "server_info": {"name": sid, "version": "1.0.0"} if ok else None, "capabilities": {"tools": {}} if ok else None,
                 "instructions": None, "tools": listed, "resources": None, "resource_templates": None, "prompts": None,
                 "checks": [{"name": "schema_validity", "outcome": "valid", "passed": True, "detail": None, "ms": None},
-                           {"name": "error_unknown_tool", "outcome": "jsonrpc_error", "passed": rng.random() < 0.9, "detail": None, "ms": 5.0}] if ok else [],
+                           {"name": "error_unknown_tool", "outcome": "jsonrpc_error", "passed": rng.random() < 0.9, "detail": None, "ms": 5.0}]
+                          if ok else [],
                 "invocations": invocations, "fuzz": None,
                 "http": {"auth_required": outcome == "auth_required", "tls_version": "TLSv1.3", "cert_valid": True, "hsts": rng.random() < 0.5,
-                         "protected_resource_metadata": rng.random() < 0.5, "authorization_server_metadata": None, "server_card": None, "html_setup_page": None} if remote else None,
+                         "protected_resource_metadata": rng.random() < 0.5, "authorization_server_metadata": None, "server_card": None,
+                         "html_setup_page": None} if remote else None,
                 "eras": None, "apps": None, "package_version": None, "stderr_tail": None,
             }
             batch["probe_runs"].append({"server_id": sid, "run_id": None, "kind": "deep", "started_at": iso(started), "duration_ms": 900.0,
@@ -136,8 +146,8 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
                                         "connect_ms": evidence["connect_ms"], "ping_ms": None, "tool_count": len(listed) if listed else None,
                                         "evidence": dumps(evidence), "engine_version": ENGINE_VERSION})
             if listed:
-                batch["tool_snapshots"].append({"server_id": sid, "probe_run_id": None, "captured_at": iso(started), "content_hash": content_hash(listed),
-                                                "tool_count": len(listed), "tools": dumps(listed)})
+                batch["tool_snapshots"].append({"server_id": sid, "probe_run_id": None, "captured_at": iso(started),
+                                                "content_hash": content_hash(listed), "tool_count": len(listed), "tools": dumps(listed)})
         if remote:
             uptime = rng.choice([1.0, 0.999, 0.99, 0.95, 0.8, 0.3])
             base = rng.choice([60, 120, 250, 600, 1500])
@@ -164,7 +174,7 @@ def fleet_arguments(description: str) -> argparse.Namespace:
 
 def opened_fleet(args: argparse.Namespace, directory: Path):
     """The prepared fleet, opened: its database and its active servers."""
-    from pipeline import db as store
+    from pipeline import store
 
     db = store.open_db(prepared_fleet(args, directory))
     return db, store.active_servers(db)

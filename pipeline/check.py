@@ -16,13 +16,13 @@ import anyio
 from pipeline.analyze import analyze_server
 from pipeline.analyze.fetch import LocalDirectoryFetcher
 from pipeline.config import Settings
-from pipeline.db import content_hash
 from pipeline.models import ProbeResult, ScoreCard, Server
 from pipeline.probe import probe_limits
 from pipeline.probe.sandbox import Running, scrubbed_environment
 from pipeline.probe.session import deep_probe
 from pipeline.score import score_all
 from pipeline.score.facts import Facts, RunRow, Snapshot
+from pipeline.store import content_hash
 
 
 def target_server(url: str | None, command: list[str] | None, now: datetime) -> Server:
@@ -81,17 +81,20 @@ def render_probe(probe: ProbeResult) -> str:
         lines.append(f"capabilities: {', '.join(sorted(probe.capabilities)) or 'none'}")
     if probe.eras is not None:
         e = probe.eras
-        lines.append(f"eras: modern {_yes(e.modern)}, legacy {_yes(e.legacy)}; header routing {_yes(e.header_routing)}, list cache hints {_yes(e.list_cache_hints)}")
+        lines.append(f"eras: modern {_yes(e.modern)}, legacy {_yes(e.legacy)}; header routing {_yes(e.header_routing)}, "
+                     f"list cache hints {_yes(e.list_cache_hints)}")
     if probe.http is not None:
         h = probe.http
-        lines.append(f"endpoint: TLS {h.tls_version or '–'} (certificate {_yes(h.cert_valid)}), HSTS {_yes(h.hsts)}, auth required {_yes(h.auth_required)}"
-                     f" (protected-resource metadata {_yes(h.protected_resource_metadata)}, authorization-server metadata {_yes(h.authorization_server_metadata)}),"
+        lines.append(f"endpoint: TLS {h.tls_version or '–'} (certificate {_yes(h.cert_valid)}), HSTS {_yes(h.hsts)}, "
+                     f"auth required {_yes(h.auth_required)} (protected-resource metadata {_yes(h.protected_resource_metadata)}, "
+                     f"authorization-server metadata {_yes(h.authorization_server_metadata)}),"
                      f" server card {_yes(h.server_card)}, HTML setup page {_yes(h.html_setup_page)}")
     for name in ("tools", "resources", "resource_templates", "prompts"):
         items = getattr(probe, name)
         if items is not None:
             names = [str(i.get("name") or i.get("uri") or i.get("uriTemplate")) for i in items]
-            lines.append(f"{name.replace('_', ' ')}: {len(items)}" + (f": {', '.join(names[:12])}" + (" …" if len(names) > 12 else "") if names else ""))
+            listed = f": {', '.join(names[:12])}" + (" …" if len(names) > 12 else "") if names else ""
+            lines.append(f"{name.replace('_', ' ')}: {len(items)}{listed}")
     for check in probe.checks:
         state = "pass" if check.passed else "fail" if check.passed is False else "info"
         lines.append(f"  check {check.name}: {check.outcome} [{state}]" + (f" — {check.detail[:200]}" if check.detail else ""))
@@ -112,7 +115,8 @@ def run_check(url: str | None, command: list[str] | None, source: Path | None, e
     if analysis and analysis.description and not server.description:
         server = server.model_copy(update={"description": analysis.description, "repository": "local"})
     facts = Facts(server=server, now=now, probe=probe, probe_ref="this probe", analysis=analysis, analysis_ref="--source" if analysis else None)
-    facts.runs = [RunRow(probe.kind, probe.started_at, probe.outcome.value, probe.connect_ms, len(probe.tools) if probe.tools is not None else None, probe.invocations)]
+    tool_count = len(probe.tools) if probe.tools is not None else None
+    facts.runs = [RunRow(probe.kind, probe.started_at, probe.outcome.value, probe.connect_ms, tool_count, probe.invocations)]
     if probe.tools is not None:
         facts.snapshots = [Snapshot(now, content_hash(probe.tools), probe.tools)]
     return probe, score_all(facts)
@@ -121,7 +125,8 @@ def run_check(url: str | None, command: list[str] | None, source: Path | None, e
 def render_text(probe: ProbeResult, cards: list[ScoreCard]) -> str:
     lines = [f"probe: {probe.outcome.value}" + (f" ({probe.detail})" if probe.detail else "")]
     if probe.reachable:
-        lines.append(f"  {probe.era} {probe.protocol_version} via {probe.handshake}, {len(probe.tools or [])} tools, connect {probe.connect_ms:.0f} ms")
+        lines.append(f"  {probe.era} {probe.protocol_version} via {probe.handshake}, {len(probe.tools or [])} tools, "
+                     f"connect {probe.connect_ms:.0f} ms")
     for card in cards:
         value = "–" if card.composite is None else f"{card.composite:.1f}"
         grade = f" {card.grade}" if card.grade else ""

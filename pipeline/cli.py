@@ -14,7 +14,7 @@ import click
 import httpx
 from sqlite_utils import Database
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.analyze import run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher
 from pipeline.config import Settings
@@ -24,9 +24,9 @@ from pipeline.discover.http import USER_AGENT, SourceHTTP
 from pipeline.discover.local import DEFAULT_CATALOG, LocalCatalogSource
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import StageReport
-from pipeline.monitor import run_monitor
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installer
+from pipeline.probe.monitor import run_monitor
 from pipeline.render import run_build
 from pipeline.score import registry, run_score
 

@@ -7,7 +7,12 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from pipeline.assets import CHECKOUT
+
+REPO_ROOT = Path(__file__).resolve().parent.parent  # the directory holding the `pipeline` package being run
+# A source tree keeps its working database and built site at its top, wherever it runs from; an installed package,
+# in the directory it runs from.
+_WORKDIR = CHECKOUT or Path.cwd()
 
 
 def _default_cache_dir() -> Path:
@@ -16,8 +21,8 @@ def _default_cache_dir() -> Path:
 
 
 class Settings(BaseModel):
-    db_path: Path = REPO_ROOT / "data" / "scoreboard.db"
-    site_dir: Path = REPO_ROOT / "_site"
+    db_path: Path = _WORKDIR / "data" / "scoreboard.db"
+    site_dir: Path = _WORKDIR / "_site"
     cache_dir: Path = _default_cache_dir()
     site_url: str = "http://localhost:8000/"  # where the site is published: absolute links in the sitemap and feed
     datasette_url: str = "http://localhost:8001/"  # where Datasette serves the database: server pages link to their rows

@@ -1,30 +1,22 @@
-"""Shared fixtures: real SQLite files in tmp dirs, and the real local-catalog servers installed once."""
+"""Shared fixtures: real SQLite files in tmp dirs, the real local-catalog servers installed once, and built sites."""
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 
+from pipeline import store
 from pipeline.config import Settings
-from pipeline.db import open_db
+from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
-from pipeline.models import LaunchSpec
-from pipeline.probe.install import Installed, Installer, install_key
-
-REPO = Path(__file__).resolve().parent.parent
-TEST_SERVERS = Path(__file__).resolve().parent / "servers"
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
-CATALOG_SIZE = len(LocalCatalogSource().read().entries)  # the embedded default catalog
-# Real snapshots of the discovery sources, read in place; absent in a clone elsewhere, so tests skip.
-SOURCE_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sources"
+from pipeline.models import ProbeOutcome
+from pipeline.probe.install import Installed, Installer
+from pipeline.render import run_build
+from pipeline.score import run_score
+from pipeline.store import open_db
+from tests.support import BOARD_KINDS, FLEET, NOW, ListSource, analysis, fleet_entries, probe, quiet
 
 
 @pytest.fixture(scope="session")
@@ -50,44 +42,32 @@ def db(tmp_path: Path):
     database.close()
 
 
-class StaticInstaller:
-    """Installer test twin: returns prepared results, so test servers need no registry."""
-
-    def __init__(self, results: dict[str, Installed]) -> None:
-        self.results = results
-
-    def install(self, specs):
-        return {install_key(s): self.results.get(install_key(s), Installed(ok=False, error="not prepared")) for s in specs}
-
-
-def raw_server_spec(fault: str) -> LaunchSpec:
-    return LaunchSpec(registry="pypi", package=f"raw-{fault}", command="python", args=[str(TEST_SERVERS / "raw_stdio.py"), fault], transport="stdio")
-
-
-def python_installed() -> Installed:
-    return Installed(ok=True, executable=Path(sys.executable), version="test", path_dirs=(str(Path(sys.executable).parent),))
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The embedded catalog, two servers probed and analysed, scored on two days, built."""
+    db = store.open_db(tmp_path_factory.mktemp("api") / "scoreboard.db")
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
+    run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1))
+    for server_id in ("mcp-server-time", "server-everything-http"):
+        store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
+        store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
+    run_score(db, servers=store.active_servers(db), now=NOW)
+    root = tmp_path_factory.mktemp("site")
+    run_build(db, site_dir=root, now=NOW)
+    return root
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextmanager
-def python_server(script: str, *args: str, path: str = "/mcp"):
-    """Run tests/servers/SCRIPT PORT ARGS... and yield its URL once it answers HTTP; stop it afterwards."""
-    port = free_port()
-    process = subprocess.Popen([sys.executable, str(TEST_SERVERS / script), str(port), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                with httpx.stream("GET", f"http://127.0.0.1:{port}/", timeout=0.5):
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}{path}"
-    finally:
-        process.terminate()
-        process.wait(10)
+@pytest.fixture(scope="session")
+def board_site(tmp_path_factory):
+    """231 servers in several categories and visibility tiers, one with hostile text; built once."""
+    db = store.open_db(tmp_path_factory.mktemp("board") / "scoreboard.db")
+    run_discover(db, sources=[ListSource("test", fleet_entries())], now=NOW, progress=quiet(1))
+    for i in range(0, FLEET, 3):  # a third probed and analysed: a higher tier than the rest
+        server_id = f"{BOARD_KINDS[i % len(BOARD_KINDS)][0]}-{i:03d}"
+        store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
+        store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
+    store.record_probe(db, probe(outcome=ProbeOutcome.timeout).model_copy(update={"server_id": "evil"}), None)
+    run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(FLEET + 1))
+    root = tmp_path_factory.mktemp("board-site")
+    run_build(db, site_dir=root, now=NOW)
+    return root, db

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.analyze import analyze_server, run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher, SourceTree
 from pipeline.analyze.metrics import (
@@ -18,8 +18,7 @@ from pipeline.analyze.metrics import (
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.progress import Progress
-from tests.conftest import CATALOG_SIZE, NOW
-from tests.test_discover import quiet
+from tests.support import CATALOG_SIZE, NOW, quiet
 
 
 @pytest.fixture
@@ -48,7 +47,8 @@ def test_installed_npm_package_is_analysed(catalog, settings):
 
 def test_fetch_failure_is_recorded_not_raised(db, tmp_path, catalog):
     stream = io.StringIO()
-    report = run_analyze(db, servers=list(catalog.values()), fetcher=InstalledPackageFetcher(tmp_path / "empty-cache"), now=NOW, progress=Progress("analyze", 7, stream=stream))
+    report = run_analyze(db, servers=list(catalog.values()), fetcher=InstalledPackageFetcher(tmp_path / "empty-cache"), now=NOW,
+                         progress=Progress("analyze", 7, stream=stream))
     assert report.counts == {"analyzed": 0, "failed": CATALOG_SIZE} and report.failures == CATALOG_SIZE
     assert db["analyses"].count == CATALOG_SIZE and "not installed in the cache" in stream.getvalue()
 
@@ -59,7 +59,8 @@ def tree(**fields) -> SourceTree:
 
 @pytest.mark.parametrize("manifest,value,kind", [
     ({"license": "MIT"}, 100, "spdx"), ({"license": "Apache-2.0 OR MIT"}, 100, "spdx"), ({"license-expression": "GPL-3.0-only"}, 100, "spdx"),
-    ({"classifiers": ["License :: OSI Approved :: MIT License"]}, 100, "spdx"), ({"license": "BSD License"}, 70, "named"), ({"license": "SEE LICENSE IN LICENSE.txt"}, 40, "custom"),
+    ({"classifiers": ["License :: OSI Approved :: MIT License"]}, 100, "spdx"), ({"license": "BSD License"}, 70, "named"),
+    ({"license": "SEE LICENSE IN LICENSE.txt"}, 40, "custom"),
     ({}, 0, "none"),
 ])
 def test_license_clarity(manifest, value, kind):

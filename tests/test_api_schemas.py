@@ -4,39 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import timedelta
 
-import jsonschema
-import pytest
-
-from pipeline import db as store
-from pipeline.discover import run_discover
-from pipeline.discover.local import LocalCatalogSource
+from pipeline import store
 from pipeline.render import run_build
-from pipeline.score import run_score
-from tests.conftest import CATALOG_SIZE, NOW
-from tests.test_discover import quiet
-from tests.test_score import analysis, probe
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    db = store.open_db(tmp_path_factory.mktemp("api") / "scoreboard.db")
-    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
-    run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1))
-    for server_id in ("mcp-server-time", "server-everything-http"):
-        store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
-        store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
-    run_score(db, servers=store.active_servers(db), now=NOW)
-    root = tmp_path_factory.mktemp("site")
-    run_build(db, site_dir=root, now=NOW)
-    return root
-
-
-def validator(site, name):
-    schema = json.loads((site / "api" / "schema" / name).read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+from tests.support import CATALOG_SIZE, NOW, internal_links, validator
 
 
 def cases(site):
@@ -67,27 +38,6 @@ def test_the_schemas_reject_a_broken_file(site):
     assert any("'Z'" in m for m in messages) and any("'reason' is a required property" in m for m in messages)
 
 
-def internal_links(site) -> tuple[int, int, list[str]]:
-    """(pages, links checked, broken ones): every relative href and src of every page must point at a file the build wrote."""
-    import re
-    from urllib.parse import unquote, urldefrag, urlparse
-
-    pages = sorted(site.rglob("*.html"))
-    checked, broken = 0, []
-    for page in pages:
-        for target in re.findall(r'(?:href|src)="([^"]+)"', page.read_text()):
-            if urlparse(target).scheme or target.startswith(("#", "mailto:")):
-                continue
-            path = unquote(urldefrag(target)[0].split("?")[0])
-            resolved = (page.parent / path).resolve()
-            if path.endswith("/") or resolved.is_dir():
-                resolved = resolved / "index.html"
-            if not resolved.is_file():
-                broken.append(f"{page.relative_to(site)} links to missing {target}")
-            checked += 1
-    return len(pages), checked, broken
-
-
 def test_no_broken_internal_links(site):
     pages, checked, broken = internal_links(site)
     assert broken == [] and pages >= 13 and checked > 100
@@ -96,7 +46,6 @@ def test_no_broken_internal_links(site):
 def test_rebuilding_unchanged_evidence_rewrites_nothing_but_the_snapshot(site, tmp_path):
     import shutil
 
-    from pipeline.render import run_build
 
     database = next(site.glob("downloads/scoreboard-*.db"))
     copy = tmp_path / "scoreboard.db"
@@ -112,7 +61,6 @@ def test_rebuilding_unchanged_evidence_rewrites_nothing_but_the_snapshot(site, t
 def test_only_servers_whose_inputs_changed_are_rendered_again(site, tmp_path):
     import shutil
 
-    from pipeline.render import run_build
 
     copy = tmp_path / "scoreboard.db"
     shutil.copy(next(site.glob("downloads/scoreboard-*.db")), copy)

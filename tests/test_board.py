@@ -5,49 +5,11 @@ from __future__ import annotations
 import json
 import re
 
-import pytest
-
-from pipeline import db as store
+from pipeline import store
 from pipeline.classify import classify
 from pipeline.discover import run_discover
-from pipeline.models import ProbeOutcome
-from pipeline.render import run_build
 from pipeline.render.contexts import PAGE_SIZE, board_pages
-from pipeline.score import run_score
-from tests.conftest import NOW
-from tests.test_api_schemas import internal_links
-from tests.test_discover import ListSource, entry, quiet
-from tests.test_score import analysis, probe
-
-HOSTILE = '<script>alert("x")</script>\u202e\u200b<img src=x onerror=alert(1)>'
-KINDS = [("postgres-query", "Run SQL against a Postgres database."), ("slack-notify", "Send Slack messages to a channel."),
-         ("stripe-billing", "Create invoices and payments with Stripe."), ("plain-tool", "Does a small thing.")]
-FLEET = 230
-
-
-def fleet_entries():
-    entries = []
-    for i in range(FLEET):
-        name, description = KINDS[i % len(KINDS)]
-        entries.append(entry(f"{name}-{i:03d}", name=f"{name} {i:03d}", description=description))
-    entries.append(entry("evil", name=HOSTILE, description=HOSTILE + " needle-zz"))
-    return entries
-
-
-@pytest.fixture(scope="session")
-def board_site(tmp_path_factory):
-    """231 servers in several categories and visibility tiers, one with hostile text; built once."""
-    db = store.open_db(tmp_path_factory.mktemp("board") / "scoreboard.db")
-    run_discover(db, sources=[ListSource("test", fleet_entries())], now=NOW, progress=quiet(1))
-    for i in range(0, FLEET, 3):  # a third probed and analysed: a higher tier than the rest
-        server_id = f"{KINDS[i % len(KINDS)][0]}-{i:03d}"
-        store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
-        store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
-    store.record_probe(db, probe(outcome=ProbeOutcome.timeout).model_copy(update={"server_id": "evil"}), None)
-    run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(FLEET + 1))
-    root = tmp_path_factory.mktemp("board-site")
-    run_build(db, site_dir=root, now=NOW)
-    return root, db
+from tests.support import FLEET, HOSTILE, NOW, ListSource, entry, internal_links, quiet
 
 
 def test_classification_weights_places_and_falls_back_to_other():

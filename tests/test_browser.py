@@ -12,8 +12,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.test_api_schemas import site  # noqa: F401 - the built fixture site
-from tests.test_board import FLEET, board_site  # noqa: F401 - the 231-server board fixture
+from tests.support import FLEET
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")

@@ -5,14 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.probe.install import install_key
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import REPO
 
 
 def scoreboard(*args: str) -> subprocess.CompletedProcess:
@@ -28,8 +26,8 @@ def time_command(installed):
 def test_check_a_stdio_server_as_json(time_command, tmp_path):
     source = tmp_path / "src"
     source.mkdir()
-    (source / "package.json").write_text(json.dumps({"name": "t", "description": "Provides the current time and converts between timezones.", "license": "MIT",
-                                                      "dependencies": {"@modelcontextprotocol/sdk": "^1.30.0"}}))
+    (source / "package.json").write_text(json.dumps({"name": "t", "description": "Provides the current time and converts between timezones.",
+                                                      "license": "MIT", "dependencies": {"@modelcontextprotocol/sdk": "^1.30.0"}}))
     (source / "README.md").write_text("# Time\n\n## Usage\n\n```\nnpx t\n```\n" + "Explains. " * 200)
     (source / "LICENSE").write_text("MIT License\n")
     done = scoreboard("check", "--stdio", time_command, "--source", str(source), "--json")

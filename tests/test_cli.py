@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import CATALOG_SIZE, REPO
+
 COMMANDS = ["discover", "analyze", "probe", "monitor", "judge", "score", "build", "serve", "run", "install"]
-from tests.conftest import CATALOG_SIZE
 
 
 def scoreboard(*args: str) -> subprocess.CompletedProcess:

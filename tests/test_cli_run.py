@@ -7,16 +7,14 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-from pipeline.db import open_db
+from pipeline.store import open_db
+from tests.support import CATALOG_SIZE, REPO
 
-REPO = Path(__file__).resolve().parent.parent
 SERVER_IDS = {"mcp-server-time", "mcp-server-fetch", "mcp-server-git", "server-everything", "server-everything-http", "server-everything-sse",
               "server-memory", "server-filesystem", "server-basic-vanillajs"}
-from tests.conftest import CATALOG_SIZE
 
 
 def scoreboard(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.db import ScoreboardDatabaseError, open_db, trim
-from pipeline.migrations import migrations
-
-REPO = Path(__file__).resolve().parent.parent
+from pipeline.store import ScoreboardDatabaseError, open_db, trim
+from pipeline.store.migrations import migrations
+from tests.support import REPO
 
 
 def test_new_database_has_every_table(tmp_path):
@@ -87,8 +86,7 @@ def test_trim_caps_hostile_strings():
 def test_damaged_evidence_row_is_named_and_nothing_is_rescored(tmp_path):
     from pipeline.discover import run_discover
     from pipeline.discover.local import LocalCatalogSource
-    from tests.conftest import NOW
-    from tests.test_discover import quiet
+    from tests.support import NOW, quiet
 
     path = tmp_path / "damaged.db"
     db = open_db(path)

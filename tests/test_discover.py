@@ -2,35 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 from datetime import timedelta
 
-from pipeline import db as store
-from pipeline.discover import SourceBatch, run_discover
+from pipeline import store
+from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
-from pipeline.models import CatalogEntry, SourceRecord
-from pipeline.progress import Progress
-from tests.conftest import CATALOG_SIZE, NOW
-
-
-class ListSource:
-    def __init__(self, name, entries, problems=()):
-        self.name, self.entries, self.problems = name, entries, list(problems)
-
-    def read(self):
-        """The entries as this source lists them: stamped with the source's name."""
-        stamped = [e.model_copy(update={"records": [r.model_copy(update={"source": self.name}) for r in e.records]}) for e in self.entries]
-        return SourceBatch(entries=stamped, problems=self.problems)
-
-
-def entry(id_, source="test", **fields):
-    return CatalogEntry(id=id_, name=fields.pop("name", id_), transport=fields.pop("transport", "stdio"), keys=[f"{source}:{id_}"],
-                        records=[SourceRecord(source=source, key=id_, payload={"id": id_})], **fields)
-
-
-def quiet(total):
-    return Progress("discover", total, stream=io.StringIO())
+from tests.support import CATALOG_SIZE, NOW, ListSource, entry, quiet
 
 
 def test_discovering_twice_keeps_one_row_per_server(db):

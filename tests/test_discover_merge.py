@@ -11,12 +11,12 @@ from datetime import timedelta
 import pytest
 import yaml
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import CallableSource, SourceBatch, run_discover, snapshot_sources
 from pipeline.discover.merge import merge_listings
 from pipeline.models import Listing, Package, Remote
 from pipeline.progress import Progress
-from tests.conftest import NOW, SOURCE_FIXTURES
+from tests.support import NOW, SOURCE_FIXTURES
 
 
 def listing(source: str, key: str, name: str | None = None, **fields) -> Listing:
@@ -24,7 +24,8 @@ def listing(source: str, key: str, name: str | None = None, **fields) -> Listing
 
 
 def discover(db, *batches: tuple[str, list[Listing]], now=NOW, complete=True, aliases=None):
-    sources = [CallableSource(name, lambda items=items: SourceBatch(listings=list(items), complete=complete, aliases=aliases or {})) for name, items in batches]
+    sources = [CallableSource(name, lambda items=items: SourceBatch(listings=list(items), complete=complete, aliases=aliases or {}))
+               for name, items in batches]
     return run_discover(db, sources=sources, now=now, progress=Progress("discover", len(sources) + 1, stream=io.StringIO()))
 
 
@@ -39,7 +40,8 @@ def test_spellings_of_one_repository_merge_with_every_source_kept(db):
                                        registry_name="io.github.octo/tool", description="From the registry")]),
         ("awesome-mcp-servers", [listing("awesome-mcp-servers", "a", "octo/tool", repository="http://www.github.com/octo/tool/#readme",
                                          description="From the list", external_links={"glama": "https://glama.ai/mcp/servers/octo/tool"})]),
-        ("best-of-mcp-servers", [listing("best-of-mcp-servers", "octo/tool", repository="https://github.com/OCTO/TOOL/", metrics={"github_stars": 5})]),
+        ("best-of-mcp-servers", [listing("best-of-mcp-servers", "octo/tool", repository="https://github.com/OCTO/TOOL/",
+                                         metrics={"github_stars": 5})]),
     )
     rows = server_rows(db)
     assert list(rows) == ["octo--tool"]
@@ -214,8 +216,8 @@ def test_verified_publishers_come_from_the_table(db):
 # ------------------------------------------------------------------ the catalog built from the real snapshots
 
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
-ARCHIVED = {"aws-kb-retrieval-server", "brave-search", "everart", "gdrive", "github", "gitlab", "google-maps", "postgres", "puppeteer", "redis", "sentry",
-            "slack", "sqlite"}
+ARCHIVED = {"aws-kb-retrieval-server", "brave-search", "everart", "gdrive", "github", "gitlab", "google-maps", "postgres", "puppeteer", "redis",
+            "sentry", "slack", "sqlite"}
 
 
 def independent_repo(url, aliases):
@@ -297,7 +299,7 @@ def test_catalog_from_snapshots_agrees_with_an_independent_count(db):
 def test_server_pages_say_where_each_field_came_from(db, tmp_path):
     from pipeline.render import run_build
     from pipeline.score import run_score
-    from tests.test_api_schemas import validator
+    from tests.support import validator
 
     discover(
         db,

@@ -17,8 +17,7 @@ import pytest
 
 from pipeline.discover import awesome, bestof, docker_catalog, downloads, github_topics, glama, pulsemcp, registry, smithery
 from pipeline.discover.http import SourceError, SourceHTTP
-from tests.conftest import SOURCE_FIXTURES
-from tests.test_discover_sources import glama_item
+from tests.support import SOURCE_FIXTURES, glama_item
 
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
 Reply = tuple[int, dict[str, str], bytes]
@@ -145,7 +144,8 @@ def test_glama_relay_pages_with_a_token(replay, http):
         start = int(query.get("after", "0"))
         end = start + int(query["first"])
         return as_json({"servers": items[start:end],
-                        "pageInfo": {"hasNextPage": end < len(items), "hasPreviousPage": start > 0, "startCursor": str(start), "endCursor": str(end)}})
+                        "pageInfo": {"hasNextPage": end < len(items), "hasPreviousPage": start > 0, "startCursor": str(start),
+                                     "endCursor": str(end)}})
 
     replay.serve("/v1/servers", servers)
     replay.fail_once("/v1/servers", as_json({}, 429, {"X-Retry-After": "3"}))
@@ -256,7 +256,8 @@ def test_docker_catalog_tarball_and_hub_pull_counts(replay, http):
                 archive.add(path, arcname=f"docker-mcp-registry-818bf16/servers/{path.parent.name}/{path.name}")
     tarball = buffer.getvalue()
     replay.serve("/tarball", lambda q, h: (200, {"Content-Type": "application/gzip"}, tarball))
-    hub_rows = [{"name": "airtable-mcp-server", "namespace": "mcp", "pull_count": 12345, "star_count": 1}, {"name": "github", "namespace": "mcp", "pull_count": 99}]
+    hub_rows = [{"name": "airtable-mcp-server", "namespace": "mcp", "pull_count": 12345, "star_count": 1},
+                {"name": "github", "namespace": "mcp", "pull_count": 99}]
 
     def hub(query, headers):
         page = int(query.get("page", "1"))
@@ -277,8 +278,10 @@ def test_docker_catalog_tarball_and_hub_pull_counts(replay, http):
 def test_download_counts_bulk_scoped_and_pypi(replay, http):
     replay.serve("/npm/downloads/point/last-week/alpha,beta", lambda q, h: as_json({
         "alpha": {"downloads": 10, "start": "2026-11-22", "end": "2026-11-28", "package": "alpha"}, "beta": None}))
-    replay.serve("/npm/downloads/point/last-week/@scope/gamma", lambda q, h: as_json({"downloads": 7, "start": "s", "end": "e", "package": "@scope/gamma"}))
-    replay.serve("/pypi/api/packages/mcp-server-time/recent", lambda q, h: as_json({"data": {"last_week": 321}, "package": "mcp-server-time", "type": "recent_downloads"}))
+    replay.serve("/npm/downloads/point/last-week/@scope/gamma",
+                 lambda q, h: as_json({"downloads": 7, "start": "s", "end": "e", "package": "@scope/gamma"}))
+    replay.serve("/pypi/api/packages/mcp-server-time/recent",
+                 lambda q, h: as_json({"data": {"last_week": 321}, "package": "mcp-server-time", "type": "recent_downloads"}))
     replay.serve("/pypi/api/packages/broken/recent", lambda q, h: (404, {}, b"no such package"))
     counter = downloads.DownloadCounter(http, f"{replay.url}/npm", f"{replay.url}/pypi")
     counts, problems = counter.weekly([("npm", "alpha"), ("npm", "beta"), ("npm", "@scope/gamma"), ("pypi", "MCP_Server.Time"), ("pypi", "broken")])

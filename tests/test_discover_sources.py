@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from pipeline.discover import awesome, bestof, docker_catalog, downloads, github_topics, glama, pulsemcp, registry, smithery
-from tests.conftest import SOURCE_FIXTURES
+from tests.support import SOURCE_FIXTURES, glama_item
 
 pytestmark = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES} (shared fixtures)")
 
@@ -31,7 +31,8 @@ def test_registry_dump_lists_the_latest_version_of_every_name():
     with_headers = [listing for listing in batch.listings if any(r.auth_headers for r in listing.remotes)]
     assert with_headers and all(any(v.name in r.auth_headers for r in listing.remotes for v in listing.env_vars) for listing in with_headers)
     smithery_hosted = [listing for listing in batch.listings if listing.key.startswith("ai.smithery/")]
-    assert len(smithery_hosted) == 211 and all(r.url.startswith("https://server.smithery.ai/") for listing in smithery_hosted for r in listing.remotes)
+    assert len(smithery_hosted) == 211
+    assert all(r.url.startswith("https://server.smithery.ai/") for listing in smithery_hosted for r in listing.remotes)
 
 
 def test_registry_legacy_and_current_seeds_parse():
@@ -128,19 +129,6 @@ def test_documented_examples_parse_with_the_same_parsers():
     pypi = load("npm-pypi-downloads", "DOCUMENTED_pypistats_examples.json")
     assert downloads.parse_pypistats(pypi["recent"]) == {"pip": 15706750.0}
     assert downloads.parse_pypistats(pypi["overall"]) == {}  # not a weekly figure
-
-
-def glama_item(index: int, **overrides):
-    """An item shaped exactly as Glama's published OpenAPI `McpServer` schema (no real dump is stored)."""
-    item = {
-        "id": f"{index:010d}", "name": f"Server {index}", "namespace": f"owner{index}", "slug": f"server-{index}",
-        "description": f"Server number {index}", "url": f"https://glama.ai/mcp/servers/owner{index}/server-{index}",
-        "repository": {"url": f"https://github.com/Owner{index}/Server-{index}"}, "spdxLicense": {"name": "MIT", "url": "https://opensource.org/licenses/MIT"},
-        "attributes": ["hosting:remote-capable", "author:official"], "tools": [],
-        "environmentVariablesJsonSchema": {"type": "object", "properties": {"API_TOKEN": {"type": "string", "description": "token"},
-                                                                             "REGION": {"type": "string", "description": ""}}, "required": ["API_TOKEN"]},
-    }
-    return {**item, **overrides}
 
 
 def test_glama_items_in_the_documented_shape():

@@ -10,7 +10,7 @@ import io
 import pytest
 
 from bench.synthetic import NOW, generate
-from pipeline import db as store
+from pipeline import store
 from pipeline.models import RubricInfo
 from pipeline.progress import Progress
 from pipeline.score import methodology, registry, run_score

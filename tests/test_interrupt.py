@@ -10,11 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.db import open_db
-from tests.conftest import TEST_SERVERS
-from tests.test_probe import leftover_processes
+from pipeline.store import open_db
+from tests.support import REPO, TEST_SERVERS, leftover_processes
 
-REPO = Path(__file__).resolve().parent.parent
 SCRIPT = TEST_SERVERS / "interruptible_probe.py"
 
 

@@ -4,55 +4,34 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import time
 from pathlib import Path
 
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
-from pipeline.models import CatalogEntry, LaunchSpec, SourceRecord
+from pipeline.models import LaunchSpec
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.progress import Progress
-from tests.conftest import (
-    NOW,
-    TEST_SERVERS,
-    StaticInstaller,
-    python_installed,
-    raw_server_spec,
-)
-from tests.test_discover import ListSource
+from tests.support import NOW, TEST_SERVERS, ListSource, StaticInstaller, faulty_entry, leftover_processes, python_installed, raw_server_spec
 
 
 def quiet(stage, total):
     return Progress(stage, total, stream=io.StringIO())
 
 
-def leftover_processes(marker: str) -> list[str]:
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(cmdline)
-    return found
-
-
 @pytest.fixture(scope="module")
 def probed_catalog(tmp_path_factory, settings, installed):
-    from pipeline.db import open_db
+    from pipeline.store import open_db
 
     db = open_db(tmp_path_factory.mktemp("probe") / "scoreboard.db")
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet("discover", 1))
     servers = store.active_servers(db)
-    report = run_probe(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW, progress=quiet("probe", len(servers)))
+    report = run_probe(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW,
+                       progress=quiet("probe", len(servers)))
     results = {s.id: store.latest_probe(db, s.id)[1] for s in servers}
     return db, report, results
 
@@ -150,11 +129,6 @@ def test_raw_evidence_and_snapshots_are_stored(probed_catalog):
     assert len(snapshots) == len(EXPECTED) and all(len(s["content_hash"]) == 64 for s in snapshots)
     # stdio and HTTP servers were both stopped: nothing of ours is left running.
     assert leftover_processes("scoreboard-run-") == []
-
-
-def faulty_entry(server_id: str, spec: LaunchSpec) -> CatalogEntry:
-    return CatalogEntry(id=server_id, name=server_id, transport=spec.transport, launch=spec, keys=[f"test:{server_id}"],
-                        records=[SourceRecord(source="test", key=server_id)])
 
 
 def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed):
@@ -268,11 +242,12 @@ def test_an_unforeseen_sandbox_error_is_recorded_and_the_run_goes_on(db, setting
 
 
 def test_fast_probes_meet_every_server_in_its_era_and_http_ones_on_the_raw_layer(probed_catalog, settings):
-    from pipeline.monitor import run_monitor
+    from pipeline.probe.monitor import run_monitor
 
     db, _, _ = probed_catalog
     servers = store.active_servers(db)
-    report = run_monitor(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW, progress=quiet("monitor", len(servers)))
+    report = run_monitor(db, servers=servers, installer=Installer(settings.cache_dir), settings=settings, now=NOW,
+                         progress=quiet("monitor", len(servers)))
     assert report.counts == {"ok": len(EXPECTED)}
     fast = {r["server_id"]: json.loads(r["evidence"]) for r in db.query("select server_id, evidence from probe_runs where kind = 'fast'")}
     http = fast["server-everything-http"]

@@ -15,7 +15,7 @@ from pipeline.models import ProbeOutcome
 from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import Running
 from pipeline.probe.session import deep_probe
-from tests.conftest import TEST_SERVERS, python_server
+from tests.support import TEST_SERVERS, python_server
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 CAP = 100_000

@@ -76,7 +76,8 @@ def facts_for(url: str):
 GATED = {
     ("POST", "/mcp"): lambda o: response("401 Unauthorized", extra=f'WWW-Authenticate: Bearer resource_metadata="{o}/meta/prm"\r\n'),
     ("GET", "/meta/prm"): lambda o: response("200 OK", js({"resource": f"{o}/mcp", "authorization_servers": [f"{o}/tenant"]})),
-    ("GET", "/.well-known/oauth-authorization-server/tenant"): lambda o: response("200 OK", js({"issuer": f"{o}/tenant", "token_endpoint": f"{o}/token"})),
+    ("GET", "/.well-known/oauth-authorization-server/tenant"):
+        lambda o: response("200 OK", js({"issuer": f"{o}/tenant", "token_endpoint": f"{o}/token"})),
     ("GET", "/.well-known/mcp.json"): lambda o: response("200 OK", js({"name": "gated", "description": "a card"})),
     ("GET", "/mcp"): lambda o: response("200 OK", b"<html><h1>Add this server</h1></html>", kind="text/html"),
     ("GET", "/.well-known/mcp-scoreboard"): lambda o: response("200 OK", js({"optout": True, "delist": True})),
@@ -112,7 +113,8 @@ def test_without_a_protected_resource_document_the_servers_own_origin_is_its_aut
     """The 2025-03-26 rule: no RFC 9728 document, so RFC 8414 metadata is read at the MCP server's origin."""
     routes = {
         ("POST", "/v1/mcp"): lambda o: response("401 Unauthorized", extra="WWW-Authenticate: Bearer\r\n"),
-        ("GET", "/.well-known/oauth-authorization-server"): lambda o: response("200 OK", js({"issuer": o, "authorization_endpoint": f"{o}/authorize"})),
+        ("GET", "/.well-known/oauth-authorization-server"):
+            lambda o: response("200 OK", js({"issuer": o, "authorization_endpoint": f"{o}/authorize"})),
     }
     with Site(routes) as site:
         _, facts, _ = facts_for(site.origin + "/v1/mcp")
@@ -200,12 +202,11 @@ def test_opted_out_servers_are_not_probed_and_delisted_ones_stay_off(db, setting
     import io
     from datetime import timedelta
 
-    from pipeline import db as store
+    from pipeline import store
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
     from pipeline.progress import Progress
-    from tests.conftest import NOW
-    from tests.test_discover import ListSource, entry, quiet
+    from tests.support import NOW, ListSource, entry, quiet
 
     calls = []
     routes = {
@@ -238,14 +239,13 @@ def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_hono
     import io
     from datetime import timedelta
 
-    from pipeline import db as store
+    from pipeline import store
     from pipeline.discover import run_discover
-    from pipeline.monitor import run_monitor
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
+    from pipeline.probe.monitor import run_monitor
     from pipeline.progress import Progress
-    from tests.conftest import NOW
-    from tests.test_discover import ListSource, entry, quiet
+    from tests.support import NOW, ListSource, entry, quiet
 
     routes = {
         ("POST", "/limited/mcp"): lambda o: response("429 Too Many Requests", js({"error": "slow down"}), extra="Retry-After: 120\r\n"),
@@ -277,14 +277,13 @@ def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_hono
 def test_health_checks_honour_the_last_opt_out_without_fetching_it_again(db, settings):
     import io
 
-    from pipeline import db as store
+    from pipeline import store
     from pipeline.discover import run_discover
-    from pipeline.monitor import run_monitor
     from pipeline.probe import run_probe
     from pipeline.probe.install import Installer
+    from pipeline.probe.monitor import run_monitor
     from pipeline.progress import Progress
-    from tests.conftest import NOW
-    from tests.test_discover import ListSource, entry, quiet
+    from tests.support import NOW, ListSource, entry, quiet
 
     seen = []
     routes = {("GET", "/.well-known/mcp-scoreboard"): lambda o: seen.append("optout") or response("200 OK", js({"optout": True})),

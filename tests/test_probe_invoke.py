@@ -13,7 +13,7 @@ import pytest
 
 from pipeline import check
 from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
-from tests.conftest import NOW
+from tests.support import NOW
 
 ZOO = Path(__file__).parent / "servers" / "tool_zoo.py"
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False}
@@ -43,7 +43,8 @@ def test_arguments_are_generated_from_the_schema_and_valid_against_it():
     schema = {
         "type": "object",
         "properties": {
-            "city": {"type": "string", "minLength": 6}, "units": {"enum": ["metric", "imperial"]}, "days": {"type": "integer", "minimum": 3, "maximum": 5},
+            "city": {"type": "string", "minLength": 6}, "units": {"enum": ["metric", "imperial"]},
+            "days": {"type": "integer", "minimum": 3, "maximum": 5},
             "when": {"type": "string", "format": "date-time"}, "tags": {"type": "array", "items": {"type": "string"}, "minItems": 2},
             "filter": {"type": "object", "properties": {"active": {"type": "boolean"}}, "required": ["active"]}, "timezone": {"type": "string"},
             "optional": {"type": "string"},
@@ -122,9 +123,11 @@ def test_tool_text_checks_name_what_is_wrong_and_where():
          "inputSchema": {"type": "object", "properties": {"q": {"type": "string", "description": "query\u202e"}}}},
     ]
     checks = {c.name: c for c in tool_text_checks(tools, "Be brief.")}
-    assert checks["tool_names"].passed is False and "duplicate: get_data" in checks["tool_names"].detail and "bad name!" in checks["tool_names"].detail
+    assert checks["tool_names"].passed is False
+    assert "duplicate: get_data" in checks["tool_names"].detail and "bad name!" in checks["tool_names"].detail
     assert checks["text_sizes"].passed is False and "bad name! (10,001 chars)" in checks["text_sizes"].detail
-    assert checks["hidden_characters"].passed is False and "U+200B" in checks["hidden_characters"].detail and "U+202E" in checks["hidden_characters"].detail
+    assert checks["hidden_characters"].passed is False
+    assert "U+200B" in checks["hidden_characters"].detail and "U+202E" in checks["hidden_characters"].detail
     assert checks["poisoning_markers"].passed is False and "ignore-instructions" in checks["poisoning_markers"].detail
     clean = {c.name: c.passed for c in tool_text_checks(tools[:1], None)}
     assert clean == {"tool_names": True, "text_sizes": True, "hidden_characters": True, "poisoning_markers": True}

@@ -19,7 +19,7 @@ import pytest
 from pipeline.models import ProbeOutcome
 from pipeline.probe.eras import negotiate
 from pipeline.probe.raw import Failure, Limits, exchange, probe_client
-from tests.conftest import python_server
+from tests.support import python_server
 
 LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, max_redirects=3, allow_private=True)
 
@@ -277,8 +277,8 @@ def test_a_full_deep_probe_of_a_hostile_server_ends_classified_within_its_bounds
     from pipeline.probe.session import deep_probe
 
     started = time.monotonic()
-    result = anyio.run(lambda: deep_probe("hostile", Running(transport="streamable-http", url=zoo + path), limits=Limits(timeout=1.5, allow_private=True),
-                                          total_timeout=10, now=datetime.now(timezone.utc)))
+    result = anyio.run(lambda: deep_probe("hostile", Running(transport="streamable-http", url=zoo + path),
+                                          limits=Limits(timeout=1.5, allow_private=True), total_timeout=10, now=datetime.now(timezone.utc)))
     assert result.outcome is outcome and words in result.detail, result.detail
     assert time.monotonic() - started < 10  # the probe's total deadline; each request stops at its own 1.5 s
     assert result.tools is None and result.invocations is None  # no SDK session was opened on a server like this

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.models import CatalogEntry, CheckResult, ProbeOutcome, ProbeResult, SourceRecord
 from pipeline.render import run_build
@@ -15,10 +15,7 @@ from pipeline.render.badges import badge_svg, score_badge, text_width
 from pipeline.render.contexts import safe_url, slug
 from pipeline.render.writer import SiteWriteError, SiteWriter
 from pipeline.score import run_score
-from tests.conftest import CATALOG_SIZE, NOW
-from tests.test_discover import ListSource, quiet
-
-HOSTILE = '<script>alert("x")</script>\u202e\u200b<img src=x onerror=alert(1)>'
+from tests.support import CATALOG_SIZE, HOSTILE, NOW, ListSource, quiet
 
 
 def test_writer_writes_only_changed_bytes_and_removes_stale(tmp_path):
@@ -58,7 +55,8 @@ def test_badge_is_accessible_wellformed_xml_sized_to_its_text():
 
 @pytest.mark.parametrize("url,expected", [
     ("https://github.com/o/r", "https://github.com/o/r"), ("http://x.example", "http://x.example"),
-    ("javascript:alert(1)", None), ("JAVASCRIPT:alert(1)", None), ("data:text/html,x", None), (" https://ok.example ", "https://ok.example"), (None, None),
+    ("javascript:alert(1)", None), ("JAVASCRIPT:alert(1)", None), ("data:text/html,x", None), (" https://ok.example ", "https://ok.example"),
+    (None, None),
 ])
 def test_only_http_links_are_clickable(url, expected):
     assert safe_url(url) == expected
@@ -88,9 +86,9 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     import csv as _csv
     from datetime import timedelta
 
-    from pipeline.db import open_db
     from pipeline.discover.local import LocalCatalogSource
-    from tests.test_score import analysis, probe
+    from pipeline.store import open_db
+    from tests.support import analysis, probe
 
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
     servers = store.active_servers(db)
@@ -155,7 +153,7 @@ def test_rubric_boards_and_methodology_page(db, tmp_path):
 
     from pipeline.discover.local import LocalCatalogSource
     from pipeline.render.contexts import methodology_html
-    from tests.test_score import analysis, probe
+    from tests.support import analysis, probe
 
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
     for server_id in ("mcp-server-time", "server-everything-http"):

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-from pipeline.db import open_db
-
-DOC = Path(__file__).resolve().parent.parent / "docs" / "schema.md"
+from pipeline.assets import SCHEMA_DOC
+from pipeline.store import open_db
 
 
 def documented_schema(text: str) -> dict[str, list[tuple[str, str]]]:
@@ -28,7 +26,7 @@ def documented_schema(text: str) -> dict[str, list[tuple[str, str]]]:
 def test_schema_documentation_matches_database(tmp_path):
     db = open_db(tmp_path / "schema.db")
     real = {t: [(c.name, c.type) for c in db[t].columns] for t in db.table_names()}
-    documented = documented_schema(DOC.read_text())
+    documented = documented_schema(SCHEMA_DOC.read_text())
     assert sorted(documented) == sorted(real), "tables documented vs real"
     for table, columns in real.items():
         assert documented[table] == columns, f"columns of {table} differ from docs/schema.md"

@@ -4,58 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.models import (
-    AnalysisResult,
-    CheckResult,
-    EnvVar,
-    LaunchSpec,
-    ProbeOutcome,
-    ProbeResult,
-    Server,
-)
+from pipeline.models import EnvVar, ProbeOutcome
 from pipeline.score import scoreboard
 from pipeline.score.facts import Facts, Rollup
-from tests.conftest import CATALOG_SIZE, NOW
-
-TOOL = {"name": "get_time", "description": "Get the current time in a timezone.",
-        "inputSchema": {"type": "object", "properties": {"tz": {"type": "string", "description": "IANA zone"}}, "required": ["tz"]}}
+from tests.support import CATALOG_SIZE, NOW, analysis, dims, probe, server
 
 
-def server(**fields) -> Server:
-    base = dict(id="s", name="s", transport="stdio", first_seen_at=NOW, last_seen_at=NOW,
-                launch=LaunchSpec(registry="pypi", package="p", command="p", transport="stdio"), repository="https://github.com/o/r")
-    base.update(fields)
-    return Server(**base)
-
-
-def probe(outcome=ProbeOutcome.ok, tools=(TOOL,), checks=None) -> ProbeResult:
-    checks = checks if checks is not None else [
-        CheckResult(name="schema_validity", outcome="valid", passed=True),
-        CheckResult(name="error_unknown_tool", outcome="jsonrpc_error", passed=True),
-    ]
-    return ProbeResult(server_id="s", kind="deep", started_at=NOW, duration_ms=10, transport="stdio", outcome=outcome,
-                       tools=list(tools) if outcome == ProbeOutcome.ok else None, checks=checks, handshake="initialize", protocol_version="2025-11-25")
-
-
-def analysis(doc=100, desc=100, lic=100, dep=30) -> AnalysisResult:
-    return AnalysisResult(server_id="s", analyzed_at=NOW, fetcher="installed-package", ok=True, metrics={
-        "documentation_coverage": {"value": doc, "signals": {"readme": True}},
-        "description_quality": {"value": desc, "signals": {}},
-        "license_clarity": {"value": lic, "license": "MIT", "kind": "spdx"},
-        "dependency_health": {"value": dep, "signals": {"manifest": True, "lock_file": False, "ci": False, "automation": False}, "scope": "package"},
-    })
-
-
-def dims(card):
-    return {d.name: d for d in card.dimensions}
-
-
-@pytest.mark.parametrize("score,grade", [(100, "A+"), (95, "A+"), (94.99, "A"), (85, "A"), (84.9, "B"), (70, "B"), (69.9, "C"), (55, "C"), (54.9, "D"), (40, "D"), (39.9, "F"), (0, "F")])
+@pytest.mark.parametrize("score,grade", [(100, "A+"), (95, "A+"), (94.99, "A"), (85, "A"), (84.9, "B"), (70, "B"), (69.9, "C"), (55, "C"),
+                                         (54.9, "D"), (40, "D"), (39.9, "F"), (0, "F")])
 def test_grade_boundaries(score, grade):
     assert scoreboard.SCOREBOARD.grade(score) == grade
 
 
-@pytest.mark.parametrize("ms,expected", [(50, 100), (100, 100), (150, 95), (200, 90), (350, 80), (500, 70), (1000, 50), (1500, 37.5), (2000, 25), (3500, 17.5), (5000, 10), (60000, 10)])
+@pytest.mark.parametrize("ms,expected", [(50, 100), (100, 100), (150, 95), (200, 90), (350, 80), (500, 70), (1000, 50), (1500, 37.5), (2000, 25),
+                                         (3500, 17.5), (5000, 10), (60000, 10)])
 def test_latency_curve(ms, expected):
     assert scoreboard.latency_score(ms) == pytest.approx(expected)
 
@@ -83,7 +45,8 @@ def test_renormalisation_three_dimensions_matches_the_seed_column():
     card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=None, analysis=analysis()))
     d = dims(card)
     assert d["protocol_compliance"].status == "pending"
-    assert (d["schema_quality"].weight, d["docs_maintenance"].weight, d["security_hygiene"].weight) == pytest.approx((25 / 60, 15 / 60, 20 / 60), abs=1e-4)
+    weights = (d["schema_quality"].weight, d["docs_maintenance"].weight, d["security_hygiene"].weight)
+    assert weights == pytest.approx((25 / 60, 15 / 60, 20 / 60), abs=1e-4)
     assert card.visibility == "limited"  # protocol compliance applies but has no data
 
 
@@ -104,7 +67,8 @@ def test_under_two_dimensions_is_unscored():
 
 def test_template_description_costs_fifteen_points():
     good = scoreboard.SCOREBOARD.score(Facts(server=server(description="Reads clocks."), now=NOW, probe=probe(), analysis=analysis()))
-    bad = scoreboard.SCOREBOARD.score(Facts(server=server(description="A Model Context Protocol server"), now=NOW, probe=probe(), analysis=analysis()))
+    bad = scoreboard.SCOREBOARD.score(Facts(server=server(description="A Model Context Protocol server"), now=NOW, probe=probe(),
+                                            analysis=analysis()))
     assert dims(good)["schema_quality"].score - dims(bad)["schema_quality"].score == pytest.approx(15)
 
 
@@ -136,7 +100,8 @@ def test_reliability_needs_ten_probes_and_uses_70_30_without_p95():
     facts.fast = Rollup.of(20, 20, [90.0] * 18 + [1000.0] * 2)  # nearest-rank p95 falls in the 1000 ms bucket
     p95 = facts.fast.percentile(0.95)
     assert p95 == pytest.approx(1000, rel=0.03)
-    assert dims(scoreboard.SCOREBOARD.score(facts))["reliability"].score == pytest.approx(60 + 25 + 15 * scoreboard.latency_score(p95) / 100, abs=0.05)
+    reliability = dims(scoreboard.SCOREBOARD.score(facts))["reliability"]
+    assert reliability.score == pytest.approx(60 + 25 + 15 * scoreboard.latency_score(p95) / 100, abs=0.05)
 
 
 def test_offline_judgements_are_not_counted_as_interpretability():
@@ -146,7 +111,8 @@ def test_offline_judgements_are_not_counted_as_interpretability():
                         offline=True, judged_at=NOW, clarity=90, input_completeness=90, confidence=90)
     card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=[offline]))
     assert dims(card)["schema_interpretability"].status == "pending"
-    online = [offline.model_copy(update={"offline": False, "model": m, "clarity": c, "input_completeness": c, "confidence": c}) for m, c in (("a", 90), ("b", 60), ("c", 80))]
+    online = [offline.model_copy(update={"offline": False, "model": m, "clarity": c, "input_completeness": c, "confidence": c})
+              for m, c in (("a", 90), ("b", 60), ("c", 80))]
     card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=online))
     assert dims(card)["schema_interpretability"].score == pytest.approx((0.5 * 60 + 0.3 * 80 + 0.2 * 90) * 0.9)
     assert card.visibility == "complete" and card.dimension_indicator == "5/5"
@@ -162,11 +128,11 @@ def test_rescoring_is_deterministic_and_offline(db, tmp_path):
     """The same stored evidence gives the same cards, byte for byte (but for the time of scoring)."""
     import json as _json
 
-    from pipeline import db as store
+    from pipeline import store
     from pipeline.discover import run_discover
     from pipeline.discover.local import LocalCatalogSource
     from pipeline.score import run_score
-    from tests.test_discover import quiet
+    from tests.support import quiet
 
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
     for server_id in ("mcp-server-time", "server-memory"):

@@ -7,7 +7,7 @@ import json
 
 import pipeline.score as scoring
 from bench.synthetic import NOW, generate
-from pipeline import db as store
+from pipeline import store
 from pipeline.progress import Progress
 
 

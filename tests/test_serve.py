@@ -7,19 +7,15 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import httpx
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.render import run_build
 from pipeline.serve import free_port
-from tests.conftest import NOW
-from tests.test_discover import quiet
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import NOW, REPO, quiet
 
 
 def test_serve_prints_both_urls_and_both_answer(tmp_path):
@@ -29,7 +25,8 @@ def test_serve_prints_both_urls_and_both_answer(tmp_path):
     run_build(db, site_dir=site, now=NOW)
     db.close()
     process = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.cli", "--db", str(db_path), "serve", "--site", str(site), "--port", str(free_port()), "--datasette-port", str(free_port())],
+        [sys.executable, "-m", "pipeline.cli", "--db", str(db_path), "serve", "--site", str(site), "--port", str(free_port()),
+         "--datasette-port", str(free_port())],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:

@@ -8,15 +8,13 @@ from datetime import date, timedelta
 
 import pytest
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.models import CheckResult, EraFacts, Judgement, ProbeOutcome, ProbeResult
 from pipeline.render import run_build
 from pipeline.render.evidence import reliability, schema_drift
 from pipeline.score import run_score
-from tests.conftest import NOW
-from tests.test_discover import ListSource, entry, quiet
-from tests.test_score import analysis
+from tests.support import NOW, ListSource, analysis, entry, quiet
 
 SEARCH = {"name": "search_docs", "description": "Search the docs. Use this when the user asks a question; returns matching pages.",
           "inputSchema": {"type": "object", "properties": {"query": {"type": "string", "description": "Words to look for."}}},

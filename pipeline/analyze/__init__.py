@@ -8,7 +8,7 @@ from typing import Sequence
 
 from sqlite_utils import Database
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.analyze.fetch import FetchFailed, RepoFetcher
 from pipeline.analyze.metrics import analyze_tree
 from pipeline.models import AnalysisResult, Server, StageReport
@@ -33,7 +33,8 @@ def analyze_server(server: Server, fetcher: RepoFetcher, now: datetime) -> Analy
         description=description,
         readme_chars=len(tree.readme or ""),
         license=metrics["license_clarity"]["license"],
-        sdk={k: v for k, v in {**tree.dependencies, **tree.installed_versions}.items() if k in ("mcp", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server")},
+        sdk={k: v for k, v in {**tree.dependencies, **tree.installed_versions}.items()
+             if k in ("mcp", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server")},
         spec_version=metrics["spec_version"]["value"],
         metrics=metrics,
     )

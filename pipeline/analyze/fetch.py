@@ -12,6 +12,7 @@ from email.parser import Parser
 from pathlib import Path
 from typing import Protocol
 
+from pipeline.identity import package_folder
 from pipeline.models import Server
 
 MAX_TEXT = 200_000  # bytes of any one text file read for analysis
@@ -87,7 +88,7 @@ class InstalledPackageFetcher:
         )
 
     def _pypi(self, package: str) -> SourceTree:
-        site = next((self.cache_dir / "pypi").glob(f"{_safe(package)}/venv/lib/python*/site-packages"), None)
+        site = next((self.cache_dir / "pypi").glob(f"{package_folder(package)}/venv/lib/python*/site-packages"), None)
         if site is None:
             raise FetchFailed(f"{package} is not installed in the cache (run the probe stage first)")
         normalized = package.replace("-", "_").lower()
@@ -128,10 +129,6 @@ def split_requirement(requirement: str) -> tuple[str, str]:
     if spec.startswith("["):
         spec = spec[spec.find("]") + 1:].strip()
     return name.strip().lower(), spec
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
 def _read(path: Path) -> str | None:

@@ -1,8 +1,9 @@
 """Discover: read each source, deduplicate their servers into one catalog, keep every record's provenance.
 
 Sources are read whole first (a source that fails is recorded and vouches for nothing this run);
-then every listing is merged across sources (pipeline.discover.merge) and the catalog is updated
-in one transaction. Download counts are an optional enrichment step afterwards.
+then every listing is merged across sources (pipeline.discover.merge), the changes to the stored
+catalog are planned (pipeline.discover.plan) and the store applies them in one transaction.
+Download counts are an optional enrichment step afterwards.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from typing import Callable, Protocol, Sequence
 
 from sqlite_utils import Database
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.discover.base import SourceBatch
 from pipeline.discover.merge import merge_listings
+from pipeline.discover.plan import plan_catalog
 from pipeline.models import StageReport
 from pipeline.progress import Progress
 
@@ -142,10 +144,12 @@ def run_discover(
         state = "" if batch.complete else "; incomplete, so it deactivates nothing"
         progress.step(source.name, f"{len(batch.listings) + len(batch.entries)} servers, {len(batch.problems)} skipped{state}", ok=not batch.problems)
     merge_started = time.monotonic()
-    merged = merge_listings(listings, aliases, store.catalog_keys(db))
+    catalog = store.catalog_state(db)
+    merged = merge_listings(listings, aliases, catalog.keys)
+    plan = plan_catalog(catalog, [*entries, *merged], ran, now)
     report.phases["merge"] = time.monotonic() - merge_started
     write_started = time.monotonic()
-    counts = store.upsert_catalog(db, [*entries, *merged], ran, now)
+    counts = store.apply_catalog_plan(db, plan)
     report.phases["write"] = time.monotonic() - write_started
     report.counts.update({**counts, "skipped": skipped, **listed})
     progress.step("catalog", f"{len(listings)} listings merged into {len(merged)} servers; " + ", ".join(f"{k} {v}" for k, v in counts.items()))

@@ -16,7 +16,7 @@ import yaml
 
 from pipeline.discover.base import SourceBatch, mapping, number, snapshot_files, text
 from pipeline.discover.http import SourceError, SourceHTTP
-from pipeline.discover.keys import parse_github
+from pipeline.identity import parse_github
 from pipeline.models import Listing, Package
 
 NAME = "best-of-mcp-servers"
@@ -99,7 +99,8 @@ def parse_history(text_: str, where: str) -> tuple[dict[str, dict[str, Any]], di
         }
         if text(row.get("show")) in ("False", "false"):
             attributes["bestof_hidden"] = True
-        rows[github_id.lower()] = {"metrics": metrics, "attributes": attributes, "row": {k: v for k, v in row.items() if k and v}, "pypi": text(row.get("pypi_id"))}
+        rows[github_id.lower()] = {"metrics": metrics, "attributes": attributes, "row": {k: v for k, v in row.items() if k and v},
+                                   "pypi": text(row.get("pypi_id"))}
     return rows, aliases, problems
 
 

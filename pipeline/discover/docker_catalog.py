@@ -129,7 +129,8 @@ def read_tarball(data: bytes) -> list[tuple[str, str, str | None]]:
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as archive:
         for member in archive:
             parts = member.name.split("/")
-            if member.isfile() and len(parts) == 4 and parts[1] == "servers" and parts[3] in ("server.yaml", "tools.json") and member.size < 4_000_000:
+            if (member.isfile() and len(parts) == 4 and parts[1] == "servers" and parts[3] in ("server.yaml", "tools.json")
+                    and member.size < 4_000_000):
                 handle = archive.extractfile(member)
                 if handle is not None:
                     files.setdefault(parts[2], {})[parts[3]] = handle.read().decode("utf-8", errors="replace")

@@ -8,12 +8,12 @@ enrichment is skipped and says so.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any, Iterable
 
 from pipeline.discover.base import number, snapshot_files
 from pipeline.discover.http import SourceError, SourceHTTP
+from pipeline.identity import pypi_name
 
 NAME = "npm-pypi-downloads"
 NPM_BULK = 128  # the bulk endpoint takes up to 128 unscoped names; scoped ones go one by one
@@ -42,11 +42,6 @@ def parse_pypistats(payload: Any) -> dict[str, float]:
         return {}
     week = number(payload["data"].get("last_week"))
     return {pypi_name(str(payload.get("package"))): week} if week is not None else {}
-
-
-def pypi_name(name: str) -> str:
-    """PEP 503 normalisation: PyPI Stats keys packages by it."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def read_snapshot(directory: Path) -> tuple[dict[tuple[str, str], float], list[str]]:

@@ -35,7 +35,8 @@ def _listing(item: Any) -> Listing:
     if not full_name or "/" not in full_name:
         raise ValueError(f"full_name {item.get('full_name')!r} is not owner/repo")
     license_ = item.get("license") if isinstance(item.get("license"), dict) else {}
-    metrics = {k: v for k, v in (("github_stars", number(item.get("stargazers_count"))), ("github_forks", number(item.get("forks_count")))) if v is not None}
+    metrics = {k: v for k, v in (("github_stars", number(item.get("stargazers_count"))), ("github_forks", number(item.get("forks_count"))))
+               if v is not None}
     attributes: dict[str, Any] = {
         k: v for k, v in (
             ("github_id", item.get("id")), ("language", text(item.get("language"))), ("license", text(license_.get("spdx_id"))),

@@ -27,7 +27,8 @@ def _listing(item: Any) -> Listing:
     license_ = item.get("spdxLicense") if isinstance(item.get("spdxLicense"), dict) else {}
     schema = item.get("environmentVariablesJsonSchema") if isinstance(item.get("environmentVariablesJsonSchema"), dict) else {}
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-    variables = [v for name, spec in properties.items() if (v := env_var(name, description=spec.get("description") if isinstance(spec, dict) else None))]
+    variables = [v for name, spec in properties.items()
+                 if (v := env_var(name, description=spec.get("description") if isinstance(spec, dict) else None))]
     attributes: dict[str, Any] = {}
     flags = [a for a in item.get("attributes") or [] if isinstance(a, str)]
     if flags:

@@ -14,20 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from pipeline.discover.keys import is_public_endpoint, parse_github, remote_key, repository_key, slug_id
+from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, slug_id, source_rank
 from pipeline.models import CatalogEntry, EnvVar, Listing, SourceRecord
-
-# Seed 000: "Official Registry fields take precedence, then aggregator-specific metadata is layered
-# on". The order among aggregators is ours (methodology deviation 25): curated catalogs with
-# first-party metadata before crawled directories, lists and search results.
-SOURCE_PRIORITY = (
-    "local", "official-registry", "docker-mcp-catalog", "pulsemcp", "glama", "smithery", "best-of-mcp-servers",
-    "awesome-mcp-servers", "github-topics",
-)
-
-
-def source_rank(source: str) -> int:
-    return SOURCE_PRIORITY.index(source) if source in SOURCE_PRIORITY else len(SOURCE_PRIORITY)
 
 
 def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:

@@ -36,7 +36,9 @@ def _v0beta(item: Any) -> Listing:
         Remote(transport="sse" if r.get("transport") == "sse" else "streamable-http", url=r["url_direct"].strip())
         for r in item.get("remotes") or [] if isinstance(r, dict) and text(r.get("url_direct"))
     ]
-    metrics = {k: v for k, v in (("github_stars", number(item.get("github_stars"))), ("package_downloads", number(item.get("package_download_count")))) if v is not None}
+    metrics = {k: v for k, v in (("github_stars", number(item.get("github_stars"))),
+                                 ("package_downloads", number(item.get("package_download_count"))))
+               if v is not None}
     return Listing(
         source=NAME,
         key=(page or name).rstrip("/").rsplit("/", 1)[-1].lower(),
@@ -60,7 +62,8 @@ def _v01(item: dict[str, Any], where: str) -> Listing:
     meta = item.get("_meta") if isinstance(item.get("_meta"), dict) else {}
     pulse = meta.get(SERVER_META) if isinstance(meta.get(SERVER_META), dict) else {}
     metrics = {
-        name: value for name, key in (("pulsemcp_visitors_week", "visitorsEstimateMostRecentWeek"), ("pulsemcp_visitors_4w", "visitorsEstimateLastFourWeeks"),
+        name: value for name, key in (("pulsemcp_visitors_week", "visitorsEstimateMostRecentWeek"),
+                                      ("pulsemcp_visitors_4w", "visitorsEstimateLastFourWeeks"),
                                       ("pulsemcp_visitors_total", "visitorsEstimateTotal"))
         if (value := number(pulse.get(key))) is not None
     }
@@ -83,7 +86,8 @@ def fetch(http: SourceHTTP, api_key: str | None = None, tenant: str | None = Non
             cursor = metadata.get("nextCursor") if isinstance(metadata, dict) else None
             return (url, {**params, "cursor": cursor}) if cursor else None
 
-        return paginate(http, url, params, parse_pulsemcp, following, headers={"X-API-Key": api_key, "X-Tenant-ID": tenant or ""}, max_pages=MAX_PAGES)
+        return paginate(http, url, params, parse_pulsemcp, following, headers={"X-API-Key": api_key, "X-Tenant-ID": tenant or ""},
+                        max_pages=MAX_PAGES)
 
     def next_link(payload: dict[str, Any], page: int):
         return (payload["next"], None) if isinstance(payload.get("next"), str) and payload["next"] else None  # `next` carries its own query

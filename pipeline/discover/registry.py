@@ -73,9 +73,11 @@ def _listing(server: dict[str, Any], meta: dict[str, Any]) -> Listing:
         identifier = text(raw.get("identifier")) or text(raw.get("name"))
         if registry and identifier:
             transport = raw.get("transport") if isinstance(raw.get("transport"), dict) else {}
-            packages.append(Package(registry=registry.lower(), identifier=identifier, version=text(raw.get("version")), transport=text(transport.get("type"))))
+            packages.append(Package(registry=registry.lower(), identifier=identifier, version=text(raw.get("version")),
+                                    transport=text(transport.get("type"))))
         for var in raw.get("environmentVariables") or raw.get("environment_variables") or []:
-            if isinstance(var, dict) and (found := env_var(var.get("name"), secret=var.get("isSecret", var.get("is_secret")), description=var.get("description"))):
+            if isinstance(var, dict) and (found := env_var(var.get("name"), secret=var.get("isSecret", var.get("is_secret")),
+                                                           description=var.get("description"))):
                 variables.append(found)
     remotes = []
     for raw in server.get("remotes") or []:

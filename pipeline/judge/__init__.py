@@ -14,7 +14,7 @@ from typing import Any, Protocol, Sequence
 
 from sqlite_utils import Database
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.judge.offline import OfflineJudge
 from pipeline.models import Judgement, Server, StageReport
 from pipeline.progress import Progress

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-VERB = re.compile(r"^\s*(get|list|read|search|fetch|find|create|update|delete|write|send|run|convert|add|remove|set|query|return|retrieve|show|describe|check|move|edit|open|close)\w*\b", re.I)
+VERB = re.compile(r"^\s*(get|list|read|search|fetch|find|create|update|delete|write|send|run|convert|add|remove|set|query|return|retrieve"
+                  r"|show|describe|check|move|edit|open|close)\w*\b", re.I)
 
 
 class OfflineJudge:

@@ -13,9 +13,9 @@ from typing import Literal, Sequence
 import anyio
 from sqlite_utils import Database
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.config import Settings
-from pipeline.discover.keys import is_public_endpoint, remote_key
+from pipeline.identity import is_public_endpoint, remote_key
 from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
 from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.install import Installed, Installer, install_key
@@ -78,7 +78,8 @@ def run_probe(
             report.failures += 1
         tools = f", {len(result.tools)} tools" if result.tools is not None else ""
         era = f" {result.era} {result.protocol_version}" if result.era else ""
-        progress.step(result.server_id, f"{outcome}{era}{tools}" + (f" ({(result.detail or '')[:120]})" if not result.reachable else ""), ok=result.reachable)
+        progress.step(result.server_id, f"{outcome}{era}{tools}" + (f" ({(result.detail or '')[:120]})" if not result.reachable else ""),
+                      ok=result.reachable)
 
     async def probe_all() -> None:
         limiter = anyio.CapacityLimiter(max(1, settings.concurrency))

@@ -71,9 +71,9 @@ class Negotiation:
         return failed.outcome if failed else ProbeOutcome.unreachable
 
     def evidence(self) -> dict[str, Any]:
-        return {"era": self.era, "transport": self.transport, "protocol_version": self.protocol_version, "handshake": self.handshake, "session_id": self.session_id is not None,
-                "header_routing": self.header_routing, "list_cache_hints": self.list_cache_hints, "problems": self.problems,
-                "exchanges": [e.evidence() for e in self.exchanges]}
+        return {"era": self.era, "transport": self.transport, "protocol_version": self.protocol_version, "handshake": self.handshake,
+                "session_id": self.session_id is not None, "header_routing": self.header_routing, "list_cache_hints": self.list_cache_hints,
+                "problems": self.problems, "exchanges": [e.evidence() for e in self.exchanges]}
 
 
 def _modern_headers(method: str) -> dict[str, str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
+from pipeline.identity import package_folder
 from pipeline.models import LaunchSpec
 
 OUTPUT_TAIL = 2000  # characters of installer output kept as the failure reason
@@ -58,7 +59,7 @@ class Installer:
     # -- PyPI
 
     def _pypi(self, spec: LaunchSpec) -> Installed:
-        home = self.cache_dir / "pypi" / _safe(spec.package)
+        home = self.cache_dir / "pypi" / package_folder(spec.package)
         venv = home / "venv"
         marker = home / "installed.json"
         bin_dir = venv / "bin"
@@ -97,7 +98,8 @@ class Installer:
             missing = [s.requirement for s in batch if not _npm_matches(prefix / "node_modules" / s.package / "package.json", s.version)]
             failure = self._run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), *missing], "npm install")
             if failure and len(missing) > 1:
-                failure = self._run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), spec.requirement], f"npm install {spec.requirement}")
+                failure = self._run([npm, "install", "--no-audit", "--no-fund", "--prefix", str(prefix), spec.requirement],
+                                    f"npm install {spec.requirement}")
             if failure:
                 return Installed(ok=False, error=failure)
         executable = prefix / "node_modules" / ".bin" / spec.command
@@ -127,10 +129,6 @@ def install_key(spec: LaunchSpec) -> str:
 
 def _key(spec: LaunchSpec) -> str:
     return f"{spec.registry}:{spec.requirement}:{spec.command}"
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
 
 
 def _marker_matches(marker: Path, requirement: str) -> bool:

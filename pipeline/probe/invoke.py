@@ -24,7 +24,8 @@ MUTATING_VERBS = {
     "checkout", "branch", "apply", "import", "sync", "notify", "reply", "close", "open", "archive", "upsert",
     "replace", "truncate", "format", "shutdown", "reboot", "spawn", "invoke", "call", "transact", "mint", "sign", "tweet",
 }
-DESTRUCTIVE_WORDS = re.compile(r"\b(delet\w*|remov\w*|overwrit\w*|destroy\w*|drop\w*|wipe\w*|erase\w*|permanent\w*|irreversibl\w*|send\w* (an? )?(e-?mail|message)|"
+DESTRUCTIVE_WORDS = re.compile(r"\b(delet\w*|remov\w*|overwrit\w*|destroy\w*|drop\w*|wipe\w*|erase\w*|permanent\w*|irreversibl\w*|"
+                               r"send\w* (an? )?(e-?mail|message)|"
                                r"execut\w* (arbitrary|shell|command)|run\w* (arbitrary|shell|command))\b", re.I)
 MAX_ARGUMENT_DEPTH = 4
 MAX_ITEMS = 64  # a schema asking for more items, or longer strings, than these is not one to build arguments for

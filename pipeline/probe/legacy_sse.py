@@ -101,7 +101,8 @@ class SseStream:
                     if response.status_code >= 400:
                         raise Stopped(Failure.http_error, f"HTTP {response.status_code} to the event-stream GET")
                     if kind != "text/event-stream":
-                        raise Stopped(Failure.wrong_content_type, f"HTTP {response.status_code} with Content-Type {kind or 'none'!r}, not an event stream")
+                        raise Stopped(Failure.wrong_content_type,
+                                      f"HTTP {response.status_code} with Content-Type {kind or 'none'!r}, not an event stream")
                     await self._events(response, target, started)
                     raise Stopped(Failure.no_response if self.endpoint is None else Failure.dropped, "the event stream ended")
             raise Stopped(Failure.redirect_loop, f"more than {self.limits.max_redirects} redirects: {' -> '.join(self.get.redirects[:5])}")

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from pipeline.models import CheckResult
-from pipeline.score.markers import hidden_characters, injection_findings, tool_texts, where
+from pipeline.text import hidden_characters, injection_findings, tool_texts, where
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 LONG_DESCRIPTION = 10_000  # characters: past this a description crowds an agent's context
@@ -23,7 +23,8 @@ def tool_text_checks(tools: list[dict[str, Any]], instructions: str | None) -> l
     names = [str(t.get("name", "")) for t in tools]
     duplicates = sorted(n for n, count in Counter(names).items() if count > 1)
     malformed = sorted({n for n in names if not NAME.match(n)})
-    name_problems = [f"duplicate: {', '.join(duplicates)}"] * bool(duplicates) + [f"not 1-64 of [A-Za-z0-9_.-]: {', '.join(malformed)[:300]}"] * bool(malformed)
+    name_problems = ([f"duplicate: {', '.join(duplicates)}"] * bool(duplicates)
+                     + [f"not 1-64 of [A-Za-z0-9_.-]: {', '.join(malformed)[:300]}"] * bool(malformed))
     sizes = [len(str(t.get("description") or "")) for t in tools]
     long = [f"{n} ({size:,} chars)" for n, size in zip(names, sizes) if size > LONG_DESCRIPTION]
     if instructions and len(instructions) > LONG_INSTRUCTIONS:
@@ -40,5 +41,6 @@ def tool_text_checks(tools: list[dict[str, Any]], instructions: str | None) -> l
         CheckResult(name="text_sizes", outcome=f"longest description {max(sizes, default=0):,} chars", passed=not long,
                     detail="; ".join(long)[:1000] or None),
         CheckResult(name="hidden_characters", outcome="found" if hidden else "none", passed=not hidden, detail="; ".join(hidden)[:1000] or None),
-        CheckResult(name="poisoning_markers", outcome="found" if poisoned else "none", passed=not poisoned, detail="; ".join(poisoned)[:1000] or None),
+        CheckResult(name="poisoning_markers", outcome="found" if poisoned else "none", passed=not poisoned,
+                    detail="; ".join(poisoned)[:1000] or None),
     ]

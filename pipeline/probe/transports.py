@@ -4,8 +4,9 @@ After the raw handshake, lists and tool calls go through the official SDK; its o
 response (a JSON body, one stdout line) whole, however large. These keep its protocol handling but cap
 what one message may weigh: over HTTP, each response body, or each SSE event on a stream; over stdio,
 each line. A message past the cap ends that exchange (Streamable HTTP) or the session (stdio, where the
-line cannot be skipped; legacy SSE, whose one stream carries every answer). Over stdio a run of messages that are not answers (notifications, requests to us, lines that
-are not JSON-RPC) is capped as well. `MessageCap.exceeded` says which bound was passed, so the probe
+line cannot be skipped; legacy SSE, whose one stream carries every answer). Over stdio a run of
+messages that are not answers (notifications, requests to us, lines that are not JSON-RPC) is capped
+as well. `MessageCap.exceeded` says which bound was passed, so the probe
 records "too large" or "notification flood" rather than a vague failure.
 """
 
@@ -133,7 +134,8 @@ async def bounded_stdio(running: Running, cap: MessageCap):
                         if not line.strip():
                             continue
                         message = _parse(line)
-                        answer = isinstance(message, SessionMessage) and isinstance(message.message, (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError))
+                        answer = isinstance(message, SessionMessage) and isinstance(message.message,
+                                                                                    (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError))
                         unanswered = 0 if answer else unanswered + 1
                         if unanswered > cap.max_unanswered:
                             cap.flooded()

@@ -24,11 +24,10 @@ from markupsafe import Markup
 from pydantic_core import from_json, to_json
 from sqlite_utils import Database
 
-from pipeline import ENGINE_VERSION
-from pipeline import db as store
+from pipeline import ENGINE_VERSION, store
+from pipeline.assets import METHODOLOGY, SCHEMAS, STATIC, TEMPLATES
 from pipeline.collector import without_cyclic_gc
 from pipeline.config import REPO_ROOT
-from pipeline.db import content_hash
 from pipeline.models import StageReport
 from pipeline.render.badges import embed_snippets, score_badge, shields_endpoint
 from pipeline.render.charts import reliability_svg, trend_svg
@@ -51,10 +50,7 @@ from pipeline.render.contexts import (
 from pipeline.render.datasette import metadata
 from pipeline.render.writer import SiteWriter
 from pipeline.score.scoreboard import RUBRIC
-
-TEMPLATES = REPO_ROOT / "site" / "templates"
-STATIC = REPO_ROOT / "site" / "static"
-SCHEMAS = REPO_ROOT / "site" / "schemas"  # JSON Schemas of the API files, published with them
+from pipeline.store import content_hash
 
 
 class _DictFirstEnvironment(Environment):
@@ -306,7 +302,7 @@ def _start_snapshot(source: str, target: Path, cleanup: ExitStack) -> Callable[[
     A process, not a thread: the render pool forks later, and forking while a thread holds SQLite's locks could deadlock.
     """
     child = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from pathlib import Path; from pipeline.db import snapshot; snapshot(sys.argv[1], Path(sys.argv[2]))",
+        [sys.executable, "-c", "import sys; from pathlib import Path; from pipeline.store import snapshot; snapshot(sys.argv[1], Path(sys.argv[2]))",
          str(Path(source).resolve()), str(target.resolve())],
         cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
@@ -332,7 +328,7 @@ def _write_shared(writer: SiteWriter, env: Environment, db: Database, servers: l
     writer.write("api/servers.json", _json({"engine_version": ENGINE_VERSION, "servers": rows}, compact=True))
     for rubric, board in rubric_rows.items():
         writer.write(f"api/{rubric}.json", _json({"engine_version": ENGINE_VERSION, "rubric": rubric, "servers": board}, compact=True))
-    methodology = methodology_html((REPO_ROOT / "docs" / "methodology.md").read_text(encoding="utf-8"))
+    methodology = methodology_html(METHODOLOGY.read_text(encoding="utf-8"))
     writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), root="../", **base))
     names = {s.id: s.name for s in servers}
     since = (now.astimezone(timezone.utc).date() - timedelta(days=CHANGES_WINDOW_DAYS)).isoformat()

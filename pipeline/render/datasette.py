@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pipeline.config import REPO_ROOT
-
-SCHEMA_DOC = REPO_ROOT / "docs" / "schema.md"
+from pipeline.assets import SCHEMA_DOC
 
 CANNED_QUERIES = {
     "top_servers": {

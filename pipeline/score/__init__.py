@@ -10,7 +10,7 @@ from typing import Iterable, Iterator, Sequence
 
 from sqlite_utils import Database
 
-from pipeline import db as store
+from pipeline import store
 from pipeline.collector import without_cyclic_gc
 from pipeline.models import ScoreCard, Server, StageReport
 from pipeline.progress import Progress
@@ -56,9 +56,7 @@ def _worker_init(path: str) -> None:
 def _worker_task(server_ids: list[str], now: datetime) -> list[tuple[str, str, bool, list[store.CardRow]]]:
     db = _worker["db"]
     if _worker["duplicates"] is None:
-        from pipeline.score.facts import duplicate_descriptions
-
-        _worker["duplicates"] = duplicate_descriptions(db)
+        _worker["duplicates"] = store.duplicate_descriptions(db)
     with without_cyclic_gc():
         servers = store.active_servers(db, server_ids)
         return _score_rows(gather_many(db, servers, now, duplicates=_worker["duplicates"]), now)

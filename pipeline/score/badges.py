@@ -63,7 +63,7 @@ def _activity(facts: Facts) -> list[str]:
     pushed = repository(facts).get("pushed_at")
     if not pushed:
         return []
-    from pipeline.db import parse_iso
+    from pipeline.store import parse_iso
 
     age = (facts.now - parse_iso(pushed)).days
     return ["Active Development"] if age <= 30 else ["Abandoned"] if age > 730 else ["Stale"] if age > 365 else []

@@ -109,14 +109,17 @@ class Rule:
         return " ".join((self.fn.__doc__ or "").split())
 
 
+RuleFunction = Callable[["Facts"], Outcome]
+
+
 class RuleSet:
     """A rubric's rules in registration order: `rule = RULES.rule`, then `@rule(dimension, maximum)` on each."""
 
     def __init__(self) -> None:
         self.rules: list[Rule] = []
 
-    def rule(self, dimension: str, maximum: float | Depends = 0, *, bonus: float = 0) -> Callable[[Callable[[Facts], Outcome]], Callable[[Facts], Outcome]]:
-        def register(fn: Callable[[Facts], Outcome]) -> Callable[[Facts], Outcome]:
+    def rule(self, dimension: str, maximum: float | Depends = 0, *, bonus: float = 0) -> Callable[[RuleFunction], RuleFunction]:
+        def register(fn: RuleFunction) -> RuleFunction:
             if any(r.name == fn.__name__ for r in self.rules):
                 raise ValueError(f"rule {fn.__name__} registered twice")
             nominal, varying = (maximum.nominal, maximum.of) if isinstance(maximum, Depends) else (maximum, None)

@@ -28,9 +28,11 @@ def flag(name: str, label: str, severity: str, condition: str, cap: float | None
     return register
 
 
-NON_SENSITIVE_CONFIG = re.compile(r"^(PORT|HOST|HOSTNAME|LOG_LEVEL|LOGLEVEL|DEBUG|NODE_ENV|ENV|TZ|LANG|TIMEOUT|.*_(PORT|HOST|TIMEOUT|LEVEL|DIR|PATH|MODE|REGION|URL))$", re.I)
+NON_SENSITIVE_CONFIG = re.compile(r"^(PORT|HOST|HOSTNAME|LOG_LEVEL|LOGLEVEL|DEBUG|NODE_ENV|ENV|TZ|LANG|TIMEOUT"
+                                  r"|.*_(PORT|HOST|TIMEOUT|LEVEL|DIR|PATH|MODE|REGION|URL))$", re.I)
 SENSITIVE_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|PRIVATE|DATABASE_URL|CONNECTION_STRING|DSN", re.I)
-STAGING_URL = re.compile(r"://(localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])[:/]|staging|\bstg[.-]|[.-]dev\.|://dev\.|\.local[:/]|ngrok|\.test[:/]", re.I)
+STAGING_URL = re.compile(r"://(localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])[:/]"
+                         r"|staging|\bstg[.-]|[.-]dev\.|://dev\.|\.local[:/]|ngrok|\.test[:/]", re.I)
 
 
 def sensitive_env_vars(facts: Facts) -> list[str]:
@@ -62,7 +64,8 @@ def sensitive_credentials(facts: Facts) -> str | None:
     return f"{len(names)} sensitive variables: {', '.join(names)}" if len(names) >= 3 else None
 
 
-@flag("high_config_demand", "High Config Demand", "warning", "5+ potentially-sensitive environment variables (PORT, HOST, LOG_LEVEL and similar filtered out)")
+@flag("high_config_demand", "High Config Demand", "warning",
+      "5+ potentially-sensitive environment variables (PORT, HOST, LOG_LEVEL and similar filtered out)")
 def high_config_demand(facts: Facts) -> str | None:
     names = config_demand(facts)
     return f"{len(names)} configuration variables: {', '.join(names)}" if len(names) >= 5 else None
@@ -73,7 +76,7 @@ def stale_project(facts: Facts) -> str | None:
     pushed = repository(facts).get("pushed_at")
     if not pushed:
         return None
-    from pipeline.db import parse_iso
+    from pipeline.store import parse_iso
 
     age = facts.now - parse_iso(pushed)
     return f"last commit {age.days} days ago" if age > timedelta(days=365) else None

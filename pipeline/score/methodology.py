@@ -12,11 +12,9 @@ import re
 import sys
 from typing import Callable
 
-from pipeline.config import REPO_ROOT
+from pipeline.assets import METHODOLOGY as DOCUMENT
 from pipeline.score import registry
 from pipeline.score.engine import Rubric, always
-
-DOCUMENT = REPO_ROOT / "docs" / "methodology.md"
 
 
 def dimension_table(rubric: Rubric) -> str:
@@ -69,7 +67,7 @@ TABLES: dict[str, Callable[[Rubric], str]] = {
 
 
 def source_priority_table() -> str:
-    from pipeline.discover.merge import SOURCE_PRIORITY
+    from pipeline.identity import SOURCE_PRIORITY
 
     lines = ["| rank | source |", "| --- | --- |"]
     lines += [f"| {rank} | `{source}` |" for rank, source in enumerate(SOURCE_PRIORITY, start=1)]

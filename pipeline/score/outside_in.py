@@ -96,7 +96,8 @@ def _components(facts: Facts) -> Components:
     else:
         success = invocation if invocation is not None else functional
     # A fast run measures reachable (30) and transport (25) only: renormalised over those 55.
-    fast_conformance = (RUN_PARTS["reachable"] * fast.reachable + RUN_PARTS["transport"] * fast.ok) / (RUN_PARTS["reachable"] + RUN_PARTS["transport"])
+    reachable, transport = RUN_PARTS["reachable"], RUN_PARTS["transport"]
+    fast_conformance = (reachable * fast.reachable + transport * fast.ok) / (reachable + transport)
     conformance = (sum(run_conformance(r) for r in runs) + fast_conformance) / n
     return Components(n, reach, latency_score(p95_ms) / 100 if p95_ms is not None else None, p95_ms, success, invocation, functional, conformance)
 

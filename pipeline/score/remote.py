@@ -330,7 +330,8 @@ def churn(facts: Facts) -> dict[str, int]:
 
 @rule("stability", 100)
 def stability(facts: Facts) -> Outcome:
-    """clamp(observedDays/30 − penalty) × 100: credit ramps over 30 days of snapshots; removed tools, breaking changes and dropped auth subtract (added auth never does)."""
+    """clamp(observedDays/30 − penalty) × 100: credit ramps over 30 days of snapshots; removed tools,
+    breaking changes and dropped auth subtract (added auth never does)."""
     if not facts.snapshots:
         return _zero("no snapshot history yet: cannot be verified", "stay reachable so snapshots accumulate")
     observed = (facts.now - facts.snapshots[0].captured_at).total_seconds() / 86400

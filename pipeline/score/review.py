@@ -26,9 +26,11 @@ rule = RULES.rule
 NAME_RULE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 FIELD_LIMIT = 2048  # Claude Code's field size: descriptions and instructions under 2 KB
 STABLE_NAME = re.compile(r"^[a-z0-9][a-z0-9._\-/@]*$")
-WHEN_TO_USE = re.compile(r"\b(use (this|it|when|to|for)|when (you|the user|an agent)|call (this|it) (when|to|before|after)|useful (for|when)|if you need)\b", re.I)
+WHEN_TO_USE = re.compile(r"\b(use (this|it|when|to|for)|when (you|the user|an agent)|call (this|it) (when|to|before|after)"
+                         r"|useful (for|when)|if you need)\b", re.I)
 RETURNS = re.compile(r"\b(returns?|responds? with|outputs?|yields?|gives back|result(s)? (in|is|are)|produces?)\b", re.I)
-RESTATED_RULE = re.compile(r"^\s*(an? )?(string|integer|number|boolean|array|object)\b[\s.,;:()\w-]{0,30}$|\((string|integer|number|boolean|required|optional)[,)]", re.I)
+RESTATED_RULE = re.compile(r"^\s*(an? )?(string|integer|number|boolean|array|object)\b[\s.,;:()\w-]{0,30}$"
+                           r"|\((string|integer|number|boolean|required|optional)[,)]", re.I)
 
 
 def _applicable_if_http(facts: Facts) -> str | None:
@@ -69,7 +71,8 @@ def stable_name(facts: Facts) -> Outcome:
     if info is None:
         return _no_handshake()
     name = str(info.get("name") or "")
-    return _pass(bool(STABLE_NAME.match(name)), f"name {name!r}", f"name {name!r} is not machine-friendly", "use a lower-case, hyphenated serverInfo.name")
+    return _pass(bool(STABLE_NAME.match(name)), f"name {name!r}", f"name {name!r} is not machine-friendly",
+                 "use a lower-case, hyphenated serverInfo.name")
 
 
 @rule("server_metadata", 10)
@@ -149,7 +152,8 @@ def declared_capabilities(facts: Facts) -> Outcome:
     if not (facts.probe and facts.probe.reachable):
         return _no_handshake()
     declared = sorted(k for k in (facts.probe.capabilities or {}) if k in ("tools", "resources", "prompts"))
-    return _pass(bool(declared), f"declares {', '.join(declared)}", "declares no tools, resources or prompts", "declare your primitives in capabilities")
+    return _pass(bool(declared), f"declares {', '.join(declared)}", "declares no tools, resources or prompts",
+                 "declare your primitives in capabilities")
 
 
 # ---------------------------------------------------------------- Discoverability
@@ -315,7 +319,8 @@ def schemas(facts: Facts) -> Outcome:
     if check is None:
         problems = [f"{v.name}: not an object schema" for v in tools if not v.input_is_object]
         return _pass(not problems, "all input schemas are object schemas", "; ".join(problems[:5]), "make every inputSchema an object schema")
-    return _pass(bool(check.passed), "all schemas valid", check.detail or check.outcome, "make every inputSchema an object schema and every outputSchema valid")
+    return _pass(bool(check.passed), "all schemas valid", check.detail or check.outcome,
+                 "make every inputSchema an object schema and every outputSchema valid")
 
 
 # ---------------------------------------------------------------- Tool documentation quality (per tool)
@@ -330,7 +335,8 @@ def tool_doc_scores(tool: dict[str, Any] | ToolView) -> dict[str, float]:
     view = tool if isinstance(tool, ToolView) else read_tool(tool)
     name, title, description, props = view.name, view.title, view.description, view.props
     scores = {"title": 10.0 if title and _squash(title) != _squash(name) else 0.0}
-    scores["description"] = (10.0 if len(description) >= 20 else 0.0) + (10.0 if WHEN_TO_USE.search(description) else 0.0) + (10.0 if RETURNS.search(description) else 0.0)
+    scores["description"] = ((10.0 if len(description) >= 20 else 0.0) + (10.0 if WHEN_TO_USE.search(description) else 0.0)
+                             + (10.0 if RETURNS.search(description) else 0.0))
     if props:
         texts = {k: str(v.get("description") or "").strip() if isinstance(v, dict) else "" for k, v in props.items()}
         described = sum(1 for t in texts.values() if t) / len(props)
@@ -341,7 +347,8 @@ def tool_doc_scores(tool: dict[str, Any] | ToolView) -> dict[str, float]:
     else:
         scores["inputs"] = 30.0  # no arguments, nothing to document
     hints = view.hints
-    scores["annotations"] = 15 * sum(isinstance(hints.get(h), bool) for h in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")) / 4
+    declared = sum(isinstance(hints.get(h), bool) for h in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"))
+    scores["annotations"] = 15 * declared / 4
     output = view.output_schema
     if output is None:
         scores["output_schema"] = 0.0

@@ -41,7 +41,8 @@ DIMENSIONS = (
 )
 STANDARD = [d.name for d in DIMENSIONS if d.name != "schema_interpretability"]
 GRADES = ((95, "A+"), (85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F"))
-SENSITIVE_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|DATABASE_URL|DB_URL|CONNECTION_STRING|AWS_SECRET|PRIVATE_KEY|GOOGLE_APPLICATION_CREDENTIALS|AZURE_CLIENT_SECRET|SERVICE_ACCOUNT", re.I)
+SENSITIVE_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|DATABASE_URL|DB_URL|CONNECTION_STRING|AWS_SECRET|PRIVATE_KEY"
+                                  r"|GOOGLE_APPLICATION_CREDENTIALS|AZURE_CLIENT_SECRET|SERVICE_ACCOUNT", re.I)
 # Stale-data decay of static-analysis points: 1.0 / 0.97 / 0.90 / 0.75 / 0.55 up to 7/14/30/60/90 days, then 0.40.
 DECAY = Decay(((7, 1.0), (14, 0.97), (30, 0.90), (60, 0.75), (90, 0.55)), floor=0.40)
 
@@ -80,7 +81,8 @@ def schema_completeness(facts: Facts) -> Outcome:
     descriptions, object schemas, typed and described properties, declared required lists."""
     static = (facts.analysis.metrics.get("schema_completeness") or {}) if facts.analysis and facts.analysis.ok else {}
     if facts.tools is None and not static:
-        return unmeasured("no runtime tool list and no tools found in source yet", "make the server reachable by the probe so its tools can be listed")
+        return unmeasured("no runtime tool list and no tools found in source yet",
+                          "make the server reachable by the probe so its tools can be listed")
     views = tool_views(facts)
     runtime = runtime_completeness(views) if views is not None else None
     static_value = static.get("value")
@@ -104,7 +106,8 @@ def description_quality(facts: Facts) -> Outcome:
     value = float(quality.get("value", 0))
     factor, reason = _decay(facts, f"description and README score {value:.0f}/100")
     return percent(value, reason, factor=factor, evidence=facts.analysis_ref,
-                   how_to_gain=None if value >= 100 else "write a one-line description that says what the server does, and a README with usage and code examples")
+                   how_to_gain=None if value >= 100 else
+                   "write a one-line description that says what the server does, and a README with usage and code examples")
 
 
 @rule("schema_quality", bonus=-15)
@@ -149,7 +152,8 @@ def schema_validity(facts: Facts) -> Outcome:
 
 @rule("protocol_compliance", 20)
 def error_handling(facts: Facts) -> Outcome:
-    """Bad calls (unknown tool, missing required parameter, wrong parameter type) get a proper error (JSON-RPC error or isError result), not a crash or silence."""
+    """Bad calls (unknown tool, missing required parameter, wrong parameter type) get a proper error
+    (JSON-RPC error or isError result), not a crash or silence."""
     checks = [c for c in (facts.probe.checks if facts.probe else []) if c.name.startswith("error_") and c.passed is not None]
     if not checks:
         return unmeasured("error handling not tested yet")

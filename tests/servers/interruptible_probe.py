@@ -10,16 +10,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pipeline import cli  # noqa: E402
-from pipeline import db as store  # noqa: E402
+from pipeline import cli, store  # noqa: E402
 from pipeline.config import Settings  # noqa: E402
 from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
 from pipeline.probe.install import Installer, install_key  # noqa: E402
-from tests.conftest import NOW, StaticInstaller, python_installed, raw_server_spec  # noqa: E402
-from tests.test_discover import ListSource  # noqa: E402
-from tests.test_probe import faulty_entry  # noqa: E402
+from tests.support import NOW, ListSource, StaticInstaller, faulty_entry, python_installed, raw_server_spec  # noqa: E402
 
 
 def main() -> None:
@@ -36,7 +33,8 @@ def main() -> None:
     servers = store.active_servers(db, ids)
     print("probing", len(servers), flush=True)
     try:
-        cli._stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=StaticInstaller(installed), settings=settings, now=cli.utcnow(), run_id=run_id))
+        cli._stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=StaticInstaller(installed), settings=settings,
+                                                             now=cli.utcnow(), run_id=run_id))
     except cli.Interrupted:
         sys.exit(130)
 

@@ -13,7 +13,8 @@ import time
 
 FAULT = sys.argv[1] if len(sys.argv) > 1 else "good"
 
-TOOL = {"name": "get_thing", "description": "Get a thing by its id.", "inputSchema": {"type": "object", "properties": {"id": {"type": "string", "description": "The thing's id."}}, "required": ["id"]}}
+TOOL = {"name": "get_thing", "description": "Get a thing by its id.",
+        "inputSchema": {"type": "object", "properties": {"id": {"type": "string", "description": "The thing's id."}}, "required": ["id"]}}
 
 
 def send(message):
@@ -44,8 +45,9 @@ for line in sys.stdin:
     if rid is None:
         continue  # a notification
     if method == "server/discover" and FAULT == "modern-only":
-        send({"jsonrpc": "2.0", "id": rid, "result": {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete",
-                                                      "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw-modern-only", "version": "0.0.1"}}}})
+        send({"jsonrpc": "2.0", "id": rid, "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}, "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "raw-modern-only", "version": "0.0.1"}}}})
     elif method == "initialize" and FAULT == "modern-only":
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "this server speaks 2026-07-28 only"}})
     elif method == "initialize" and FAULT == "flood":
@@ -53,7 +55,8 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "still starting"}})
     elif method == "initialize":
         version = "1999-01-01" if FAULT == "bad-version" else "2025-06-18"
-        send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": {"name": "raw-" + FAULT, "version": "0.0.1"}}})
+        send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": version, "capabilities": {"tools": {}},
+                                                      "serverInfo": {"name": "raw-" + FAULT, "version": "0.0.1"}}})
     elif method == "tools/list":
         if FAULT == "crash-on-list":
             sys.stderr.write("segfault (simulated)\n")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipeline.discover.keys import RepoRef, normalise_url, parse_github, remote_key, repository_key, slug_id, with_hash
+from pipeline.identity import RepoRef, normalise_url, parse_github, remote_key, repository_key, slug_id, with_hash
 
 owners = st.from_regex(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,20}", fullmatch=True).filter(
     lambda o: o.lower() not in {"topics", "orgs", "search", "users", "features", "apps", "settings", "sponsors", "marketplace", "explore",

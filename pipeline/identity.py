@@ -1,4 +1,5 @@
-"""Identity of a server across sources: normalised repository and remote URLs, catalog keys, page ids.
+"""Identity of a server across sources: normalised repository and remote URLs, catalog keys, page ids,
+package names, source priority and verified publishers. Every stage may use it (core).
 
 Seed 000 keys the catalog by the normalised GitHub URL. Sources spell the same repository many
 ways (case, `.git`, trailing slash, `www.`, `http:`, fragments, `/tree/<branch>/<path>` links into
@@ -26,6 +27,17 @@ ARCHIVED_REFERENCE_SERVERS = frozenset({
     "aws-kb-retrieval-server", "brave-search", "everart", "gdrive", "github", "gitlab", "google-maps", "postgres", "puppeteer",
     "redis", "sentry", "slack", "sqlite",
 })
+# Seed 000: "Official Registry fields take precedence, then aggregator-specific metadata is layered
+# on". The order among aggregators is ours (methodology deviation 25): curated catalogs with
+# first-party metadata before crawled directories, lists and search results.
+SOURCE_PRIORITY = (
+    "local", "official-registry", "docker-mcp-catalog", "pulsemcp", "glama", "smithery", "best-of-mcp-servers",
+    "awesome-mcp-servers", "github-topics",
+)
+
+
+def source_rank(source: str) -> int:
+    return SOURCE_PRIORITY.index(source) if source in SOURCE_PRIORITY else len(SOURCE_PRIORITY)
 
 
 @dataclass(frozen=True)
@@ -167,3 +179,26 @@ def slug_id(key: str) -> str:
 
 def with_hash(slug: str, key: str) -> str:
     return f"{slug[:110].strip('-._')}-{hashlib.sha1(key.encode()).hexdigest()[:8]}".lstrip("-._")
+
+
+def pypi_name(name: str) -> str:
+    """PEP 503 normalisation: PyPI Stats keys packages by it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def package_folder(name: str) -> str:
+    """A package name as the folder the installer keeps it in (and the analyzer reads it from)."""
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def verified_publisher(publishers: dict[str, str], repo_key: str | None, registry_name: str | None) -> str | None:
+    """Seed 000's verified publisher: a known organisation by GitHub owner or registry namespace."""
+    matches = []
+    if repo_key and repo_key.startswith("github:"):
+        matches.append("github:" + repo_key.removeprefix("github:").split("/")[0])
+    if registry_name:
+        namespace = registry_name.lower().split("/")[0]
+        matches.append(f"namespace:{namespace}")
+        if namespace.startswith("io.github."):
+            matches.append("github:" + namespace.removeprefix("io.github."))
+    return next((publishers[m] for m in matches if m in publishers), None)

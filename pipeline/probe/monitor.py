@@ -1,4 +1,4 @@
-"""Monitor: fast probes (connect + handshake + ping) on a schedule, feeding reliability."""
+"""The fast-probe suite (connect + handshake + ping) on a schedule, feeding reliability: `scoreboard monitor`."""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ from sqlite_utils import Database
 from sqlite_utils.db import Table
 from sqlite_utils.migrations import Migrations
 
+from pipeline.store.catalog import classification_of
+
 MIGRATION_SET = "mcp-scoreboard"
 
 migrations = Migrations(MIGRATION_SET)
@@ -238,8 +240,7 @@ def m003_score_extra(db: Database) -> None:
 @migrations()
 def m004_classification(db: Database) -> None:
     """Seed 000's category and target platforms per server, for leaderboard filters and Datasette."""
-    from pipeline.db import classification_of  # the catalog keeps them current; this fills existing rows once
-
+    # The catalog keeps them current; this fills existing rows once.
     servers = _table(db, "servers")
     servers.add_column("category", str, not_null_default="Other")
     servers.add_column("platforms", str, not_null_default="[]")
@@ -293,7 +294,8 @@ def m005_discovery(db: Database) -> None:
     servers = _table(db, "servers")
     for column in ("repo_key", "registry_name", "verified_publisher"):
         servers.add_column(column, str)
-    for column, empty in (("packages", "[]"), ("remotes", "[]"), ("metrics", "{}"), ("attributes", "{}"), ("source_categories", "{}"), ("provenance", "{}")):
+    for column, empty in (("packages", "[]"), ("remotes", "[]"), ("metrics", "{}"), ("attributes", "{}"), ("source_categories", "{}"),
+                          ("provenance", "{}")):
         servers.add_column(column, str, not_null_default=empty)
     servers.create_index(["repo_key"])
     _table(db, "server_keys").create({"key": str, "server_id": str, "first_seen_at": str}, pk="key", not_null={"server_id", "first_seen_at"},
@@ -308,5 +310,6 @@ def m005_discovery(db: Database) -> None:
     _table(db, "verified_publishers").insert_all(
         [{"match": match, "publisher": publisher} for publisher, matches in VERIFIED_PUBLISHERS.items() for match in matches]
     )
-    _table(db, "discovery_problems").create({"id": int, "source": str, "problem": str, "seen_at": str}, pk="id", not_null={"source", "problem", "seen_at"})
+    _table(db, "discovery_problems").create({"id": int, "source": str, "problem": str, "seen_at": str}, pk="id",
+                                            not_null={"source", "problem", "seen_at"})
     _table(db, "discovery_problems").create_index(["seen_at"])

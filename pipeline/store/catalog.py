@@ -1,0 +1,183 @@
+"""The catalog: server rows, their identity keys, renames, discovery problems, download counts and delisting.
+
+How discovered entries change the catalog is decided by the discover stage (a plan); this module
+loads what the plan needs and applies it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable
+
+from pydantic_core import from_json
+from sqlite_utils import Database
+
+from pipeline.classify import classify
+from pipeline.identity import pypi_name
+from pipeline.models import Server, SourceRecord
+from pipeline.store.encoding import content_hash, dumps, in_chunks, iso, parse_iso, trim
+
+_JSON_COLUMNS = {"packages": "[]", "remotes": "[]", "metrics": "{}", "attributes": "{}", "source_categories": "{}", "provenance": "{}"}
+
+
+@dataclass
+class CatalogState:
+    """The stored catalog, as a plan reads it: every server row (by id, in table order), key owners and verified publishers."""
+
+    servers: dict[str, dict[str, Any]]
+    keys: dict[str, str]
+    publishers: dict[str, str]
+
+
+@dataclass
+class CatalogPlan:
+    """Every write one discovery run makes to the catalog, decided up front; applied in one transaction."""
+
+    stamp: str  # when the run happened: first_seen_at of new keys, fetched_at of new records
+    inserts: list[dict[str, Any]] = field(default_factory=list)  # new server rows, in order
+    updates: dict[str, dict[str, Any]] = field(default_factory=dict)  # server id -> the columns that change
+    keys: dict[str, str] = field(default_factory=dict)  # key -> its (new) owner, new keys in the order first seen
+    records: list[tuple[str, SourceRecord]] = field(default_factory=list)  # (server id, what a source said about it)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def catalog_state(db: Database) -> CatalogState:
+    return CatalogState(
+        servers={row["id"]: row for row in db.query("select * from servers")},
+        keys=catalog_keys(db),
+        publishers={row["match"]: row["publisher"] for row in db.query("select match, publisher from verified_publishers")},
+    )
+
+
+def apply_catalog_plan(db: Database, plan: CatalogPlan) -> dict[str, int]:
+    """Write a catalog plan, all of it or none of it; returns its counts."""
+    with db.atomic():
+        db["servers"].insert_all(plan.inserts)
+        for server_id, columns in plan.updates.items():
+            db["servers"].update(server_id, columns)
+        db.conn.executemany("insert into server_keys (key, server_id, first_seen_at) values (?, ?, ?) "
+                            "on conflict(key) do update set server_id = excluded.server_id", [(k, s, plan.stamp) for k, s in plan.keys.items()])
+        records = [
+            {"source": record.source, "source_key": record.key, "server_id": server_id, "fetched_at": plan.stamp,
+             "content_hash": content_hash(record.payload), "payload": dumps(trim(record.payload))}
+            for server_id, record in plan.records
+        ]
+        db["source_records"].insert_all(records, ignore=True)  # the same content from the same source is kept once, at first sight
+    return dict(plan.counts)
+
+
+def _server_from_row(row: dict[str, Any]) -> Server:
+    return Server(
+        id=row["id"],
+        name=row["name"],
+        description=row["description"],
+        repository=row["repository"],
+        subpath=row["subpath"],
+        homepage=row["homepage"],
+        transport=row["transport"],
+        remote_url=row["remote_url"],
+        launch=from_json(row["launch"]) if row["launch"] else None,
+        env_vars=from_json(row["env_vars"] or "[]"),
+        external_links=from_json(row["external_links"] or "{}"),
+        sources=from_json(row["sources"] or "[]"),
+        category=row.get("category") or "Other",
+        platforms=from_json(row.get("platforms") or "[]"),
+        repo_key=row.get("repo_key"),
+        registry_name=row.get("registry_name"),
+        verified_publisher=row.get("verified_publisher"),
+        **{column: from_json(row.get(column) or empty) for column, empty in _JSON_COLUMNS.items()},
+        is_active=bool(row["is_active"]),
+        first_seen_at=parse_iso(row["first_seen_at"]),
+        last_seen_at=parse_iso(row["last_seen_at"]),
+    )
+
+
+def classification_of(row: dict[str, Any]) -> dict[str, str]:
+    """The category and platforms columns for a stored server row.
+
+    The registry namespace comes from the official registry name, else the first package's name
+    (an npm scope), else the local catalog's package.
+    """
+    package = json.loads(row["launch"]).get("package") if row.get("launch") else None
+    if row.get("registry_name"):
+        package = row["registry_name"]
+    elif row.get("packages") and row["packages"] != "[]":
+        package = json.loads(row["packages"])[0].get("identifier") or package
+    found = classify(row["name"], row.get("description"), row.get("repository"), row.get("subpath"), package)
+    return {"category": found.category, "platforms": dumps(list(found.platforms))}
+
+
+def catalog_keys(db: Database) -> dict[str, str]:
+    """Every identity key the catalog has seen, and the server it belongs to."""
+    return {row["key"]: row["server_id"] for row in db.query("select key, server_id from server_keys")}
+
+
+def repo_aliases(db: Database) -> dict[str, str]:
+    return {row["old_key"]: row["new_key"] for row in db.query("select old_key, new_key from repo_aliases")}
+
+
+def save_aliases(db: Database, source: str, aliases: dict[str, str], now: datetime) -> None:
+    with db.atomic():
+        for old, new in sorted(aliases.items()):
+            db.execute("insert into repo_aliases (old_key, new_key, source, first_seen_at) values (?, ?, ?, ?) "
+                       "on conflict(old_key) do update set new_key = excluded.new_key, source = excluded.source", [old, new, source, iso(now)])
+
+
+def record_problems(db: Database, source: str, problems: Iterable[str], now: datetime) -> None:
+    with db.atomic():
+        db["discovery_problems"].insert_all([{"source": source, "problem": p[:2000], "seen_at": iso(now)} for p in problems])
+
+
+def packages_due_for_downloads(db: Database, before: datetime) -> dict[tuple[str, str], list[str]]:
+    """npm and PyPI packages of active servers whose download count is missing or older than `before`."""
+    due: dict[tuple[str, str], list[str]] = {}
+    for row in db.query("select id, packages, attributes from servers where is_active = 1 and packages != '[]'"):
+        checked = json.loads(row["attributes"] or "{}").get("downloads_checked_at")
+        if checked and parse_iso(checked) >= before:
+            continue
+        for package in json.loads(row["packages"]):
+            if package.get("registry") in ("npm", "pypi") and package.get("identifier"):
+                due.setdefault((package["registry"], package["identifier"]), []).append(row["id"])
+    return due
+
+
+def save_download_counts(db: Database, due: dict[tuple[str, str], list[str]], counts: dict[tuple[str, str], float], now: datetime) -> int:
+    """Store weekly downloads per server (summed over its packages of each registry); returns servers updated."""
+    per_server: dict[str, dict[str, float]] = {}
+    for (registry, name), server_ids in due.items():
+        count = counts.get((registry, pypi_name(name) if registry == "pypi" else name))
+        if count is None:
+            continue
+        for server_id in server_ids:
+            metrics = per_server.setdefault(server_id, {})
+            metrics[f"{registry}_weekly_downloads"] = metrics.get(f"{registry}_weekly_downloads", 0.0) + count
+    with db.atomic():
+        for server_id, found in per_server.items():
+            row = db["servers"].get(server_id)
+            db["servers"].update(server_id, {
+                "metrics": dumps({**json.loads(row["metrics"] or "{}"), **found}),
+                "attributes": dumps({**json.loads(row["attributes"] or "{}"), "downloads_checked_at": iso(now)}),
+            })
+    return len(per_server)
+
+
+def delist(db: Database, server_id: str, now: datetime) -> None:
+    """Take a server off the scoreboard at its owner's request (`/.well-known/mcp-scoreboard` with "delist": true).
+
+    Its rows stay (never deleted); discovery will not make it active again while the request stands.
+    """
+    with db.atomic():
+        row = db["servers"].get(server_id)
+        attributes = {**json.loads(row["attributes"] or "{}"), "delisted_at": iso(now)}
+        db["servers"].update(server_id, {"is_active": 0, "deactivated_at": iso(now), "attributes": dumps(attributes)})
+
+
+def active_servers(db: Database, ids: Iterable[str] | None = None) -> list[Server]:
+    if ids is None:
+        return [_server_from_row(row) for row in db.query("select * from servers where is_active = 1 order by id")]
+    servers: list[Server] = []
+    for chunk, marks in in_chunks(sorted(set(ids))):
+        servers += [_server_from_row(r) for r in db.query(f"select * from servers where is_active = 1 and id in ({marks}) order by id", chunk)]
+    return sorted(servers, key=lambda s: s.id)

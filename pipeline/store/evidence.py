@@ -1,0 +1,168 @@
+"""Evidence: probes (with their daily rollups and tool snapshots), analyses and judgements."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
+
+from sqlite_utils import Database
+
+from pipeline import ENGINE_VERSION, latency
+from pipeline.models import AnalysisResult, Judgement, ProbeResult
+from pipeline.store.encoding import content_hash, dumps, iso, parse_iso, trim
+
+
+def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
+    """Store one probe's evidence, and its tool list as a snapshot, in one transaction."""
+    evidence = trim(result.model_dump(mode="json"))
+    with db.atomic():
+        table = db["probe_runs"]
+        table.insert(
+            {
+                "server_id": result.server_id,
+                "run_id": run_id,
+                "kind": result.kind,
+                "started_at": iso(result.started_at),
+                "duration_ms": round(result.duration_ms, 2),
+                "transport": result.transport,
+                "outcome": result.outcome.value,
+                "detail": (result.detail or "")[:2000] or None,
+                "era": result.era,
+                "protocol_version": result.protocol_version,
+                "handshake": result.handshake,
+                "connect_ms": result.connect_ms,
+                "ping_ms": result.ping_ms,
+                "tool_count": None if result.tools is None else len(result.tools),
+                "evidence": dumps(evidence),
+                "engine_version": ENGINE_VERSION,
+            }
+        )
+        probe_id = int(table.last_pk)
+        _roll_up(db, result)
+        if result.tools is not None:
+            tools = evidence["tools"]
+            db["tool_snapshots"].insert(
+                {
+                    "server_id": result.server_id,
+                    "probe_run_id": probe_id,
+                    "captured_at": iso(result.started_at),
+                    "content_hash": content_hash(tools),
+                    "tool_count": len(tools),
+                    "tools": dumps(tools),
+                }
+            )
+    return probe_id
+
+
+def _roll_up(db: Database, result: ProbeResult) -> None:
+    """Fold one probe into its server's daily rollup (same transaction as the raw row)."""
+    day = result.started_at.astimezone(timezone.utc).date().isoformat()
+    key = (result.server_id, day, result.kind)
+    row = next(db.query("select runs, reachable, ok, latency_hist from probe_daily where server_id = ? and day = ? and kind = ?", list(key)), None)
+    histogram = json.loads(row["latency_hist"]) if row else {}
+    ok = result.outcome.value == "ok"
+    if ok and result.connect_ms is not None:
+        latency.add(histogram, result.connect_ms)
+    db["probe_daily"].upsert(
+        {
+            "server_id": result.server_id,
+            "day": day,
+            "kind": result.kind,
+            "runs": (row["runs"] if row else 0) + 1,
+            "reachable": (row["reachable"] if row else 0) + int(result.outcome.value in latency.REACHED),
+            "ok": (row["ok"] if row else 0) + int(ok),
+            "latency_hist": dumps(histogram),
+        },
+        pk=("server_id", "day", "kind"),
+    )
+
+
+def latest_probe(db: Database, server_id: str, kinds: tuple[str, ...] = ("deep", "sandbox")) -> tuple[int, ProbeResult] | None:
+    marks = ",".join("?" for _ in kinds)
+    row = next(
+        db.query(
+            f"select id, evidence from probe_runs where server_id = ? and kind in ({marks}) "
+            "order by started_at desc, id desc limit 1",
+            [server_id, *kinds],
+        ),
+        None,
+    )
+    if row is None:
+        return None
+    return row["id"], ProbeResult.model_validate_json(row["evidence"])
+
+
+def rate_limited_until(db: Database) -> dict[str, datetime]:
+    """Servers whose latest probe was rate limited with a Retry-After, and until when they asked us to wait."""
+    rows = db.query(
+        "select p.server_id, p.started_at, json_extract(p.evidence, '$.retry_after_s') wait from probe_runs p join "
+        "(select server_id, max(id) id from probe_runs group by server_id) latest on p.id = latest.id where p.outcome = 'rate_limited'"
+    )
+    return {r["server_id"]: parse_iso(r["started_at"]) + timedelta(seconds=r["wait"]) for r in rows if r["wait"]}
+
+
+def latest_probe_summaries(db: Database) -> dict[str, dict[str, Any]]:
+    """The latest deep/sandbox probe of every server, from its columns only (no evidence parsed)."""
+    return {
+        row["server_id"]: row
+        for row in db.query(
+            "select p.server_id, p.id, p.era, p.protocol_version, p.tool_count, p.outcome from probe_runs p join "
+            "(select server_id, max(id) id from probe_runs where kind in ('deep', 'sandbox') group by server_id) latest on p.id = latest.id"
+        )
+    }
+
+
+def latest_analysis_ids(db: Database) -> dict[str, int]:
+    return {row["server_id"]: row["id"] for row in db.query("select server_id, max(id) id from analyses group by server_id")}
+
+
+def record_analysis(db: Database, result: AnalysisResult) -> int:
+    with db.atomic():
+        table = db["analyses"]
+        table.insert(
+            {
+                "server_id": result.server_id,
+                "analyzed_at": iso(result.analyzed_at),
+                "fetcher": result.fetcher,
+                "source_ref": result.source_ref,
+                "ok": int(result.ok),
+                "error": result.error,
+                "license": result.license,
+                "spec_version": result.spec_version,
+                "result": dumps(trim(result.model_dump(mode="json"))),
+                "engine_version": ENGINE_VERSION,
+            }
+        )
+        return int(table.last_pk)
+
+
+def latest_analysis(db: Database, server_id: str) -> tuple[int, AnalysisResult] | None:
+    row = next(
+        db.query(
+            "select id, result from analyses where server_id = ? order by analyzed_at desc, id desc limit 1",
+            [server_id],
+        ),
+        None,
+    )
+    if row is None:
+        return None
+    return row["id"], AnalysisResult.model_validate_json(row["result"])
+
+
+def save_judgements(db: Database, judgements: Iterable[Judgement]) -> int:
+    rows = [
+        {**j.model_dump(mode="json"), "offline": int(j.offline), "judged_at": iso(j.judged_at)}
+        for j in judgements
+    ]
+    with db.atomic():
+        # The unique index on (server, tool, model, tool hash) makes a re-judgement replace its row.
+        db["judgements"].insert_all(rows, replace=True)
+    return len(rows)
+
+
+def judged_hashes(db: Database, server_id: str, model: str) -> set[tuple[str, str]]:
+    return {
+        (r["tool_name"], r["tool_hash"])
+        for r in db.query("select tool_name, tool_hash from judgements where server_id = ? and model = ?", [server_id, model])
+    }

@@ -1,0 +1,131 @@
+"""Score cards: their rows, bulk writes with the day's history and drop alerts, and the reads leaderboards need."""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime, timezone
+from typing import Any, NamedTuple
+
+from pydantic_core import to_json
+from sqlite_utils import Database
+
+from pipeline import ENGINE_VERSION
+from pipeline.models import ScoreCard
+from pipeline.store.encoding import in_chunks, iso
+
+SCORE_DROP_ALERT = 10.0  # seed 000: a drop of 10+ points between runs raises an alert
+
+SCORE_COLUMNS = ("server_id", "rubric", "composite", "grade", "visibility", "dimension_indicator", "dimensions", "rules", "flags",
+                 "badges", "rules_version", "engine_version", "scored_at", "extra")
+HISTORY_COLUMNS = ("server_id", "rubric", "day", "composite", "grade", "visibility", "rules_version", "scored_at")
+
+
+JSON_BYTES_COLUMNS = {"dimensions", "rules", "flags", "badges", "extra"}  # handed over as UTF-8 bytes, stored as TEXT
+
+
+def _upsert_sql(table: str, columns: tuple[str, ...], keys: tuple[str, ...]) -> str:
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in keys)
+    values = ", ".join("cast(? as text)" if c in JSON_BYTES_COLUMNS else "?" for c in columns)
+    return f"insert into {table} ({', '.join(columns)}) values ({values}) on conflict ({', '.join(keys)}) do update set {updates}"
+
+
+class CardRow(NamedTuple):
+    """A score card serialised for storage; made wherever the card was scored (a worker process too)."""
+
+    score: tuple
+    history: tuple
+    server_id: str
+    rubric: str
+    composite: float | None
+
+
+def _card_json(value: Any) -> bytes:
+    # Score cards are our own dataclasses with a fixed field order, so they need no key sorting to be
+    # stable; pydantic-core encodes their dicts (vars) several times faster than json.dumps. The
+    # bytes cross from worker processes as they are (cheaper to pickle than text) and SQLite casts
+    # them to TEXT on insert.
+    return to_json(value)
+
+
+@functools.lru_cache(maxsize=8)
+def _stamps(scored_at: datetime) -> tuple[str, str]:
+    """(UTC day, ISO time) of a scoring pass: every card of a pass shares them."""
+    return scored_at.astimezone(timezone.utc).date().isoformat(), iso(scored_at)
+
+
+def card_row(card: ScoreCard, now: datetime) -> CardRow:
+    day, scored_at = _stamps(now)[0], _stamps(card.scored_at)[1]
+    return CardRow(
+        score=(
+            card.server_id, card.rubric, card.composite, card.grade, card.visibility, card.dimension_indicator,
+            _card_json([vars(d) for d in card.dimensions]), _card_json([vars(r) for r in card.rules]),
+            _card_json([vars(f) for f in card.flags]), _card_json(card.badges),
+            card.rules_version, ENGINE_VERSION, scored_at,
+            _card_json({**card.extra, "uncapped": card.uncapped} if card.uncapped is not None else card.extra),
+        ),
+        history=(card.server_id, card.rubric, day, card.composite, card.grade, card.visibility, card.rules_version, scored_at),
+        server_id=card.server_id,
+        rubric=card.rubric,
+        composite=card.composite,
+    )
+
+
+def write_card_rows(db: Database, rows: list[CardRow], now: datetime) -> dict[str, int]:
+    """Store score cards (as rows), the day's history snapshot, and drop alerts, in one transaction, in bulk."""
+    counts = {"scored": len(rows), "alerts": 0}
+    if not rows:
+        return counts
+    stamp = iso(now)
+    previous: dict[tuple[str, str], float | None] = {}
+    for chunk, marks in in_chunks(sorted({r.server_id for r in rows})):
+        for row in db.execute(f"select server_id, rubric, composite from scores where server_id in ({marks})", chunk).fetchall():
+            previous[(row[0], row[1])] = row[2]
+    alerts = []
+    for row in rows:
+        old = previous.get((row.server_id, row.rubric))
+        if old is not None and row.composite is not None and old - row.composite >= SCORE_DROP_ALERT:
+            alerts.append((row.server_id, row.rubric, "score_drop", stamp, old, row.composite,
+                           f"{row.rubric} score fell from {old:.1f} to {row.composite:.1f}"))
+    with db.atomic():
+        db.conn.executemany(_upsert_sql("scores", SCORE_COLUMNS, ("server_id", "rubric")), [r.score for r in rows])
+        db.conn.executemany(_upsert_sql("score_history", HISTORY_COLUMNS, ("server_id", "rubric", "day")), [r.history for r in rows])
+        db.conn.executemany(
+            "insert into alerts (server_id, rubric, kind, created_at, old_value, new_value, message) values (?, ?, ?, ?, ?, ?, ?)", alerts
+        )
+    counts["alerts"] = len(alerts)
+    return counts
+
+
+SCORE_SUMMARY = "server_id, rubric, composite, grade, visibility, dimension_indicator, rules_version, scored_at, extra, flags"
+
+
+def load_scores(db: Database, rubric: str) -> dict[str, dict[str, Any]]:
+    """Every server's card under `rubric`, without its per-rule detail (what leaderboards need)."""
+    return {r["server_id"]: r for r in db.query(f"select {SCORE_SUMMARY} from scores where rubric = ?", [rubric])}
+
+
+def score_cards(db: Database, server_ids: list[str]) -> dict[str, dict[str, dict[str, Any] | None]]:
+    """Full score rows (rules included) of some servers: {server_id: {rubric: row}}."""
+    cards: dict[str, dict[str, dict[str, Any] | None]] = {sid: {} for sid in server_ids}
+    for chunk, marks in in_chunks(server_ids):
+        for row in db.query(f"select * from scores where server_id in ({marks})", chunk):
+            cards[row["server_id"]][row["rubric"]] = row
+    return cards
+
+
+def score_changes(db: Database, rubric: str, since_day: str) -> list[dict[str, Any]]:
+    """Day-to-day composite changes since `since_day`, newest first (each server against its previous day)."""
+    return list(
+        db.query(
+            """
+            select server_id, day, previous_day, previous, composite, grade from (
+              select server_id, day, composite, grade,
+                     lag(day) over w as previous_day, lag(composite) over w as previous
+              from score_history where rubric = ? window w as (partition by server_id order by day)
+            )
+            where previous_day is not null and day >= ? and coalesce(previous, -1) != coalesce(composite, -1)
+            order by day desc, server_id
+            """,
+            [rubric, since_day],
+        )
+    )

@@ -1,0 +1,118 @@
+"""What the score stage reads: a chunk of servers' stored evidence, one query per table, decoded.
+
+The score stage builds its facts from this alone; rescoring the whole fleet costs a few hundred
+queries rather than several per server.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import TypeAdapter
+from pydantic_core import from_json
+from sqlite_utils import Database
+
+from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult
+from pipeline.store.connection import ScoreboardDatabaseError
+from pipeline.store.encoding import in_chunks, iso, parse_iso, placeholders
+from pipeline.text import squash
+
+_INVOCATIONS = TypeAdapter(list[Invocation])  # one Rust-side parse per run, not one model per call
+
+
+@dataclass
+class ScoringEvidence:
+    """Stored evidence of some servers, per server id; times parsed, JSON decoded."""
+
+    probes: dict[str, tuple[int, ProbeResult]] = field(default_factory=dict)  # latest deep or sandbox probe
+    analyses: dict[str, tuple[int, AnalysisResult]] = field(default_factory=dict)  # latest analysis
+    daily: list[tuple[str, str, int, int, int, dict[str, int]]] = field(default_factory=list)  # (server, day, runs, reachable, ok, hist), fast
+    latest_fast: dict[str, tuple[datetime, str, float | None]] = field(default_factory=dict)  # (started, outcome, connect ms)
+    # (server, kind, started, outcome, connect ms, tool count, invocations, auth required) of deep and sandbox runs, oldest first
+    runs: list[tuple[str, str, datetime, str, float | None, int | None, list[Invocation] | None, Any]] = field(default_factory=list)
+    snapshots: dict[str, list[tuple[datetime, str, list[dict[str, Any]] | None]]] = field(default_factory=dict)  # oldest first
+    judgements: list[Judgement] = field(default_factory=list)
+    composites: list[tuple[str, str, float | None]] = field(default_factory=list)  # (server, rubric, composite) of one day's history
+
+
+def scoring_evidence(db: Database, ids: list[str], *, fast_since_day: str, runs_since: datetime, history_day: str) -> ScoringEvidence:
+    """The evidence of the servers `ids` (one `in (…)` clause's worth): latest probe and analysis, fast rollups from
+    `fast_since_day`, the latest fast probe, other runs since `runs_since`, tool snapshots, judgements, and the composites
+    of `history_day`. Tool lists are parsed only on either side of a change of hash: a surface that never changed needs none."""
+    marks = placeholders(ids)
+    found = ScoringEvidence()
+    for row in _latest(db, "probe_runs", "evidence", "kind in ('deep', 'sandbox')", marks, ids):
+        found.probes[row["server_id"]] = (row["id"], _stored(ProbeResult, row["evidence"], f"probe_runs row {row['id']} ({row['server_id']})"))
+    for row in _latest(db, "analyses", "result", "1", marks, ids):
+        found.analyses[row["server_id"]] = (row["id"], _stored(AnalysisResult, row["result"], f"analyses row {row['id']} ({row['server_id']})"))
+    found.daily = [
+        (row[0], row[1], row[2], row[3], row[4], from_json(row[5]))
+        for row in db.execute(
+            f"select server_id, day, runs, reachable, ok, latency_hist from probe_daily where kind = 'fast' and server_id in ({marks}) and day >= ?",
+            [*ids, fast_since_day],
+        ).fetchall()
+    ]
+    for row in _latest(db, "probe_runs", "started_at, outcome, connect_ms", "kind = 'fast'", marks, ids):
+        found.latest_fast[row["server_id"]] = (parse_iso(row["started_at"]), row["outcome"], row["connect_ms"])
+    for row in db.query(
+        f"select server_id, kind, started_at, outcome, connect_ms, tool_count, json_extract(evidence, '$.invocations') invocations, "
+        f"json_extract(evidence, '$.http.auth_required') auth from probe_runs "
+        f"where server_id in ({marks}) and kind != 'fast' and started_at >= ? order by started_at, id",
+        [*ids, iso(runs_since)],
+    ):
+        invocations = _INVOCATIONS.validate_json(row["invocations"]) if row["invocations"] else None
+        found.runs.append((row["server_id"], row["kind"], parse_iso(row["started_at"]), row["outcome"], row["connect_ms"], row["tool_count"],
+                           invocations, row["auth"]))
+    found.snapshots = _snapshots(db, marks, ids)
+    for row in db.query(f"select * from judgements where server_id in ({marks}) order by tool_name, model", ids):
+        found.judgements.append(Judgement.model_validate({k: v for k, v in row.items() if k != "id"}))
+    found.composites = db.execute(
+        f"select server_id, rubric, composite from score_history where day = ? and server_id in ({marks})", [history_day, *ids]
+    ).fetchall()
+    return found
+
+
+def _snapshots(db: Database, marks: str, ids: list[str]) -> dict[str, list[tuple[datetime, str, list[dict[str, Any]] | None]]]:
+    history: dict[str, list[tuple[int, str, str]]] = {}
+    for row in db.query(
+        f"select server_id, id, captured_at, content_hash from tool_snapshots where server_id in ({marks}) order by captured_at, id", ids
+    ):
+        history.setdefault(row["server_id"], []).append((row["id"], row["captured_at"], row["content_hash"]))
+    wanted: set[int] = set()
+    for rows in history.values():
+        for (id_a, _, hash_a), (id_b, _, hash_b) in zip(rows, rows[1:]):
+            if hash_a != hash_b:
+                wanted.update((id_a, id_b))
+    parsed: dict[int, list[dict[str, Any]]] = {}
+    for part, part_marks in in_chunks(sorted(wanted)):
+        for row in db.query(f"select id, tools from tool_snapshots where id in ({part_marks})", part):
+            parsed[row["id"]] = from_json(row["tools"])
+    return {server_id: [(parse_iso(at), digest, parsed.get(id_)) for id_, at, digest in rows] for server_id, rows in history.items()}
+
+
+def _stored(model, text: str, where: str):
+    """Read a stored model, or say exactly which row of the database is damaged."""
+    try:
+        return model.model_validate_json(text)
+    except ValueError as exc:
+        raise ScoreboardDatabaseError(f"{where}: stored evidence cannot be read ({str(exc).splitlines()[0][:200]})") from exc
+
+
+def _latest(db: Database, table: str, columns: str, where: str, marks: str, ids: list[str]):
+    """The newest row (highest id) per server of `table` matching `where`, for the servers in `ids`."""
+    return db.query(
+        f"select t.server_id, t.id, {', '.join('t.' + c.strip() for c in columns.split(','))} from {table} t join "
+        f"(select server_id, max(id) id from {table} where {where} and server_id in ({marks}) group by server_id) latest on t.id = latest.id",
+        ids,
+    )
+
+
+def duplicate_descriptions(db: Database, threshold: int = 3) -> set[str]:
+    """Descriptions (squashed) shared by `threshold`+ active servers (seed 000's Duplicate Description flag)."""
+    counts: dict[str, int] = {}
+    for row in db.query("select description from servers where is_active = 1 and description is not null and description != ''"):
+        key = squash(row["description"])
+        counts[key] = counts.get(key, 0) + 1
+    return {key for key, count in counts.items() if count >= threshold}

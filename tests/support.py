@@ -1,0 +1,216 @@
+"""What several test files share: fixed times and paths, test twins, evidence builders and site checks.
+
+Fixtures live in conftest.py; everything here is a plain name a test file imports.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import unquote, urldefrag, urlparse
+
+import httpx
+import jsonschema
+
+from pipeline.discover import SourceBatch
+from pipeline.discover.local import LocalCatalogSource
+from pipeline.models import AnalysisResult, CatalogEntry, CheckResult, LaunchSpec, ProbeOutcome, ProbeResult, Server, SourceRecord
+from pipeline.probe.install import Installed, install_key
+from pipeline.progress import Progress
+
+REPO = Path(__file__).resolve().parent.parent
+TEST_SERVERS = Path(__file__).resolve().parent / "servers"
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+CATALOG_SIZE = len(LocalCatalogSource().read().entries)  # the embedded default catalog
+# Real snapshots of the discovery sources, read in place; absent in a clone elsewhere, so tests skip.
+SOURCE_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sources"
+HOSTILE = '<script>alert("x")</script>\u202e\u200b<img src=x onerror=alert(1)>'
+
+
+# Discovery: a source that lists what it is given, and catalog entries.
+
+class ListSource:
+    def __init__(self, name, entries, problems=()):
+        self.name, self.entries, self.problems = name, entries, list(problems)
+
+    def read(self):
+        """The entries as this source lists them: stamped with the source's name."""
+        stamped = [e.model_copy(update={"records": [r.model_copy(update={"source": self.name}) for r in e.records]}) for e in self.entries]
+        return SourceBatch(entries=stamped, problems=self.problems)
+
+
+def entry(id_, source="test", **fields):
+    return CatalogEntry(id=id_, name=fields.pop("name", id_), transport=fields.pop("transport", "stdio"), keys=[f"{source}:{id_}"],
+                        records=[SourceRecord(source=source, key=id_, payload={"id": id_})], **fields)
+
+
+def faulty_entry(server_id: str, spec: LaunchSpec) -> CatalogEntry:
+    return CatalogEntry(id=server_id, name=server_id, transport=spec.transport, launch=spec, keys=[f"test:{server_id}"],
+                        records=[SourceRecord(source="test", key=server_id)])
+
+
+def quiet(total):
+    return Progress("discover", total, stream=io.StringIO())
+
+
+def glama_item(index: int, **overrides):
+    """An item shaped exactly as Glama's published OpenAPI `McpServer` schema (no real dump is stored)."""
+    item = {
+        "id": f"{index:010d}", "name": f"Server {index}", "namespace": f"owner{index}", "slug": f"server-{index}",
+        "description": f"Server number {index}", "url": f"https://glama.ai/mcp/servers/owner{index}/server-{index}",
+        "repository": {"url": f"https://github.com/Owner{index}/Server-{index}"},
+        "spdxLicense": {"name": "MIT", "url": "https://opensource.org/licenses/MIT"},
+        "attributes": ["hosting:remote-capable", "author:official"], "tools": [],
+        "environmentVariablesJsonSchema": {"type": "object", "required": ["API_TOKEN"],
+                                           "properties": {"API_TOKEN": {"type": "string", "description": "token"},
+                                                          "REGION": {"type": "string", "description": ""}}},
+    }
+    return {**item, **overrides}
+
+
+# Evidence: a server, its deep probe and its static analysis, as scoring sees them.
+
+TOOL = {"name": "get_time", "description": "Get the current time in a timezone.",
+        "inputSchema": {"type": "object", "properties": {"tz": {"type": "string", "description": "IANA zone"}}, "required": ["tz"]}}
+
+
+def server(**fields) -> Server:
+    base = dict(id="s", name="s", transport="stdio", first_seen_at=NOW, last_seen_at=NOW,
+                launch=LaunchSpec(registry="pypi", package="p", command="p", transport="stdio"), repository="https://github.com/o/r")
+    base.update(fields)
+    return Server(**base)
+
+
+def probe(outcome=ProbeOutcome.ok, tools=(TOOL,), checks=None) -> ProbeResult:
+    checks = checks if checks is not None else [
+        CheckResult(name="schema_validity", outcome="valid", passed=True),
+        CheckResult(name="error_unknown_tool", outcome="jsonrpc_error", passed=True),
+    ]
+    return ProbeResult(server_id="s", kind="deep", started_at=NOW, duration_ms=10, transport="stdio", outcome=outcome,
+                       tools=list(tools) if outcome == ProbeOutcome.ok else None, checks=checks, handshake="initialize",
+                       protocol_version="2025-11-25")
+
+
+def analysis(doc=100, desc=100, lic=100, dep=30) -> AnalysisResult:
+    return AnalysisResult(server_id="s", analyzed_at=NOW, fetcher="installed-package", ok=True, metrics={
+        "documentation_coverage": {"value": doc, "signals": {"readme": True}},
+        "description_quality": {"value": desc, "signals": {}},
+        "license_clarity": {"value": lic, "license": "MIT", "kind": "spdx"},
+        "dependency_health": {"value": dep, "signals": {"manifest": True, "lock_file": False, "ci": False, "automation": False},
+                              "scope": "package"},
+    })
+
+
+def dims(card):
+    return {d.name: d for d in card.dimensions}
+
+
+# The board fixture's fleet (conftest.board_site): several categories, one server with hostile text.
+
+BOARD_KINDS = [("postgres-query", "Run SQL against a Postgres database."), ("slack-notify", "Send Slack messages to a channel."),
+               ("stripe-billing", "Create invoices and payments with Stripe."), ("plain-tool", "Does a small thing.")]
+FLEET = 230
+
+
+def fleet_entries():
+    entries = []
+    for i in range(FLEET):
+        name, description = BOARD_KINDS[i % len(BOARD_KINDS)]
+        entries.append(entry(f"{name}-{i:03d}", name=f"{name} {i:03d}", description=description))
+    entries.append(entry("evil", name=HOSTILE, description=HOSTILE + " needle-zz"))
+    return entries
+
+
+# A built site: its published schemas and its links.
+
+def validator(site, name):
+    schema = json.loads((site / "api" / "schema" / name).read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def internal_links(site) -> tuple[int, int, list[str]]:
+    """(pages, links checked, broken ones): every relative href and src of every page must point at a file the build wrote."""
+    pages = sorted(site.rglob("*.html"))
+    checked, broken = 0, []
+    for page in pages:
+        for target in re.findall(r'(?:href|src)="([^"]+)"', page.read_text()):
+            if urlparse(target).scheme or target.startswith(("#", "mailto:")):
+                continue
+            path = unquote(urldefrag(target)[0].split("?")[0])
+            resolved = (page.parent / path).resolve()
+            if path.endswith("/") or resolved.is_dir():
+                resolved = resolved / "index.html"
+            if not resolved.is_file():
+                broken.append(f"{page.relative_to(site)} links to missing {target}")
+            checked += 1
+    return len(pages), checked, broken
+
+
+# Probing: installs without a registry, and the test servers in tests/servers/.
+
+class StaticInstaller:
+    """Installer test twin: returns prepared results, so test servers need no registry."""
+
+    def __init__(self, results: dict[str, Installed]) -> None:
+        self.results = results
+
+    def install(self, specs):
+        return {install_key(s): self.results.get(install_key(s), Installed(ok=False, error="not prepared")) for s in specs}
+
+
+def raw_server_spec(fault: str) -> LaunchSpec:
+    return LaunchSpec(registry="pypi", package=f"raw-{fault}", command="python", args=[str(TEST_SERVERS / "raw_stdio.py"), fault], transport="stdio")
+
+
+def python_installed() -> Installed:
+    return Installed(ok=True, executable=Path(sys.executable), version="test", path_dirs=(str(Path(sys.executable).parent),))
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def python_server(script: str, *args: str, path: str = "/mcp"):
+    """Run tests/servers/SCRIPT PORT ARGS... and yield its URL once it answers HTTP; stop it afterwards."""
+    port = free_port()
+    process = subprocess.Popen([sys.executable, str(TEST_SERVERS / script), str(port), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with httpx.stream("GET", f"http://127.0.0.1:{port}/", timeout=0.5):
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def leftover_processes(marker: str) -> list[str]:
+    """Command lines of this machine's processes that contain `marker` (other than this one)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(cmdline)
+    return found
