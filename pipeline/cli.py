@@ -28,7 +28,7 @@ from pipeline.monitor import run_monitor
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installer
 from pipeline.render import run_build
-from pipeline.score import run_score
+from pipeline.score import registry, run_score
 
 
 def utcnow() -> datetime:
@@ -243,7 +243,8 @@ def build(settings: Settings, site_dir: Path | None) -> None:
     """Render the database into the static site."""
     db = _open(settings)
     target = site_dir or settings.site_dir
-    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, site_dir=target, now=utcnow(), site_url=settings.site_url, datasette_url=settings.datasette_url))
+    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
+                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url))
     click.echo(f"site written to {target}/index.html")
 
 
@@ -349,7 +350,8 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
     _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
-    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, site_dir=target, now=utcnow(), site_url=settings.site_url, datasette_url=settings.datasette_url))
+    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
+                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url))
     click.echo(f"site written to {target}/index.html")
 
 

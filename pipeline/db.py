@@ -831,3 +831,26 @@ def page_evidence(db: Database, server_ids: list[str], *, rubric: str, since_day
                           f"from source_records where server_id in ({marks}) group by server_id, source order by server_id, source", chunk):
             found[r.pop("server_id")]["records"].append(r)
     return found
+
+
+# ---- build reads (one-house-build)
+
+
+def latest_probes(db: Database, server_ids: list[str], kinds: tuple[str, ...] = ("deep", "sandbox")) -> dict[str, tuple[int, ProbeResult]]:
+    """`latest_probe` of many servers in one query."""
+    rows = db.execute(
+        f"select p.server_id, p.id, p.evidence from json_each(?) s join probe_runs p on p.id = (select q.id from probe_runs q "
+        f"where q.server_id = s.value and q.kind in ({','.join('?' for _ in kinds)}) order by q.started_at desc, q.id desc limit 1)",
+        [dumps(server_ids), *kinds],
+    )
+    return {server_id: (probe_id, ProbeResult.model_validate_json(evidence)) for server_id, probe_id, evidence in rows}
+
+
+def latest_analyses(db: Database, server_ids: list[str]) -> dict[str, tuple[int, AnalysisResult]]:
+    """`latest_analysis` of many servers in one query."""
+    rows = db.execute(
+        "select a.server_id, a.id, a.result from json_each(?) s join analyses a on a.id = (select b.id from analyses b "
+        "where b.server_id = s.value order by b.analyzed_at desc, b.id desc limit 1)",
+        [dumps(server_ids)],
+    )
+    return {server_id: (analysis_id, AnalysisResult.model_validate_json(result)) for server_id, analysis_id, result in rows}

@@ -14,6 +14,7 @@ from pipeline.models import ProbeOutcome
 from pipeline.render import run_build
 from pipeline.render.contexts import PAGE_SIZE, board_pages
 from pipeline.score import run_score
+from pipeline.score.registry import infos
 from tests.conftest import NOW
 from tests.test_api_schemas import internal_links
 from tests.test_discover import ListSource, entry, quiet
@@ -46,7 +47,7 @@ def board_site(tmp_path_factory):
     store.record_probe(db, probe(outcome=ProbeOutcome.timeout).model_copy(update={"server_id": "evil"}), None)
     run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(FLEET + 1))
     root = tmp_path_factory.mktemp("board-site")
-    run_build(db, site_dir=root, now=NOW)
+    run_build(db, rubrics=infos(), site_dir=root, now=NOW)
     return root, db
 
 
@@ -146,20 +147,21 @@ def test_no_broken_internal_links_across_paged_boards(board_site):
 
 def test_boards_rendered_by_workers_match_serial_and_are_kept_when_unchanged(board_site, tmp_path, monkeypatch):
     import pipeline.render as render
+    from pipeline.render import rendering
+    from pipeline.render.executors import ForkPool
 
     site, db = board_site
-    serial = render.run_build(db, site_dir=tmp_path / "serial", now=NOW, workers=1)
-    monkeypatch.setattr(render, "PARALLEL_BOARD_ROWS", 1)
-    monkeypatch.setattr(render, "BOARD_TASK", 1)  # every board page its own task
-    parallel = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+    serial = render.run_build(db, rubrics=infos(), site_dir=tmp_path / "serial", now=NOW, workers=1)
+    monkeypatch.setattr(rendering, "BOARD_TASK", 1)  # every board page its own task
+    parallel = render.run_build(db, rubrics=infos(), site_dir=tmp_path / "parallel", now=NOW, executor=ForkPool(2))
     assert serial.counts == parallel.counts
     for path in sorted(p for p in (tmp_path / "serial").rglob("*") if p.is_file() and p.suffix != ".db"):
         assert path.read_bytes() == (tmp_path / "parallel" / path.relative_to(tmp_path / "serial")).read_bytes(), path
-    again = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+    again = render.run_build(db, rubrics=infos(), site_dir=tmp_path / "parallel", now=NOW, executor=ForkPool(2))
     assert again.counts["written"] == 1  # the snapshot; every page kept unrendered
     db["servers"].update("evil", {"description": "now harmless"})
     try:
-        changed = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+        changed = render.run_build(db, rubrics=infos(), site_dir=tmp_path / "parallel", now=NOW, executor=ForkPool(2))
         # the server's own four outputs, the board pages it appears on, the index JSON, snapshot, manifest
         assert 4 < changed.counts["written"] < 20
         assert "now harmless" in (tmp_path / "parallel" / "servers" / "evil.html").read_text()

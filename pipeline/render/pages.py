@@ -1,0 +1,419 @@
+"""Typed page contexts: what each page shows, and (as a projection of the same models) the public API files and their JSON Schemas.
+
+Pages are built with `model_construct` (see contexts.py): every value comes from our own stored rows,
+and validating 25,000 server pages of ~85 rule rows each would add minutes to a build. The rows a page
+repeats many times (rules, tools, board rows) are TypedDicts: plain dicts at run time, typed for the schema.
+Numbers stored as either integers or floats are `Number`, so each is published exactly as it was stored.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
+
+Number = int | float
+Score = Annotated[Number | None, Field(ge=0, le=100)]
+Grade = Literal["A+", "A", "B", "C", "D", "F"] | None
+Visibility = Literal["complete", "verified", "assessed", "limited", "unscored"]
+Transport = Literal["stdio", "streamable-http", "sse"]
+
+
+class _Context(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------- a score card, as pages show it
+
+
+class Rule(TypedDict):
+    rule: str
+    dimension: str
+    points: Number
+    max_points: Number
+    measured: bool
+    reason: str
+    how_to_gain: str | None
+    evidence: str | None
+
+
+class Dimension(TypedDict):
+    name: str
+    label: str
+    status: Literal["scored", "pending", "not_applicable"]
+    score: Number | None
+    weight: Number
+    reason: str | None
+    optional: bool
+    rules: list[Rule]
+
+
+class Flag(TypedDict):
+    name: str
+    label: str
+    severity: Literal["critical", "warning", "info"]
+    reason: str
+    cap: Number | None
+
+
+class Gain(TypedDict):
+    dimension: str
+    rule: str
+    advice: str
+    points: Number
+
+
+class HeadlineScore(_Context):
+    composite: Score
+    grade: Grade
+    visibility: Visibility
+    visibility_icon: str
+    dimension_indicator: str
+    rules_version: str | None
+    badges: list[str]
+    flags: list[Flag]
+    dimensions: list[Dimension]
+    how_to_gain: list[Gain]
+
+
+class RubricSection(_Context):
+    """Another rubric's card on a server page."""
+
+    rubric: str
+    label: str
+    composite: Score
+    grade: Grade
+    visibility: str
+    dimension_indicator: str
+    rules_version: str
+    extra: dict[str, Any]
+    dimensions: list[Dimension]
+
+
+# ---------------------------------------------------------------- a server page
+
+
+class Remote(TypedDict):
+    transport: Literal["streamable-http", "sse"]
+    url: str
+    auth_headers: list[str]
+
+
+class Popularity(TypedDict):
+    label: str
+    key: str
+    value: Number
+
+
+class Provenance(TypedDict):
+    field: str
+    source: str
+
+
+class Listing(TypedDict):
+    source: str
+    first_seen: str | None
+    last_changed: str | None
+    versions: int
+
+
+class ServerFacts(_Context):
+    id: str
+    name: str
+    description: str | None
+    transport: Transport
+    repository: str | None
+    homepage: str | None
+    remote_url: str | None
+    package: str | None
+    sources: list[str]
+    external_links: dict[str, str]
+    verified_publisher: str | None = Field(description="seed 000 verified publisher (a known organisation)")
+    registry_name: str | None
+    packages: list[str]
+    remotes: list[Remote]
+    popularity: list[Popularity]
+    source_categories: dict[str, list[str]]
+    provenance: list[Provenance] = Field(description="which source each field came from")
+    listings: list[Listing] = Field(description="the sources listing the server, when each first listed it and last changed its record")
+    first_seen_at: str
+    is_active: bool
+
+
+class Check(TypedDict):
+    name: str
+    outcome: str
+    passed: bool | None
+    detail: str | None
+    ms: float | None
+
+
+class ProbeSeen(_Context):
+    ref: str | None
+    started_at: str
+    outcome: str
+    detail: str | None
+    transport: str
+    era: str | None
+    protocol_version: str | None
+    handshake: str | None
+    connect_ms: float | None
+    ping_ms: float | None
+    server_info: dict[str, Any] | None
+    capabilities: list[str]
+    instructions: str | None
+    package_version: str | None
+    checks: list[Check]
+    resources: int
+    prompts: int
+
+
+class Annotations(TypedDict):
+    read_only: bool | None
+    destructive: bool | None
+    idempotent: bool | None
+    open_world: bool | None
+
+
+class ToolDocs(TypedDict):
+    total: Annotated[float, Field(ge=0, le=100)]
+    parts: dict[str, Number]
+
+
+class Interpretability(TypedDict):
+    value: Annotated[float, Field(ge=0, le=100)]
+    models: Annotated[int, Field(ge=1)]
+    offline: bool
+    spread: float | None
+    ambiguous: bool
+
+
+class Tool(TypedDict):
+    name: str
+    title: str | None
+    description: str
+    params: Annotated[int, Field(ge=0)]
+    annotations: Annotations
+    output_schema: bool
+    docs: ToolDocs | None
+    interpretability: Interpretability | None
+
+
+class RuntimeDrift(TypedDict):
+    missing_at_runtime: list[str]
+    extra_at_runtime: list[str]
+
+
+class SurfaceChange(TypedDict):
+    captured_at: str
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    breaking: Annotated[int, Field(ge=0)]
+
+
+class SchemaDrift(TypedDict):
+    source_vs_runtime: RuntimeDrift | None
+    changes: list[SurfaceChange]
+
+
+class Protocol(TypedDict):
+    support: Literal["modern", "legacy", "dual", "broken", "unknown"]
+    negotiated: str | None
+    handshake: str | None
+    transport: str
+    spec_readiness: Score
+    signals: dict[str, bool | None] | None
+
+
+class Window(TypedDict):
+    probes: Annotated[int, Field(ge=0)]
+    uptime: Score
+    p50_ms: Number | None
+    p95_ms: Number | None
+
+
+class ReliabilityDay(TypedDict):
+    day: str
+    uptime: Number | None
+    p95_ms: Number | None
+
+
+class Reliability(TypedDict):
+    windows: dict[Literal["24h", "7d", "30d"], Window]
+    days: list[ReliabilityDay]
+
+
+class HistoryDay(TypedDict):
+    day: str
+    composite: Number | None
+    grade: str | None
+
+
+class Embed(TypedDict):
+    markdown: str
+    html: str
+    shields: str
+
+
+class DatasetteLinks(TypedDict):
+    server: str
+    probes: str
+    scores: str
+
+
+class ServerPage(_Context):
+    """A server page, and (whole) its public file api/servers/<id>.json."""
+
+    model_config = ConfigDict(title="MCP Scoreboard server (api/servers/<id>.json): everything its page shows")
+
+    server: ServerFacts
+    score: HeadlineScore
+    probe: ProbeSeen | None
+    tools: list[Tool]
+    schema_drift: SchemaDrift
+    protocol: Protocol | None
+    reliability: Reliability | None
+    other_rubrics: list[RubricSection]
+    analysis: dict[str, Any] | None
+    history: list[HistoryDay]
+    trend_chart: bool = Field(description="true when the score moved and trend.svg exists")
+    last_scored_at: str | None
+    score_age_days: Annotated[int, Field(ge=0)] | None
+    engine_version: str
+    embed: Embed
+    datasette: DatasetteLinks
+
+
+# ---------------------------------------------------------------- leaderboards
+
+
+class FlagLabel(TypedDict):
+    label: str
+    severity: Literal["critical", "warning", "info"]
+
+
+class LeaderboardRow(TypedDict):
+    """A row of the headline board: its pages, api/servers.json and downloads/leaderboard.csv."""
+
+    id: str
+    name: str
+    description: str
+    category: str = Field(description="seed 000 category")
+    platforms: list[str]
+    transport: Transport
+    composite: Score
+    grade: Grade
+    visibility: Visibility
+    visibility_icon: str
+    dimension_indicator: Annotated[str, Field(pattern=r"^[0-9]+/[0-9]+$")]
+    era: Literal["modern", "legacy"] | None
+    protocol_version: str | None
+    tool_count: Annotated[int, Field(ge=0)] | None
+    probe_outcome: str
+    flags: list[FlagLabel]
+    last_scored_at: str | None
+    rank: Annotated[int, Field(ge=1)]
+
+
+class BoardRow(TypedDict):
+    """A row of another rubric's board (api/<rubric>.json); unranked rows have rank null."""
+
+    id: str
+    name: str
+    composite: Score
+    grade: str | None
+    visibility: str
+    dimension_indicator: str
+    extra: dict[str, Any]
+    rank: Annotated[int, Field(ge=1)] | None
+
+
+class ServersFile(_Context):
+    model_config = ConfigDict(title="MCP Scoreboard leaderboard (api/servers.json)")
+
+    engine_version: str
+    servers: list[LeaderboardRow]
+
+
+class BoardFile(_Context):
+    model_config = ConfigDict(title="MCP Scoreboard leaderboard of one rubric (api/<rubric>.json)")
+
+    engine_version: str
+    rubric: str
+    servers: list[BoardRow]
+
+
+class Change(TypedDict):
+    id: str
+    name: str
+    day: str
+    previous_day: str
+    previous: Number | None
+    composite: Number | None
+    grade: str | None
+    delta: Number | None
+
+
+class ChangesFile(_Context):
+    model_config = ConfigDict(title="MCP Scoreboard recent score changes (api/changes.json)")
+
+    engine_version: str
+    rubric: str
+    since: str
+    changes: list[Change]
+
+
+class Column(TypedDict):
+    key: str
+    label: str
+    kind: str
+
+
+class Category(TypedDict):
+    name: str
+    count: int
+    slug: str
+
+
+class Board(TypedDict):
+    """What every page of one board shares: which rubric, its title, columns and category links (a dict: its key order,
+    which differs between the headline and the rubric boards, is part of each page's fingerprint)."""
+
+    board: str
+    title: str
+    intro: str
+    columns: list[Column]
+    categories: list[Category]
+    category: str | None
+    tiers: bool
+    engine_version: str
+
+
+class TierGroup(TypedDict):
+    tier: str | None
+    icon: str
+    rows: list[dict[str, Any]]
+
+
+class PageLink(TypedDict):
+    number: int
+    href: str
+    current: bool
+
+
+class BoardPage(TypedDict):
+    """One pre-rendered page of a board: its rows grouped by tier, and the pager."""
+
+    path: str
+    root: str
+    number: int
+    count: int
+    groups: list[TierGroup]
+    links: list[PageLink]
+    first: int
+    last: int
+    total: int
+    previous: str | None
+    next: str | None

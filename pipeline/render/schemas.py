@@ -1,0 +1,28 @@
+"""The JSON Schemas of the public API files, generated from the models they are written from, and published beside them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from pipeline.models import RubricInfo
+from pipeline.render.pages import BoardFile, ChangesFile, ServerPage, ServersFile
+
+
+def _schema(model: type[BaseModel], name: str) -> dict[str, Any]:
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, **model.model_json_schema(mode="serialization")}
+
+
+def published(rubrics: Sequence[RubricInfo]) -> dict[str, dict[str, Any]]:
+    """Each schema by file name; a board's rubric, and a server page's other rubrics, are named by the rubrics the site shows."""
+    others = [r.name for r in rubrics if not r.headline]
+    board = _schema(BoardFile, "board.schema.json")
+    board["properties"]["rubric"]["enum"] = others
+    server = _schema(ServerPage, "server.schema.json")
+    server["$defs"]["RubricSection"]["properties"]["rubric"]["enum"] = others
+    changes = _schema(ChangesFile, "changes.schema.json")
+    changes["properties"]["rubric"]["enum"] = [r.name for r in rubrics if r.headline]
+    return {"board.schema.json": board, "changes.schema.json": changes, "server.schema.json": server,
+            "servers.schema.json": _schema(ServersFile, "servers.schema.json")}
