@@ -15,8 +15,8 @@ from pipeline import db as store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.render import run_build
-from pipeline.serve import free_port
 from pipeline.score.registry import infos
+from pipeline.serve import free_port
 from tests.conftest import NOW
 from tests.test_discover import quiet
 

@@ -20,8 +20,8 @@ from pipeline.collector import without_cyclic_gc
 from pipeline.models import RubricInfo, StageReport
 from pipeline.render.environment import TEMPLATES
 from pipeline.render.executors import Executor, ForkPool, Serial
-from pipeline.render.finish import Snapshot, finish, snapshot_name, write_shared
 from pipeline.render.fingerprints import Fingerprints, code_fingerprint
+from pipeline.render.finish import Snapshot, finish, snapshot_name, write_shared
 from pipeline.render.load import load_site
 from pipeline.render.plan import SitePlan, page_inputs, plan_site
 from pipeline.render.rendering import Renderer, tasks

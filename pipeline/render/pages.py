@@ -3,18 +3,19 @@
 Pages are built with `model_construct` (see contexts.py): every value comes from our own stored rows,
 and validating 25,000 server pages of ~85 rule rows each would add minutes to a build. The rows a page
 repeats many times (rules, tools, board rows) are TypedDicts: plain dicts at run time, typed for the schema.
-Numbers stored as either integers or floats are `Number`, so each is published exactly as it was stored.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from typing_extensions import TypedDict
 
-Number = int | float
-Score = Annotated[Number | None, Field(ge=0, le=100)]
+# A number published exactly as stored (an integer stays an integer), described as a JSON number.
+Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
+Percent = Annotated[int | float, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})]
+Score = Percent | None
 Grade = Literal["A+", "A", "B", "C", "D", "F"] | None
 Visibility = Literal["complete", "verified", "assessed", "limited", "unscored"]
 Transport = Literal["stdio", "streamable-http", "sse"]
@@ -177,12 +178,12 @@ class Annotations(TypedDict):
 
 
 class ToolDocs(TypedDict):
-    total: Annotated[float, Field(ge=0, le=100)]
+    total: Percent
     parts: dict[str, Number]
 
 
 class Interpretability(TypedDict):
-    value: Annotated[float, Field(ge=0, le=100)]
+    value: Percent
     models: Annotated[int, Field(ge=1)]
     offline: bool
     spread: float | None
@@ -300,7 +301,7 @@ class LeaderboardRow(TypedDict):
     id: str
     name: str
     description: str
-    category: str = Field(description="seed 000 category")
+    category: Annotated[str, Field(description="seed 000 category")]
     platforms: list[str]
     transport: Transport
     composite: Score

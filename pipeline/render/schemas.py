@@ -6,13 +6,22 @@ from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema
 
 from pipeline.models import RubricInfo
 from pipeline.render.pages import BoardFile, ChangesFile, ServerPage, ServersFile
 
 
+class _Untitled(GenerateJsonSchema):
+    """No title per field: each would only repeat the field's name."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
 def _schema(model: type[BaseModel], name: str) -> dict[str, Any]:
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, **model.model_json_schema(mode="serialization")}
+    generated = model.model_json_schema(mode="serialization", schema_generator=_Untitled)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": name, **generated}
 
 
 def published(rubrics: Sequence[RubricInfo]) -> dict[str, dict[str, Any]]:
