@@ -148,3 +148,20 @@ def test_parallel_rendering_writes_the_same_site(site, tmp_path, monkeypatch):
     assert files == sorted(p.relative_to(tmp_path / "parallel") for p in (tmp_path / "parallel").rglob("*") if p.is_file() and p.suffix != ".db")
     for path in files:
         assert (tmp_path / "serial" / path).read_bytes() == (tmp_path / "parallel" / path).read_bytes(), path
+
+
+def test_a_rubric_handed_to_the_build_gets_its_board_file_and_schema(site, tmp_path):
+    import shutil
+
+    from pipeline.models import RubricInfo
+
+    copy = tmp_path / "scoreboard.db"
+    shutil.copy(next(site.glob("downloads/scoreboard-*.db")), copy)
+    rubrics = [*infos(), RubricInfo("fifth", "Fifth", "The fifth board", "A rubric nothing has scored yet.", "fifth-1")]
+    run_build(store.open_db(copy), rubrics=rubrics, site_dir=tmp_path / "out", now=NOW)
+    assert "The fifth board" in (tmp_path / "out" / "fifth" / "index.html").read_text()
+    board = json.loads((tmp_path / "out" / "api" / "fifth.json").read_text())
+    assert board["rubric"] == "fifth" and board["servers"] == []
+    validator(tmp_path / "out", "board.schema.json").validate(board)
+    with pytest.raises(jsonschema.ValidationError):
+        validator(tmp_path / "out", "board.schema.json").validate({**board, "rubric": "sixth"})

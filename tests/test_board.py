@@ -12,7 +12,7 @@ from pipeline.classify import classify
 from pipeline.discover import run_discover
 from pipeline.models import ProbeOutcome
 from pipeline.render import run_build
-from pipeline.render.contexts import PAGE_SIZE, board_pages
+from pipeline.render.boards import PAGE_SIZE, board_pages
 from pipeline.score import run_score
 from pipeline.score.registry import infos
 from tests.conftest import NOW

@@ -12,7 +12,8 @@ from pipeline.discover import run_discover
 from pipeline.models import CatalogEntry, CheckResult, ProbeOutcome, ProbeResult, SourceRecord
 from pipeline.render import run_build
 from pipeline.render.badges import badge_svg, score_badge, text_width
-from pipeline.render.contexts import safe_url, slug
+from pipeline.render.boards import slug
+from pipeline.render.contexts import safe_url
 from pipeline.render.writer import SiteWriteError, SiteWriter
 from pipeline.score import run_score
 from pipeline.score.registry import infos

@@ -5,7 +5,8 @@ from __future__ import annotations
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from pipeline.config import REPO_ROOT
-from pipeline.render.contexts import FILTERS, VISIBILITY_ICONS, cell
+from pipeline.render.boards import FILTERS, cell
+from pipeline.render.values import VISIBILITY_ICONS
 
 TEMPLATES = REPO_ROOT / "site" / "templates"
 STATIC = REPO_ROOT / "site" / "static"

@@ -1,8 +1,8 @@
 """Executors the render step runs its tasks through: here, in order, or in forked worker processes.
 
-`map(fn, tasks)` starts the work and returns its results as an iterator. A ForkPool's workers inherit
-`fn` (and whatever object it is bound to, with all the build's rows) through fork: it is never pickled,
-only the small tasks and results are.
+`map(fn, tasks)` starts the work and returns its results, to iterate over and then close. A ForkPool's
+workers inherit `fn` (and the object it is bound to, with all the build's rows) and the tasks through fork:
+neither is pickled, only each task's result is, on its way back.
 """
 
 from __future__ import annotations

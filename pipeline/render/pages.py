@@ -1,29 +1,18 @@
-"""Typed page contexts: what each page shows, and (as a projection of the same models) the public API files and their JSON Schemas.
+"""Typed context of a server page; its public file api/servers/<id>.json is the same model, serialised, and its JSON Schema is generated from it.
 
 Pages are built with `model_construct` (see contexts.py): every value comes from our own stored rows,
 and validating 25,000 server pages of ~85 rule rows each would add minutes to a build. The rows a page
-repeats many times (rules, tools, board rows) are TypedDicts: plain dicts at run time, typed for the schema.
+repeats many times (rules, tools, checks) are TypedDicts: plain dicts at run time, typed for the schema.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
-# A number published exactly as stored (an integer stays an integer), described as a JSON number.
-Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
-Percent = Annotated[int | float, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})]
-Score = Percent | None
-Grade = Literal["A+", "A", "B", "C", "D", "F"] | None
-Visibility = Literal["complete", "verified", "assessed", "limited", "unscored"]
-Transport = Literal["stdio", "streamable-http", "sse"]
-
-
-class _Context(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+from pipeline.render.values import Context, Grade, Number, Percent, Score, Transport, Visibility
 
 # ---------------------------------------------------------------- a score card, as pages show it
 
@@ -65,7 +54,7 @@ class Gain(TypedDict):
     points: Number
 
 
-class HeadlineScore(_Context):
+class HeadlineScore(Context):
     composite: Score
     grade: Grade
     visibility: Visibility
@@ -78,7 +67,7 @@ class HeadlineScore(_Context):
     how_to_gain: list[Gain]
 
 
-class RubricSection(_Context):
+class RubricSection(Context):
     """Another rubric's card on a server page."""
 
     rubric: str
@@ -119,7 +108,7 @@ class Listing(TypedDict):
     versions: int
 
 
-class ServerFacts(_Context):
+class ServerFacts(Context):
     id: str
     name: str
     description: str | None
@@ -150,7 +139,7 @@ class Check(TypedDict):
     ms: float | None
 
 
-class ProbeSeen(_Context):
+class ProbeSeen(Context):
     ref: str | None
     started_at: str
     outcome: str
@@ -264,7 +253,7 @@ class DatasetteLinks(TypedDict):
     scores: str
 
 
-class ServerPage(_Context):
+class ServerPage(Context):
     """A server page, and (whole) its public file api/servers/<id>.json."""
 
     model_config = ConfigDict(title="MCP Scoreboard server (api/servers/<id>.json): everything its page shows")
@@ -285,136 +274,3 @@ class ServerPage(_Context):
     engine_version: str
     embed: Embed
     datasette: DatasetteLinks
-
-
-# ---------------------------------------------------------------- leaderboards
-
-
-class FlagLabel(TypedDict):
-    label: str
-    severity: Literal["critical", "warning", "info"]
-
-
-class LeaderboardRow(TypedDict):
-    """A row of the headline board: its pages, api/servers.json and downloads/leaderboard.csv."""
-
-    id: str
-    name: str
-    description: str
-    category: Annotated[str, Field(description="seed 000 category")]
-    platforms: list[str]
-    transport: Transport
-    composite: Score
-    grade: Grade
-    visibility: Visibility
-    visibility_icon: str
-    dimension_indicator: Annotated[str, Field(pattern=r"^[0-9]+/[0-9]+$")]
-    era: Literal["modern", "legacy"] | None
-    protocol_version: str | None
-    tool_count: Annotated[int, Field(ge=0)] | None
-    probe_outcome: str
-    flags: list[FlagLabel]
-    last_scored_at: str | None
-    rank: Annotated[int, Field(ge=1)]
-
-
-class BoardRow(TypedDict):
-    """A row of another rubric's board (api/<rubric>.json); unranked rows have rank null."""
-
-    id: str
-    name: str
-    composite: Score
-    grade: str | None
-    visibility: str
-    dimension_indicator: str
-    extra: dict[str, Any]
-    rank: Annotated[int, Field(ge=1)] | None
-
-
-class ServersFile(_Context):
-    model_config = ConfigDict(title="MCP Scoreboard leaderboard (api/servers.json)")
-
-    engine_version: str
-    servers: list[LeaderboardRow]
-
-
-class BoardFile(_Context):
-    model_config = ConfigDict(title="MCP Scoreboard leaderboard of one rubric (api/<rubric>.json)")
-
-    engine_version: str
-    rubric: str
-    servers: list[BoardRow]
-
-
-class Change(TypedDict):
-    id: str
-    name: str
-    day: str
-    previous_day: str
-    previous: Number | None
-    composite: Number | None
-    grade: str | None
-    delta: Number | None
-
-
-class ChangesFile(_Context):
-    model_config = ConfigDict(title="MCP Scoreboard recent score changes (api/changes.json)")
-
-    engine_version: str
-    rubric: str
-    since: str
-    changes: list[Change]
-
-
-class Column(TypedDict):
-    key: str
-    label: str
-    kind: str
-
-
-class Category(TypedDict):
-    name: str
-    count: int
-    slug: str
-
-
-class Board(TypedDict):
-    """What every page of one board shares: which rubric, its title, columns and category links (a dict: its key order,
-    which differs between the headline and the rubric boards, is part of each page's fingerprint)."""
-
-    board: str
-    title: str
-    intro: str
-    columns: list[Column]
-    categories: list[Category]
-    category: str | None
-    tiers: bool
-    engine_version: str
-
-
-class TierGroup(TypedDict):
-    tier: str | None
-    icon: str
-    rows: list[dict[str, Any]]
-
-
-class PageLink(TypedDict):
-    number: int
-    href: str
-    current: bool
-
-
-class BoardPage(TypedDict):
-    """One pre-rendered page of a board: its rows grouped by tier, and the pager."""
-
-    path: str
-    root: str
-    number: int
-    count: int
-    groups: list[TierGroup]
-    links: list[PageLink]
-    first: int
-    last: int
-    total: int
-    previous: str | None
-    next: str | None

@@ -11,9 +11,9 @@ from pydantic import BaseModel
 
 from pipeline import ENGINE_VERSION
 from pipeline.models import RubricInfo
-from pipeline.render.contexts import HEADLINE_COLUMNS, board_rows, categories, leaderboard_rows, rubric_columns, score_changes
+from pipeline.render.board_pages import Board, BoardFile, Change, ChangesFile, LeaderboardRow, ServersFile
+from pipeline.render.boards import HEADLINE_COLUMNS, board_rows, categories, leaderboard_rows, rubric_columns, score_changes
 from pipeline.render.load import SiteInputs
-from pipeline.render.pages import Board, BoardFile, Change, ChangesFile, LeaderboardRow, ServersFile
 
 
 @dataclass(frozen=True)

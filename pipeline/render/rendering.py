@@ -20,8 +20,9 @@ from sqlite_utils import Database
 from pipeline import ENGINE_VERSION
 from pipeline.models import RubricInfo
 from pipeline.render.badges import score_badge, shields_endpoint
+from pipeline.render.boards import PAGE_SIZE, board_pages
 from pipeline.render.charts import reliability_svg, trend_svg
-from pipeline.render.contexts import PAGE_SIZE, board_pages, server_page
+from pipeline.render.contexts import server_page
 from pipeline.render.environment import environment
 from pipeline.render.fingerprints import Fingerprints
 from pipeline.render.load import PageInputs, load_pages, read_only

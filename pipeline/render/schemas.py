@@ -9,7 +9,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
 
 from pipeline.models import RubricInfo
-from pipeline.render.pages import BoardFile, ChangesFile, ServerPage, ServersFile
+from pipeline.render.board_pages import BoardFile, ChangesFile, ServersFile
+from pipeline.render.pages import ServerPage
 
 
 class _Untitled(GenerateJsonSchema):

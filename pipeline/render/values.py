@@ -1,0 +1,25 @@
+"""The kinds of value pages show (numbers as stored, scores, grades, visibility tiers, transports), and the base of page models."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
+
+# A number published exactly as stored (an integer stays an integer), described as a JSON number.
+Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
+Percent = Annotated[int | float, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})]
+Score = Percent | None
+Grade = Literal["A+", "A", "B", "C", "D", "F"] | None
+Visibility = Literal["complete", "verified", "assessed", "limited", "unscored"]
+Transport = Literal["stdio", "streamable-http", "sse"]
+
+
+class Context(BaseModel):
+    """A page model: built with model_construct from our own rows (see pages.py), so its fields are all it may hold."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+VISIBILITY_ORDER = ["complete", "verified", "assessed", "limited", "unscored"]
+VISIBILITY_ICONS = {"complete": "◉", "verified": "◎", "assessed": "◐", "limited": "◔", "unscored": "○"}
