@@ -7,6 +7,7 @@ rule of every card, the latest probe's evidence) are read by whoever renders the
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
@@ -16,7 +17,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from pipeline import db as store
-from pipeline.models import RubricInfo, Server
+from pipeline.models import ProbeResult, RubricInfo, Server
 from pipeline.render.contexts import Observed
 
 CHANGES_WINDOW_DAYS = 30
@@ -58,7 +59,7 @@ class PageInputs:
 
     server: Server
     cards: dict[str, dict[str, Any]]  # rubric -> full score row
-    probe: tuple[int, Any] | None  # (probe run id, ProbeResult)
+    probe: tuple[int, ProbeResult] | None  # with its probe_runs id
     analysis: dict[str, Any] | None
     history: list[dict[str, Any]]
     observed: Observed
@@ -86,6 +87,4 @@ def load_pages(db: Database, server_ids: list[str], *, headline: str, now: datet
 
 def read_only(database: str) -> Database:
     """A connection of a render worker's own: one inherited through fork must never be used."""
-    import sqlite3
-
     return Database(sqlite3.connect(f"file:{Path(database).resolve()}?mode=ro", uri=True))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
-# A number published exactly as stored (an integer stays an integer), described as a JSON number.
-Number = Annotated[int | float, WithJsonSchema({"type": "number"})]
-Percent = Annotated[int | float, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})]
+# A number published exactly as stored (an integer stays an integer), described as a JSON number. Serialised as it is,
+# with no type check: a full build publishes some 8 million of them, and a union of int and float costs a third more time.
+Number = Annotated[Any, WithJsonSchema({"type": "number"})]
+Percent = Annotated[Any, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})]
 Score = Percent | None
 Grade = Literal["A+", "A", "B", "C", "D", "F"] | None
 Visibility = Literal["complete", "verified", "assessed", "limited", "unscored"]
