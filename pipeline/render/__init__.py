@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from pipeline import db as store
 from pipeline.collector import without_cyclic_gc
 from pipeline.models import RubricInfo, StageReport
 from pipeline.render.environment import TEMPLATES
@@ -42,20 +43,19 @@ def run_build(
     started, laps = time.monotonic(), Laps()
     site_url = site_url.rstrip("/") + "/"
     writer = SiteWriter(site_dir)
-    with without_cyclic_gc():
+    database = store.database_path(db)
+    with without_cyclic_gc(), Snapshot(database, writer.path_for(f"downloads/{snapshot_name(now)}")) as snapshot:
         site = load_site(db, rubrics, now)
         laps("load")
         plan = plan_site(site, rubrics, now)
         fingerprints = Fingerprints(site_dir, code_fingerprint(TEMPLATES, site_url, datasette_url), writer.existing)
         todo = _keep_unchanged(writer, fingerprints, page_inputs(site, rubrics, now))
         laps("plan")
-        renderer = Renderer(site_dir, site.database, rubrics, plan.boards, fingerprints, now, site_url,
-                            f"{datasette_url.rstrip('/')}/{Path(site.database).stem}")
+        renderer = Renderer(site_dir, database, rubrics, plan.boards, fingerprints, now, site_url,
+                            f"{datasette_url.rstrip('/')}/{Path(database).stem}")
         executor = executor or _default_executor(plan, todo, workers)
         with closing(executor.map(renderer.run, tasks(todo, plan.boards))) as rendered:
-            # Worker processes (if any) are forked: from here on a thread may hold SQLite's locks.
-            snapshot = Snapshot(site.database, writer.path_for(f"downloads/{snapshot_name(now)}"))
-            write_shared(writer, renderer.environment(), plan, rubrics, database=site.database, site_url=site_url, now=now)
+            write_shared(writer, renderer.environment(), plan, rubrics, database=database, site_url=site_url, now=now)
             laps("shared files")
             for claimed, counts, taken in rendered:
                 writer.adopt(claimed, counts)

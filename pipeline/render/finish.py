@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import threading
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from multiprocessing import get_context
+from multiprocessing.connection import Connection
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -35,26 +36,41 @@ def snapshot_name(now: datetime) -> str:
 
 
 class Snapshot:
-    """The database copied for download in a thread beside the rest of the build (SQLite's backup releases the GIL).
+    """The database copied for download (SQLite's online backup) in a process forked at the start of the build, so the copy
+    runs beside all of it; a context manager, so a failed build stops the copy.
 
-    Start it only once no process will be forked any more: a child forked while this thread holds SQLite's locks could deadlock.
+    A forked process, not a thread: render workers are forked later, and a child forked while a thread holds SQLite's
+    locks could deadlock; and a thread started only after them would leave a small rebuild waiting for the copy.
     """
 
     def __init__(self, source: str, target: Path) -> None:
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._copy, args=(source, target), name="snapshot", daemon=True)
-        self.thread.start()
-
-    def _copy(self, source: str, target: Path) -> None:
-        try:
-            snapshot(source, target)
-        except BaseException as error:  # noqa: BLE001 - raised by wait(), in the build's thread
-            self.error = error
+        context = get_context("fork")
+        self.errors, sender = context.Pipe(duplex=False)
+        self.process = context.Process(target=_copy, args=(source, target, sender), name="snapshot", daemon=True)
+        self.process.start()
+        sender.close()
 
     def wait(self) -> None:
-        self.thread.join()
-        if self.error is not None:
-            raise RuntimeError(f"database snapshot for download failed: {self.error}") from self.error
+        self.process.join()
+        if self.process.exitcode != 0:
+            reason = self.errors.recv() if self.errors.poll() else f"exit code {self.process.exitcode}"
+            raise RuntimeError(f"database snapshot for download failed: {reason}")
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join()
+
+
+def _copy(source: str, target: Path, errors: Connection) -> None:
+    try:
+        snapshot(source, target)
+    except Exception as error:  # noqa: BLE001 - the parent raises it, with this reason
+        errors.send(str(error))
+        raise SystemExit(1) from None
 
 
 def _csv(rows: list) -> str:

@@ -27,7 +27,6 @@ CHANGES_WINDOW_DAYS = 30
 class SiteInputs:
     """What the boards, the shared files and the page fingerprints need: summaries of every active server."""
 
-    database: str  # the database file's path
     servers: list[Server]
     scores: dict[str, dict[str, dict[str, Any]]]  # rubric -> server id -> card summary (no rules)
     probes: dict[str, dict[str, Any]]  # latest probe summaries
@@ -42,7 +41,6 @@ def load_site(db: Database, rubrics: Sequence[RubricInfo], now: datetime) -> Sit
     since = (today - timedelta(days=CHANGES_WINDOW_DAYS)).isoformat()
     headline = next(r.name for r in rubrics if r.headline)
     return SiteInputs(
-        database=store.database_path(db),
         servers=store.active_servers(db),
         scores={rubric.name: store.load_scores(db, rubric.name) for rubric in rubrics},
         probes=store.latest_probe_summaries(db),
