@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
-from pipeline.render.values import Context, Grade, Number, Score, Transport, Visibility
+from pipeline.render.values import Context, Day, Grade, Number, Score, Transport, Visibility
 
 # ---------------------------------------------------------------- leaderboards
 
@@ -75,8 +75,8 @@ class BoardFile(Context):
 class Change(TypedDict):
     id: str
     name: str
-    day: str
-    previous_day: str
+    day: Day
+    previous_day: Day
     previous: Number | None
     composite: Number | None
     grade: str | None
@@ -88,7 +88,7 @@ class ChangesFile(Context):
 
     engine_version: str
     rubric: str
-    since: str
+    since: Day
     changes: list[Change]
 
 

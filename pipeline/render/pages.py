@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field
 from typing_extensions import TypedDict
 
-from pipeline.render.values import Context, Grade, Number, Percent, Score, Transport, Visibility
+from pipeline.render.values import Context, Day, Grade, Number, Percent, Score, Transport, Visibility
 
 # ---------------------------------------------------------------- a score card, as pages show it
 
@@ -225,18 +225,21 @@ class Window(TypedDict):
 
 
 class ReliabilityDay(TypedDict):
-    day: str
+    day: Day
     uptime: Number | None
     p95_ms: Number | None
 
 
+Windows = TypedDict("Windows", {"24h": Window, "7d": Window, "30d": Window})
+
+
 class Reliability(TypedDict):
-    windows: dict[Literal["24h", "7d", "30d"], Window]
+    windows: Windows
     days: list[ReliabilityDay]
 
 
 class HistoryDay(TypedDict):
-    day: str
+    day: Day
     composite: Number | None
     grade: str | None
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, WithJsonSchema
 Number = Annotated[Any, WithJsonSchema({"type": "number"})]
 Percent = Annotated[Any, WithJsonSchema({"type": "number", "minimum": 0, "maximum": 100})]
 Score = Percent | None
+Day = Annotated[str, WithJsonSchema({"type": "string", "format": "date"})]  # an ISO date, as stored
 Grade = Literal["A+", "A", "B", "C", "D", "F"] | None
 Visibility = Literal["complete", "verified", "assessed", "limited", "unscored"]
 Transport = Literal["stdio", "streamable-http", "sse"]
