@@ -21,6 +21,7 @@ from bench.synthetic import NOW, fleet_arguments, opened_fleet  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.render import run_build  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
+from pipeline.score.registry import infos  # noqa: E402
 
 
 def _cpu() -> tuple[float, float]:
@@ -44,7 +45,7 @@ def main() -> None:
         site = Path(tmp) / "site"
         speed = calibration()
         started, cpu = time.perf_counter(), _cpu()
-        report = run_build(db, site_dir=site, now=NOW)
+        report = run_build(db, rubrics=infos(), site_dir=site, now=NOW)
         after = _cpu()
         full, user, system = time.perf_counter() - started, after[0] - cpu[0], after[1] - cpu[1]
         cpu = user + system
@@ -62,7 +63,7 @@ def main() -> None:
             for server in changed:
                 db["servers"].update(server.id, {"description": (server.description or "") + " (updated)"})
         started = time.perf_counter()
-        report = run_build(db, site_dir=site, now=NOW)
+        report = run_build(db, rubrics=infos(), site_dir=site, now=NOW)
         print(f"rebuild after {len(changed)} servers changed: {time.perf_counter() - started:.1f}s; {report.summary_line()}")
         print("  phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.phases.items()))
 

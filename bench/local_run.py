@@ -32,6 +32,7 @@ from pipeline.probe.monitor import run_monitor  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.render import run_build  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
+from pipeline.score.registry import infos  # noqa: E402
 
 
 def one_run(settings: Settings, workdir: Path) -> dict[str, float]:
@@ -54,7 +55,7 @@ def one_run(settings: Settings, workdir: Path) -> dict[str, float]:
     timed("monitor", lambda: run_monitor(db, servers=servers, installer=installer, settings=settings, now=now, progress=silent("monitor", 7)))
     timed("judge", lambda: run_judge(db, servers=servers, providers=[OfflineJudge()], now=now, progress=silent("judge", 7)))
     timed("score", lambda: run_score(db, servers=servers, now=now, progress=silent("score", 7)))
-    timed("build", lambda: run_build(db, site_dir=workdir / "_site", now=now))
+    timed("build", lambda: run_build(db, rubrics=infos(), site_dir=workdir / "_site", now=now))
     db.close()
     return times
 

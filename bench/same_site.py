@@ -48,7 +48,13 @@ started = time.perf_counter()
 for when in (now - timedelta(days=1), now):
     run_score(db, servers=servers, now=when, progress=Progress("score", len(servers), stream=io.StringIO()))
 scored = time.perf_counter()
-run_build(db, site_dir=Path(sys.argv[2]), now=now, workers=int(sys.argv[4]))
+import inspect
+# A tree whose build is handed its rubrics gets the registry's; an older one knows them itself.
+rubrics = {}
+if "rubrics" in inspect.signature(run_build).parameters:
+    from pipeline.score.registry import infos
+    rubrics = {"rubrics": infos()}
+run_build(db, site_dir=Path(sys.argv[2]), now=now, workers=int(sys.argv[4]), **rubrics)
 print(f"{scored - started:.2f} {time.perf_counter() - scored:.2f}")
 """
 

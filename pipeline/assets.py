@@ -1,4 +1,4 @@
-"""Where the files that ship beside the code live: templates, static files, JSON Schemas, and the documents the site renders.
+"""Where the files that ship beside the code live: templates, static files, and the documents the site renders.
 
 The repository keeps them at its top (site/, docs/); a wheel carries them inside the package as the package data
 `pipeline.site` and `pipeline.docs` (pyproject.toml maps one onto the other). A source tree, run in place or installed
@@ -22,7 +22,6 @@ def _shipped(name: str) -> Path:
 SITE = _shipped("site")
 TEMPLATES = SITE / "templates"
 STATIC = SITE / "static"
-SCHEMAS = SITE / "schemas"  # JSON Schemas of the API files, published with them
 DOCS = _shipped("docs")
 METHODOLOGY = DOCS / "methodology.md"  # rendered into the site's methodology page
 SCHEMA_DOC = DOCS / "schema.md"  # table and column documentation, shown by Datasette

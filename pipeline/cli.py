@@ -96,7 +96,8 @@ server_option = click.option("--server", "server_ids", multiple=True, help="Only
 
 
 @cli.command()
-@click.option("--catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=DEFAULT_CATALOG, show_default="embedded local catalog")
+@click.option("--catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=DEFAULT_CATALOG,
+              show_default="embedded local catalog")
 @click.option("--from-snapshot", "snapshot", type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="Read saved source payloads from DIR/<source>/ (official-registry, awesome-mcp-servers, glama, pulsemcp, github-topics, "
                    "smithery, best-of-mcp-servers, docker-mcp-catalog; npm-pypi-downloads for download counts).")
@@ -206,7 +207,8 @@ def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: 
     installer = Installer(settings.cache_dir, settings.install_timeout)
     run = run_probe if kind == "deep" else run_monitor
     stage = "probe" if kind == "deep" else "monitor"
-    _stage(db, stage, {"servers": list(server_ids)}, lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+    _stage(db, stage, {"servers": list(server_ids)},
+           lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
 
 
 @cli.command()
@@ -243,7 +245,8 @@ def build(settings: Settings, site_dir: Path | None) -> None:
     """Render the database into the static site."""
     db = _open(settings)
     target = site_dir or settings.site_dir
-    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, site_dir=target, now=utcnow(), site_url=settings.site_url, datasette_url=settings.datasette_url))
+    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
+                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url))
     click.echo(f"site written to {target}/index.html")
 
 
@@ -349,7 +352,8 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
     _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
-    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, site_dir=target, now=utcnow(), site_url=settings.site_url, datasette_url=settings.datasette_url))
+    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
+                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url))
     click.echo(f"site written to {target}/index.html")
 
 

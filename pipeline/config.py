@@ -9,7 +9,6 @@ from pydantic import BaseModel
 
 from pipeline.assets import CHECKOUT
 
-REPO_ROOT = Path(__file__).resolve().parent.parent  # the directory holding the `pipeline` package being run
 # A source tree keeps its working database and built site at its top, wherever it runs from; an installed package,
 # in the directory it runs from.
 _WORKDIR = CHECKOUT or Path.cwd()

@@ -15,6 +15,7 @@ from pipeline.models import ProbeOutcome
 from pipeline.probe.install import Installed, Installer
 from pipeline.render import run_build
 from pipeline.score import run_score
+from pipeline.score.registry import infos
 from pipeline.store import open_db
 from tests.support import BOARD_KINDS, FLEET, NOW, ListSource, analysis, fleet_entries, probe, quiet
 
@@ -53,7 +54,7 @@ def site(tmp_path_factory):
         store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
     run_score(db, servers=store.active_servers(db), now=NOW)
     root = tmp_path_factory.mktemp("site")
-    run_build(db, site_dir=root, now=NOW)
+    run_build(db, rubrics=infos(), site_dir=root, now=NOW)
     return root
 
 
@@ -69,5 +70,5 @@ def board_site(tmp_path_factory):
     store.record_probe(db, probe(outcome=ProbeOutcome.timeout).model_copy(update={"server_id": "evil"}), None)
     run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(FLEET + 1))
     root = tmp_path_factory.mktemp("board-site")
-    run_build(db, site_dir=root, now=NOW)
+    run_build(db, rubrics=infos(), site_dir=root, now=NOW)
     return root, db

@@ -8,7 +8,8 @@ import re
 from pipeline import store
 from pipeline.classify import classify
 from pipeline.discover import run_discover
-from pipeline.render.contexts import PAGE_SIZE, board_pages
+from pipeline.render.boards import PAGE_SIZE, board_pages
+from pipeline.score.registry import infos
 from tests.support import FLEET, HOSTILE, NOW, ListSource, entry, internal_links, quiet
 
 
@@ -108,20 +109,21 @@ def test_no_broken_internal_links_across_paged_boards(board_site):
 
 def test_boards_rendered_by_workers_match_serial_and_are_kept_when_unchanged(board_site, tmp_path, monkeypatch):
     import pipeline.render as render
+    from pipeline.render import rendering
+    from pipeline.render.executors import ForkPool
 
     site, db = board_site
-    serial = render.run_build(db, site_dir=tmp_path / "serial", now=NOW, workers=1)
-    monkeypatch.setattr(render, "PARALLEL_BOARD_ROWS", 1)
-    monkeypatch.setattr(render, "BOARD_TASK", 1)  # every board page its own task
-    parallel = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+    serial = render.run_build(db, rubrics=infos(), site_dir=tmp_path / "serial", now=NOW, workers=1)
+    monkeypatch.setattr(rendering, "BOARD_TASK", 1)  # every board page its own task
+    parallel = render.run_build(db, rubrics=infos(), site_dir=tmp_path / "parallel", now=NOW, executor=ForkPool(2))
     assert serial.counts == parallel.counts
     for path in sorted(p for p in (tmp_path / "serial").rglob("*") if p.is_file() and p.suffix != ".db"):
         assert path.read_bytes() == (tmp_path / "parallel" / path.relative_to(tmp_path / "serial")).read_bytes(), path
-    again = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+    again = render.run_build(db, rubrics=infos(), site_dir=tmp_path / "parallel", now=NOW, executor=ForkPool(2))
     assert again.counts["written"] == 1  # the snapshot; every page kept unrendered
     db["servers"].update("evil", {"description": "now harmless"})
     try:
-        changed = render.run_build(db, site_dir=tmp_path / "parallel", now=NOW, workers=2)
+        changed = render.run_build(db, rubrics=infos(), site_dir=tmp_path / "parallel", now=NOW, executor=ForkPool(2))
         # the server's own four outputs, the board pages it appears on, the index JSON, snapshot, manifest
         assert 4 < changed.counts["written"] < 20
         assert "now harmless" in (tmp_path / "parallel" / "servers" / "evil.html").read_text()

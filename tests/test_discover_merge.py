@@ -16,6 +16,7 @@ from pipeline.discover import CallableSource, SourceBatch, run_discover, snapsho
 from pipeline.discover.merge import merge_listings
 from pipeline.models import Listing, Package, Remote
 from pipeline.progress import Progress
+from pipeline.score.registry import infos
 from tests.support import NOW, SOURCE_FIXTURES
 
 
@@ -314,7 +315,7 @@ def test_server_pages_say_where_each_field_came_from(db, tmp_path):
     )
     servers = store.active_servers(db)
     run_score(db, servers=servers, now=NOW)
-    run_build(db, site_dir=tmp_path / "site", now=NOW)
+    run_build(db, rubrics=infos(), site_dir=tmp_path / "site", now=NOW)
     data = json.loads((tmp_path / "site" / "api" / "servers" / "stripe--agent-toolkit.json").read_text())
     assert not list(validator(tmp_path / "site", "server.schema.json").iter_errors(data))
     server = data["server"]

@@ -17,10 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pipeline"
 STAGES = {"discover", "analyze", "probe", "judge", "score", "render"}
 APPS = {"cli", "check", "serve"}
-# The build still reads the headline rubric's name from score; the build branch hands it the RubricInfo list instead.
-RENDER_IMPORTS_SCORE_UNTIL_RUBRIC_ENGINE = {
-    ("pipeline.render", "pipeline.score.scoreboard"),
-}
 
 
 def module_name(path: Path) -> str:
@@ -70,7 +66,6 @@ def test_a_stage_imports_only_the_core_and_itself():
         (name, target)
         for name, targets in GRAPH.items() if part_of(name) in STAGES
         for target in targets if part_of(target) not in ("core", part_of(name))
-        and (name, target) not in RENDER_IMPORTS_SCORE_UNTIL_RUBRIC_ENGINE
     )
     assert wrong == []
 

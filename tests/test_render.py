@@ -12,9 +12,11 @@ from pipeline.discover import run_discover
 from pipeline.models import CatalogEntry, CheckResult, ProbeOutcome, ProbeResult, SourceRecord
 from pipeline.render import run_build
 from pipeline.render.badges import badge_svg, score_badge, text_width
-from pipeline.render.contexts import safe_url, slug
+from pipeline.render.boards import slug
+from pipeline.render.contexts import safe_url
 from pipeline.render.writer import SiteWriteError, SiteWriter
 from pipeline.score import run_score
+from pipeline.score.registry import infos
 from tests.support import CATALOG_SIZE, HOSTILE, NOW, ListSource, quiet
 
 
@@ -71,7 +73,7 @@ def test_hostile_server_text_is_escaped_everywhere(db, tmp_path):
                                        outcome=ProbeOutcome.ok, tools=[tool], instructions=HOSTILE, server_info={"name": HOSTILE, "version": "1"},
                                        checks=[CheckResult(name="schema_validity", outcome="valid", passed=True, detail=HOSTILE)]), None)
     run_score(db, servers=store.active_servers(db), now=NOW)
-    run_build(db, site_dir=tmp_path / "site", now=NOW)
+    run_build(db, rubrics=infos(), site_dir=tmp_path / "site", now=NOW)
     for page in ("index.html", "servers/evil.html"):
         html = (tmp_path / "site" / page).read_text()
         assert "<script>" not in html and "<img src=x" not in html
@@ -97,7 +99,7 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     store.record_probe(db, probe().model_copy(update={"server_id": "mcp-server-time"}), None)
     run_score(db, servers=servers, now=NOW)
     site = tmp_path / "site"
-    run_build(db, site_dir=site, now=NOW, site_url="https://scores.example/board")
+    run_build(db, rubrics=infos(), site_dir=site, now=NOW, site_url="https://scores.example/board")
 
     changes = json.loads((site / "api" / "changes.json").read_text())["changes"]
     time_change = next(c for c in changes if c["id"] == "mcp-server-time")
@@ -142,7 +144,7 @@ def test_hostile_names_in_the_feed_are_escaped(db, tmp_path):
                                        tools=[{"name": "t", "description": "Get a thing.", "inputSchema": {"type": "object"}}],
                                        checks=[CheckResult(name="schema_validity", outcome="valid", passed=True)]), None)
     run_score(db, servers=servers, now=NOW)
-    run_build(db, site_dir=tmp_path / "site", now=NOW)
+    run_build(db, rubrics=infos(), site_dir=tmp_path / "site", now=NOW)
     feed = (tmp_path / "site" / "feed.xml").read_text()
     ET.fromstring(feed)  # still well-formed XML
     assert "<script>" not in feed and "&lt;script&gt;" in feed
@@ -160,7 +162,7 @@ def test_rubric_boards_and_methodology_page(db, tmp_path):
         store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
         store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
     run_score(db, servers=store.active_servers(db), now=NOW - timedelta(hours=1))
-    run_build(db, site_dir=tmp_path / "site", now=NOW)
+    run_build(db, rubrics=infos(), site_dir=tmp_path / "site", now=NOW)
     outside = json.loads((tmp_path / "site" / "api" / "outside-in.json").read_text())["servers"]
     ranked = [row for row in outside if row["rank"] is not None]
     assert [r["id"] for r in ranked][:2] and all(r["extra"]["rank_score"] is not None for r in ranked)
@@ -173,12 +175,9 @@ def test_rubric_boards_and_methodology_page(db, tmp_path):
 
 
 def test_a_failed_snapshot_fails_the_build_with_the_reason(tmp_path):
-    from contextlib import ExitStack
+    from pipeline.render.finish import Snapshot
 
-    from pipeline.render import _start_snapshot
-
-    with ExitStack() as cleanup:
-        wait = _start_snapshot(str(tmp_path / "missing.db"), tmp_path / "out" / "copy.db", cleanup)
-        with pytest.raises(RuntimeError, match="snapshot for download failed.*unable to open"):
-            wait()
+    snapshot = Snapshot(str(tmp_path / "missing.db"), tmp_path / "out" / "copy.db")
+    with pytest.raises(RuntimeError, match="snapshot for download failed.*unable to open"):
+        snapshot.wait()
     assert not (tmp_path / "out" / "copy.db").exists()

@@ -14,6 +14,7 @@ from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.render import run_build
+from pipeline.score.registry import infos
 from pipeline.serve import free_port
 from tests.support import NOW, REPO, quiet
 
@@ -22,7 +23,7 @@ def test_serve_prints_both_urls_and_both_answer(tmp_path):
     db_path, site = tmp_path / "scoreboard.db", tmp_path / "_site"
     db = store.open_db(db_path)
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
-    run_build(db, site_dir=site, now=NOW)
+    run_build(db, rubrics=infos(), site_dir=site, now=NOW)
     db.close()
     process = subprocess.Popen(
         [sys.executable, "-m", "pipeline.cli", "--db", str(db_path), "serve", "--site", str(site), "--port", str(free_port()),

@@ -14,6 +14,7 @@ from pipeline.models import CheckResult, EraFacts, Judgement, ProbeOutcome, Prob
 from pipeline.render import run_build
 from pipeline.render.evidence import reliability, schema_drift
 from pipeline.score import run_score
+from pipeline.score.registry import infos
 from tests.support import NOW, ListSource, analysis, entry, quiet
 
 SEARCH = {"name": "search_docs", "description": "Search the docs. Use this when the user asks a question; returns matching pages.",
@@ -61,7 +62,7 @@ def page(tmp_path_factory):
     run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1), progress=quiet(2))
     run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(2))
     site = tmp_path_factory.mktemp("site")
-    run_build(db, site_dir=site, now=NOW)
+    run_build(db, rubrics=infos(), site_dir=site, now=NOW)
     return site, json.loads((site / "api" / "servers" / "docs.json").read_text()), (site / "servers" / "docs.html").read_text()
 
 

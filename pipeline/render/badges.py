@@ -40,7 +40,8 @@ def badge_svg(label: str, message: str, colour: str) -> str:
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="20" role="img" aria-label="{escape(title, {chr(34): "&quot;"})}">'
         f"<title>{title}</title>"
-        '<linearGradient id="s" x2="0" y2="100%"><stop offset="0" stop-color="#bbb" stop-opacity=".1"/><stop offset="1" stop-opacity=".1"/></linearGradient>'
+        '<linearGradient id="s" x2="0" y2="100%"><stop offset="0" stop-color="#bbb" stop-opacity=".1"/>'
+        '<stop offset="1" stop-opacity=".1"/></linearGradient>'
         f'<clipPath id="r"><rect width="{total}" height="20" rx="3" fill="#fff"/></clipPath>'
         f'<g clip-path="url(#r)"><rect width="{label_w}" height="20" fill="#555"/>'
         f'<rect x="{label_w}" width="{message_w}" height="20" fill="{escape(colour)}"/>'

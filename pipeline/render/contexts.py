@@ -1,8 +1,9 @@
-"""Page contexts: pure functions from stored rows to what templates and JSON files show."""
+"""A server page's context, and the methodology page: pure functions of stored rows."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -10,8 +11,11 @@ from typing import Any
 from pydantic_core import from_json  # several times faster than json.loads on 25,000 cards
 
 from pipeline import ENGINE_VERSION
-from pipeline.models import Judgement, ProbeResult, Server
+from pipeline.models import Judgement, ProbeResult, RubricInfo, Server
+from pipeline.render.badges import embed_snippets
 from pipeline.render.evidence import protocol, reliability, schema_drift, tool_rows
+from pipeline.render.pages import Dimension, HeadlineScore, ProbeSeen, RubricSection, ServerFacts, ServerPage
+from pipeline.render.values import VISIBILITY_ICONS
 
 
 @dataclass
@@ -23,10 +27,6 @@ class Observed:
     daily: list[dict[str, Any]] = field(default_factory=list)  # fast-probe rollups, 30 days (db.page_evidence)
     last_day: list[dict[str, Any]] = field(default_factory=list)  # raw fast probes of the last 24 hours
     records: list[dict[str, Any]] = field(default_factory=list)  # per source: first seen, last changed, versions (db.page_evidence)
-
-VISIBILITY_ORDER = ["complete", "verified", "assessed", "limited", "unscored"]
-VISIBILITY_ICONS = {"complete": "◉", "verified": "◎", "assessed": "◐", "limited": "◔", "unscored": "○"}
-
 
 def safe_url(url: str | None) -> str | None:
     """Only http(s) URLs become links; anything else (javascript:, data:) stays text."""
@@ -78,70 +78,61 @@ def _score_age_days(scored_at: str | None, now: datetime) -> int | None:
     return max(0, (now - datetime.fromisoformat(scored_at)).days)
 
 
-def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], probes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per active server, ordered by visibility tier, then composite, then id.
-
-    `probes` holds each server's latest probe summary (era, protocol_version, tool_count, outcome).
-    """
-    rows = []
-    for server in servers:
-        card = scores.get(server.id) or {}
-        probe = probes.get(server.id)
-        visibility = card.get("visibility") or "unscored"
-        flags = from_json(card.get("flags") or "[]")
-        rows.append(
-            {
-                "id": server.id,
-                "name": server.name,
-                "description": server.description or "",
-                "category": server.category,
-                "platforms": server.platforms,
-                "transport": server.transport,
-                "composite": card.get("composite"),
-                "grade": card.get("grade"),
-                "visibility": visibility,
-                "visibility_icon": VISIBILITY_ICONS[visibility],
-                "dimension_indicator": card.get("dimension_indicator") or "0/0",
-                "era": probe["era"] if probe else None,
-                "protocol_version": probe["protocol_version"] if probe else None,
-                "tool_count": probe["tool_count"] if probe else None,
-                "probe_outcome": probe["outcome"] if probe else "not probed",
-                "flags": [{"label": f["label"], "severity": f["severity"]} for f in flags],
-                "last_scored_at": card.get("scored_at"),
-            }
-        )
-    rows.sort(key=lambda r: (VISIBILITY_ORDER.index(r["visibility"]), -(r["composite"] if r["composite"] is not None else -1), r["id"]))
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank
-    return rows
-
-
-RUBRIC_LABELS = {
-    "scoreboard": "Scoreboard (headline)",
-    "review": "Live review",
-    "outside-in": "Outside-in",
-    "remote": "Remote endpoint",
-}
-
-
-def _with_rules(dimensions: list[dict[str, Any]], rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_rules(dimensions: list[dict[str, Any]], rules: list[dict[str, Any]]) -> list[Dimension]:
     """Each dimension with the rules that scored it, in the card's order."""
-    return [{**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions]
+    return [{**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions]  # type: ignore[typeddict-item]
 
 
-def rubric_section(rubric: str, card: dict[str, Any]) -> dict[str, Any]:
+def rubric_section(rubric: RubricInfo, card: dict[str, Any]) -> RubricSection:
     """One rubric's card as the page shows it: score, dimensions with their rules, extras."""
-    return {
-        "rubric": rubric,
-        "label": RUBRIC_LABELS.get(rubric, rubric),
-        "composite": card["composite"],
-        "grade": card["grade"],
-        "visibility": card["visibility"],
-        "dimension_indicator": card["dimension_indicator"],
-        "rules_version": card["rules_version"],
-        "extra": from_json(card.get("extra") or "{}"),
-        "dimensions": _with_rules(from_json(card["dimensions"]), from_json(card["rules"])),
-    }
+    return RubricSection.model_construct(
+        rubric=rubric.name, label=rubric.label, composite=card["composite"], grade=card["grade"], visibility=card["visibility"],
+        dimension_indicator=card["dimension_indicator"], rules_version=card["rules_version"], extra=from_json(card.get("extra") or "{}"),
+        dimensions=_with_rules(from_json(card["dimensions"]), from_json(card["rules"])),
+    )
+
+
+def _server_facts(server: Server, observed: Observed) -> ServerFacts:
+    return ServerFacts.model_construct(
+        id=server.id, name=server.name, description=server.description, transport=server.transport, repository=repository_url(server),
+        homepage=safe_url(server.homepage), remote_url=server.remote_url,
+        package=f"{server.launch.registry}: {server.launch.package}" if server.launch else None, sources=server.sources,
+        external_links={k: v for k, v in server.external_links.items() if safe_url(v)}, verified_publisher=server.verified_publisher,
+        registry_name=server.registry_name,
+        packages=[f"{p.registry}: {p.identifier}" + (f" {p.version}" if p.version else "") for p in server.packages],
+        remotes=[{"transport": r.transport, "url": r.url, "auth_headers": r.auth_headers} for r in server.remotes],
+        popularity=popularity(server.metrics), source_categories=server.source_categories, provenance=provenance_rows(server.provenance),
+        listings=observed_listings(observed, server.sources), first_seen_at=server.first_seen_at.isoformat(), is_active=server.is_active,
+    )
+
+
+def _headline_score(card: dict[str, Any] | None, rules: list[dict[str, Any]]) -> HeadlineScore:
+    gains = [
+        {"dimension": r["dimension"], "rule": r["rule"], "advice": r["how_to_gain"], "points": round(r["max_points"] - r["points"], 1)}
+        for r in rules
+        if r.get("how_to_gain")
+    ]
+    gains.sort(key=lambda g: (-g["points"], g["rule"]))
+    visibility = card["visibility"] if card else "unscored"
+    return HeadlineScore.model_construct(
+        composite=card["composite"] if card else None, grade=card["grade"] if card else None, visibility=visibility,
+        visibility_icon=VISIBILITY_ICONS[visibility], dimension_indicator=card["dimension_indicator"] if card else "0/0",
+        rules_version=card["rules_version"] if card else None, badges=from_json(card["badges"]) if card else [],
+        flags=from_json(card["flags"]) if card else [], dimensions=_with_rules(from_json(card["dimensions"]), rules) if card else [],
+        how_to_gain=gains,
+    )
+
+
+def _probe_seen(probe: tuple[int, ProbeResult]) -> ProbeSeen:
+    ref, result = probe
+    return ProbeSeen.model_construct(
+        ref=f"probe_runs/{ref}", started_at=result.started_at.isoformat(), outcome=result.outcome.value, detail=result.detail,
+        transport=result.transport, era=result.era, protocol_version=result.protocol_version, handshake=result.handshake,
+        connect_ms=round(result.connect_ms, 1) if result.connect_ms is not None else None,
+        ping_ms=round(result.ping_ms, 1) if result.ping_ms is not None else None, server_info=result.server_info,
+        capabilities=sorted((result.capabilities or {}).keys()), instructions=result.instructions, package_version=result.package_version,
+        checks=[c.model_dump() for c in result.checks], resources=len(result.resources or []), prompts=len(result.prompts or []),
+    )
 
 
 def server_page(
@@ -151,210 +142,42 @@ def server_page(
     analysis: dict[str, Any] | None,
     history: list[dict[str, Any]],
     now: datetime,
-    other_cards: dict[str, dict[str, Any]] | None = None,
-    observed: Observed | None = None,
-) -> dict[str, Any]:
+    *,
+    rubrics: Sequence[RubricInfo],
+    other_cards: dict[str, dict[str, Any]],
+    observed: Observed,
+    site_url: str,
+    rows_url: str,
+) -> ServerPage:
+    """A server page: its headline card (`card`), the other rubrics' cards in the rubrics' order, and what was observed."""
     rules = from_json(card["rules"]) if card else []
-    gains = [
-        {"dimension": r["dimension"], "rule": r["rule"], "advice": r["how_to_gain"], "points": round(r["max_points"] - r["points"], 1)}
-        for r in rules
-        if r.get("how_to_gain")
-    ]
-    gains.sort(key=lambda g: (-g["points"], g["rule"]))
     result = probe[1] if probe else None
-    order = list(RUBRIC_LABELS)
-    sections = [rubric_section(rubric, c) for rubric, c in
-                sorted((other_cards or {}).items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else 99)]
-    extras = {section["rubric"]: section["extra"] for section in sections}
+    sections = [rubric_section(rubric, other_cards[rubric.name]) for rubric in rubrics if rubric.name in other_cards]
+    extras = {section.rubric: section.extra for section in sections}
     review_extra, outside_extra = extras.get("review", {}), extras.get("outside-in", {})
-    observed = observed or Observed()
     tools = tool_rows(result.tools if result else None, review_extra.get("tool_docs") or {}, observed.judgements)
     scored_at = card["scored_at"] if card else None
-    return {
-        "server": {
-            "id": server.id,
-            "name": server.name,
-            "description": server.description,
-            "transport": server.transport,
-            "repository": repository_url(server),
-            "homepage": safe_url(server.homepage),
-            "remote_url": server.remote_url,
-            "package": f"{server.launch.registry}: {server.launch.package}" if server.launch else None,
-            "sources": server.sources,
-            "external_links": {k: v for k, v in server.external_links.items() if safe_url(v)},
-            "verified_publisher": server.verified_publisher,
-            "registry_name": server.registry_name,
-            "packages": [f"{p.registry}: {p.identifier}" + (f" {p.version}" if p.version else "") for p in server.packages],
-            "remotes": [{"transport": r.transport, "url": r.url, "auth_headers": r.auth_headers} for r in server.remotes],
-            "popularity": popularity(server.metrics),
-            "source_categories": server.source_categories,
-            "provenance": provenance_rows(server.provenance),
-            "listings": observed_listings(observed, server.sources),
-            "first_seen_at": server.first_seen_at.isoformat(),
-            "is_active": server.is_active,
-        },
-        "score": {
-            "composite": card["composite"] if card else None,
-            "grade": card["grade"] if card else None,
-            "visibility": card["visibility"] if card else "unscored",
-            "visibility_icon": VISIBILITY_ICONS[card["visibility"] if card else "unscored"],
-            "dimension_indicator": card["dimension_indicator"] if card else "0/0",
-            "rules_version": card["rules_version"] if card else None,
-            "badges": from_json(card["badges"]) if card else [],
-            "flags": from_json(card["flags"]) if card else [],
-            "dimensions": _with_rules(from_json(card["dimensions"]), rules) if card else [],
-            "how_to_gain": gains,
-        },
-        "probe": None
-        if result is None
-        else {
-            "ref": f"probe_runs/{probe[0]}" if probe else None,
-            "started_at": result.started_at.isoformat(),
-            "outcome": result.outcome.value,
-            "detail": result.detail,
-            "transport": result.transport,
-            "era": result.era,
-            "protocol_version": result.protocol_version,
-            "handshake": result.handshake,
-            "connect_ms": round(result.connect_ms, 1) if result.connect_ms is not None else None,
-            "ping_ms": round(result.ping_ms, 1) if result.ping_ms is not None else None,
-            "server_info": result.server_info,
-            "capabilities": sorted((result.capabilities or {}).keys()),
-            "instructions": result.instructions,
-            "package_version": result.package_version,
-            "checks": [c.model_dump() for c in result.checks],
-            "resources": len(result.resources or []),
-            "prompts": len(result.prompts or []),
-        },
-        "tools": tools,
-        "schema_drift": schema_drift(analysis, result.tools if result else None, observed.changes),
-        "protocol": protocol(result, outside_extra),
+    return ServerPage.model_construct(
+        server=_server_facts(server, observed),
+        score=_headline_score(card, rules),
+        probe=_probe_seen(probe) if probe else None,
+        tools=tools,
+        schema_drift=schema_drift(analysis, result.tools if result else None, observed.changes),
+        protocol=protocol(result, outside_extra),
         # A local server runs only while we probe it: its "uptime" would describe our own process (methodology item 7).
-        "reliability": None if server.is_local else reliability(observed.daily, observed.last_day, now.astimezone(timezone.utc).date()),
-        "other_rubrics": sections,
-        "analysis": analysis,
-        "history": history,
+        reliability=None if server.is_local else reliability(observed.daily, observed.last_day, now.astimezone(timezone.utc).date()),
+        other_rubrics=sections,
+        analysis=analysis,
+        history=history,
         # A chart only when the score moved: a flat line says no more than the sentence shown instead.
-        "trend_chart": len({row["composite"] for row in history}) > 1,
-        "last_scored_at": scored_at,
-        "score_age_days": _score_age_days(scored_at, now),
-        "engine_version": ENGINE_VERSION,
-    }
-
-
-def score_changes(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
-    """Recent day-to-day score changes, as the changes API and the Atom feed show them."""
-    changes = []
-    for row in rows:
-        old, new = row["previous"], row["composite"]
-        changes.append(
-            {
-                "id": row["server_id"],
-                "name": names.get(row["server_id"], row["server_id"]),
-                "day": row["day"],
-                "previous_day": row["previous_day"],
-                "previous": old,
-                "composite": new,
-                "grade": row["grade"],
-                "delta": round(new - old, 1) if old is not None and new is not None else None,
-            }
-        )
-    return changes
-
-
-def _column(key: str, label: str, kind: str = "text") -> dict[str, str]:
-    return {"key": key, "label": label, "kind": kind}
-
-
-# Columns are shared by the pre-rendered pages and site/static/board.js, so both draw the same table.
-HEADLINE_COLUMNS = [
-    _column("rank", "#", "num"), _column("name", "Server", "server"), _column("composite", "Score", "score"),
-    _column("grade", "Grade", "grade"), _column("visibility", "Visibility", "visibility"), _column("category", "Category"),
-    _column("transport", "Transport"), _column("era", "Era"), _column("tool_count", "Tools", "num"), _column("probe_outcome", "Probe"),
-]
-_RUBRIC_COLUMNS = [_column("rank", "#", "num"), _column("name", "Server", "server"), _column("composite", "Score", "score"),
-                   _column("grade", "Grade", "grade"), _column("visibility", "Coverage")]
-
-BOARDS = {
-    # rubric: (title, intro, columns)
-    "review": ("Live review", "Seed 001's six sections; only servers that completed a handshake and list a tool are ranked.", _RUBRIC_COLUMNS),
-    "outside-in": ("Outside-in", "Seed 003's score over 30 days of runs, ordered by Rank Score (thin evidence shrunk toward 50%).",
-                   _RUBRIC_COLUMNS + [_column("extra.rank_score", "Rank score", "num"), _column("extra.status", "Status"),
-                                      _column("extra.runs", "Runs", "num"), _column("extra.p95_ms", "P95 ms", "num"),
-                                      _column("extra.spec_readiness", "Spec readiness")]),
-    "remote": ("Remote endpoint", "Seed 004's rubric for servers reached over HTTP.", _RUBRIC_COLUMNS),
-}
-PAGE_SIZE = 100
-FILTERS = [("category", "Category"), ("platform", "Platform"), ("transport", "Transport"), ("grade", "Grade"), ("era", "Protocol era"),
-           ("flag", "Flags")]
-
-
-def cell(row: dict[str, Any], key: str) -> Any:
-    """A column's value in a row; dotted keys reach into nested objects (extra.rank_score)."""
-    value: Any = row
-    for part in key.split("."):
-        value = value.get(part) if isinstance(value, dict) else None
-    return value
-
-
-def slug(label: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-") or "other"
-
-
-def page_path(prefix: str, number: int) -> str:
-    return f"{prefix}index.html" if number == 1 else f"{prefix}page/{number}/index.html"
-
-
-def board_pages(prefix: str, rows: list[dict[str, Any]], size: int = PAGE_SIZE) -> list[dict[str, Any]]:
-    """Split a board into pre-rendered pages: each with its path, link root, rows, tier groups and pager."""
-    count = max(1, -(-len(rows) // size))
-    pages = []
-    for number in range(1, count + 1):
-        path = page_path(prefix, number)
-        root = "../" * path.count("/")
-        chunk = rows[(number - 1) * size : number * size]
-        groups: list[dict[str, Any]] = []
-        for row in chunk:
-            if not groups or groups[-1]["tier"] != row.get("visibility"):
-                groups.append({"tier": row.get("visibility"), "icon": VISIBILITY_ICONS.get(row.get("visibility") or "", ""), "rows": []})
-            groups[-1]["rows"].append(row)
-        shown = sorted({1, count, *range(max(1, number - 2), min(count, number + 2) + 1)})
-        links = [{"number": n, "href": root + page_path(prefix, n), "current": n == number} for n in shown]
-        pages.append({
-            "path": path, "root": root, "number": number, "count": count, "groups": groups, "links": links,
-            "first": (number - 1) * size + 1 if chunk else 0, "last": (number - 1) * size + len(chunk), "total": len(rows),
-            "previous": root + page_path(prefix, number - 1) if number > 1 else None,
-            "next": root + page_path(prefix, number + 1) if number < count else None,
-        })
-    return pages
-
-
-def categories(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Categories present on the board, largest first, with the path of their own pre-rendered board."""
-    counts: dict[str, int] = {}
-    for row in rows:
-        counts[row["category"]] = counts.get(row["category"], 0) + 1
-    return [{"name": name, "count": n, "slug": slug(name)} for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-
-
-def board_rows(rubric: str, servers: list[Server], cards: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One rubric's leaderboard: ranked rows first (by rank score for outside-in, else composite), then the rest."""
-    rows = []
-    for server in servers:
-        card = cards.get(server.id)
-        if card is None:
-            continue
-        # Per-tool and per-change detail stays on the server page; boards carry scalar figures only.
-        extra = {k: v for k, v in from_json(card.get("extra") or "{}").items() if not isinstance(v, (dict, list))}
-        rows.append({"id": server.id, "name": server.name, "composite": card["composite"], "grade": card["grade"],
-                     "visibility": card["visibility"], "dimension_indicator": card["dimension_indicator"], "extra": extra})
-    def order(row: dict[str, Any]) -> tuple:
-        value = row["extra"].get("rank_score") if rubric == "outside-in" else row["composite"]
-        return (value is None, -(value or 0), row["id"])
-    rows.sort(key=order)
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank if (row["extra"].get("rank_score") if rubric == "outside-in" else row["composite"]) is not None else None
-    return rows
+        trend_chart=len({row["composite"] for row in history}) > 1,
+        last_scored_at=scored_at,
+        score_age_days=_score_age_days(scored_at, now),
+        engine_version=ENGINE_VERSION,
+        embed=embed_snippets(site_url, server.id),
+        datasette={"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
+                   "scores": f"{rows_url}/scores?server_id={server.id}"},
+    )
 
 
 GENERATED_MARKER = re.compile(r"^<!-- /?generated:[\w-]+ -->\n", re.M)

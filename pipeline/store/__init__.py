@@ -24,10 +24,11 @@ from pipeline.store.connection import ScoreboardDatabaseError, database_path, op
 from pipeline.store.encoding import content_hash, dumps, in_chunks, iso, parse_iso, trim
 from pipeline.store.evidence import (
     judged_hashes,
-    latest_analysis,
+    latest_analyses,
     latest_analysis_ids,
     latest_probe,
     latest_probe_summaries,
+    latest_probes,
     rate_limited_until,
     record_analysis,
     record_probe,
@@ -41,8 +42,8 @@ from pipeline.store.scoring import ScoringEvidence, duplicate_descriptions, scor
 __all__ = [
     "CardRow", "CatalogPlan", "CatalogState", "ScoreboardDatabaseError", "ScoringEvidence", "active_servers", "apply_catalog_plan",
     "card_row", "catalog_state", "classification_of", "content_hash", "database_path", "delist", "dumps",
-    "duplicate_descriptions", "fail_run", "finish_run", "in_chunks", "iso", "judged_hashes", "latest_analysis", "latest_analysis_ids",
-    "latest_probe", "latest_probe_summaries", "load_scores", "open_db", "packages_due_for_downloads", "page_evidence",
+    "duplicate_descriptions", "fail_run", "finish_run", "in_chunks", "iso", "judged_hashes", "latest_analyses", "latest_analysis_ids",
+    "latest_probe", "latest_probe_summaries", "latest_probes", "load_scores", "open_db", "packages_due_for_downloads", "page_evidence",
     "page_evidence_stamps", "parse_iso", "rate_limited_until", "record_analysis", "record_probe", "record_problems", "repo_aliases",
     "save_aliases", "save_download_counts", "save_judgements", "score_cards", "score_changes", "scoring_evidence", "snapshot",
     "start_run", "trim", "write_card_rows",

@@ -102,6 +102,26 @@ def rate_limited_until(db: Database) -> dict[str, datetime]:
     return {r["server_id"]: parse_iso(r["started_at"]) + timedelta(seconds=r["wait"]) for r in rows if r["wait"]}
 
 
+def latest_probes(db: Database, server_ids: list[str], kinds: tuple[str, ...] = ("deep", "sandbox")) -> dict[str, tuple[int, ProbeResult]]:
+    """`latest_probe` of many servers in one query (the build reads a batch of pages at once)."""
+    rows = db.execute(
+        f"select p.server_id, p.id, p.evidence from json_each(?) s join probe_runs p on p.id = (select q.id from probe_runs q "
+        f"where q.server_id = s.value and q.kind in ({','.join('?' for _ in kinds)}) order by q.started_at desc, q.id desc limit 1)",
+        [dumps(server_ids), *kinds],
+    )
+    return {server_id: (probe_id, ProbeResult.model_validate_json(evidence)) for server_id, probe_id, evidence in rows}
+
+
+def latest_analyses(db: Database, server_ids: list[str]) -> dict[str, tuple[int, AnalysisResult]]:
+    """The latest analysis of many servers in one query."""
+    rows = db.execute(
+        "select a.server_id, a.id, a.result from json_each(?) s join analyses a on a.id = (select b.id from analyses b "
+        "where b.server_id = s.value order by b.analyzed_at desc, b.id desc limit 1)",
+        [dumps(server_ids)],
+    )
+    return {server_id: (analysis_id, AnalysisResult.model_validate_json(result)) for server_id, analysis_id, result in rows}
+
+
 def latest_probe_summaries(db: Database) -> dict[str, dict[str, Any]]:
     """The latest deep/sandbox probe of every server, from its columns only (no evidence parsed)."""
     return {
@@ -136,18 +156,6 @@ def record_analysis(db: Database, result: AnalysisResult) -> int:
         )
         return int(table.last_pk)
 
-
-def latest_analysis(db: Database, server_id: str) -> tuple[int, AnalysisResult] | None:
-    row = next(
-        db.query(
-            "select id, result from analyses where server_id = ? order by analyzed_at desc, id desc limit 1",
-            [server_id],
-        ),
-        None,
-    )
-    if row is None:
-        return None
-    return row["id"], AnalysisResult.model_validate_json(row["result"])
 
 
 def save_judgements(db: Database, judgements: Iterable[Judgement]) -> int:

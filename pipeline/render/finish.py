@@ -1,0 +1,121 @@
+"""Finish: the files beside the pages (public JSON, downloads, feed, static files), then sitemap, manifest and clean-up."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from multiprocessing import get_context
+from multiprocessing.connection import Connection
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from jinja2 import Environment
+from markupsafe import Markup
+
+from pipeline import ENGINE_VERSION
+from pipeline.assets import METHODOLOGY, STATIC
+from pipeline.models import RubricInfo
+from pipeline.render import schemas
+from pipeline.render.contexts import methodology_html
+from pipeline.render.datasette import metadata
+from pipeline.render.fingerprints import MANIFEST, Fingerprints
+from pipeline.render.plan import SitePlan
+from pipeline.render.rendering import json_file
+from pipeline.render.writer import SiteWriter
+from pipeline.store import snapshot
+
+LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibility", "dimension_indicator", "transport", "era",
+                           "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
+
+
+def snapshot_name(now: datetime) -> str:
+    return f"scoreboard-{now.astimezone(timezone.utc).date().isoformat()}-engine-{ENGINE_VERSION}.db"
+
+
+class Snapshot:
+    """The database copied for download (SQLite's online backup) in a process forked at the start of the build, so the copy
+    runs beside all of it; a context manager, so a failed build stops the copy.
+
+    A forked process, not a thread: render workers are forked later, and a child forked while a thread holds SQLite's
+    locks could deadlock; and a thread started only after them would leave a small rebuild waiting for the copy.
+    """
+
+    def __init__(self, source: str, target: Path) -> None:
+        context = get_context("fork")
+        self.errors, sender = context.Pipe(duplex=False)
+        self.process = context.Process(target=_copy, args=(source, target, sender), name="snapshot", daemon=True)
+        self.process.start()
+        sender.close()
+
+    def wait(self) -> None:
+        self.process.join()
+        if self.process.exitcode != 0:
+            reason = self.errors.recv() if self.errors.poll() else f"exit code {self.process.exitcode}"
+            raise RuntimeError(f"database snapshot for download failed: {reason}")
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join()
+
+
+def _copy(source: str, target: Path, errors: Connection) -> None:
+    try:
+        snapshot(source, target)
+    except Exception as error:  # noqa: BLE001 - the parent raises it, with this reason
+        errors.send(str(error))
+        raise SystemExit(1) from None
+
+
+def _csv(rows: list) -> str:
+    out = io.StringIO()
+    table = csv.DictWriter(out, fieldnames=LEADERBOARD_CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    table.writeheader()
+    table.writerows(rows)
+    return out.getvalue()
+
+
+def _feed_updated(changes: list, now: datetime) -> str:
+    return changes[0]["day"] + "T00:00:00Z" if changes else now.astimezone(timezone.utc).date().isoformat() + "T00:00:00Z"
+
+
+def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: Sequence[RubricInfo], *, database: str, site_url: str,
+                 now: datetime) -> None:
+    """Everything but the pages: the board JSON files, methodology, changes, feed, downloads, static files, schemas."""
+    base = {"engine_version": ENGINE_VERSION}
+    for path, document in plan.files.items():
+        writer.write(path, json_file(document, compact=path != "api/changes.json"))  # the changes file is short: indented
+    methodology = methodology_html(METHODOLOGY.read_text(encoding="utf-8"))
+    writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), root="../", **base))
+    writer.write("feed.xml", env.get_template("feed.xml.j2").render(changes=plan.changes, site_url=site_url,
+                                                                     updated=_feed_updated(plan.changes, now)))
+    writer.write("downloads/leaderboard.csv", _csv(plan.rows))
+    writer.write("downloads/metadata.json", json_file(metadata(Path(database).stem)))
+    writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name(now), site_url=site_url,
+                                                                                   root="../", **base))
+    writer.write("404.html", env.get_template("404.html").render(root=site_url, **base))  # served at any path: absolute links
+    writer.write("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {site_url}sitemap.xml\n")
+    for path in sorted(STATIC.rglob("*")):
+        if path.is_file():
+            writer.write(f"static/{path.relative_to(STATIC).as_posix()}", path.read_bytes())
+    for name, schema in schemas.published(rubrics).items():
+        writer.write(f"api/schema/{name}", json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
+
+
+def sitemap(site_url: str, pages: list[str]) -> str:
+    urls = "".join(f"<url><loc>{escape(site_url + page.removesuffix('index.html'))}</loc></url>" for page in pages)
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>\n'
+
+
+def finish(writer: SiteWriter, fingerprints: Fingerprints, site_url: str) -> None:
+    """The sitemap of every page written or kept, the fingerprints for the next build, and the removal of what it no longer makes."""
+    pages = sorted(p for p in writer.claimed if p.endswith(".html") and p != "404.html")
+    writer.write("sitemap.xml", sitemap(site_url, pages))
+    writer.write(MANIFEST, fingerprints.manifest())
+    writer.remove_stale()

@@ -1,0 +1,279 @@
+"""Typed context of a server page; its public file api/servers/<id>.json is the same model, serialised, and its JSON Schema is generated from it.
+
+Pages are built with `model_construct` (see contexts.py): every value comes from our own stored rows,
+and validating 25,000 server pages of ~85 rule rows each would add minutes to a build. The rows a page
+repeats many times (rules, tools, checks) are TypedDicts: plain dicts at run time, typed for the schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field
+from typing_extensions import TypedDict
+
+from pipeline.render.values import Context, Day, Grade, Number, Percent, Score, Transport, Visibility
+
+# ---------------------------------------------------------------- a score card, as pages show it
+
+
+class Rule(TypedDict):
+    rule: str
+    dimension: str
+    points: Number
+    max_points: Number
+    measured: bool
+    reason: str
+    how_to_gain: str | None
+    evidence: str | None
+
+
+class Dimension(TypedDict):
+    name: str
+    label: str
+    status: Literal["scored", "pending", "not_applicable"]
+    score: Number | None
+    weight: Number
+    reason: str | None
+    optional: bool
+    rules: list[Rule]
+
+
+class Flag(TypedDict):
+    name: str
+    label: str
+    severity: Literal["critical", "warning", "info"]
+    reason: str
+    cap: Number | None
+
+
+class Gain(TypedDict):
+    dimension: str
+    rule: str
+    advice: str
+    points: Number
+
+
+class HeadlineScore(Context):
+    composite: Score
+    grade: Grade
+    visibility: Visibility
+    visibility_icon: str
+    dimension_indicator: str
+    rules_version: str | None
+    badges: list[str]
+    flags: list[Flag]
+    dimensions: list[Dimension]
+    how_to_gain: list[Gain]
+
+
+class RubricSection(Context):
+    """Another rubric's card on a server page."""
+
+    rubric: str
+    label: str
+    composite: Score
+    grade: Grade
+    visibility: str
+    dimension_indicator: str
+    rules_version: str
+    extra: dict[str, Any]
+    dimensions: list[Dimension]
+
+
+# ---------------------------------------------------------------- a server page
+
+
+class Remote(TypedDict):
+    transport: Literal["streamable-http", "sse"]
+    url: str
+    auth_headers: list[str]
+
+
+class Popularity(TypedDict):
+    label: str
+    key: str
+    value: Number
+
+
+class Provenance(TypedDict):
+    field: str
+    source: str
+
+
+class Listing(TypedDict):
+    source: str
+    first_seen: str | None
+    last_changed: str | None
+    versions: int
+
+
+class ServerFacts(Context):
+    id: str
+    name: str
+    description: str | None
+    transport: Transport
+    repository: str | None
+    homepage: str | None
+    remote_url: str | None
+    package: str | None
+    sources: list[str]
+    external_links: dict[str, str]
+    verified_publisher: str | None = Field(description="seed 000 verified publisher (a known organisation)")
+    registry_name: str | None
+    packages: list[str]
+    remotes: list[Remote]
+    popularity: list[Popularity]
+    source_categories: dict[str, list[str]]
+    provenance: list[Provenance] = Field(description="which source each field came from")
+    listings: list[Listing] = Field(description="the sources listing the server, when each first listed it and last changed its record")
+    first_seen_at: str
+    is_active: bool
+
+
+class Check(TypedDict):
+    name: str
+    outcome: str
+    passed: bool | None
+    detail: str | None
+    ms: float | None
+
+
+class ProbeSeen(Context):
+    ref: str | None
+    started_at: str
+    outcome: str
+    detail: str | None
+    transport: str
+    era: str | None
+    protocol_version: str | None
+    handshake: str | None
+    connect_ms: float | None
+    ping_ms: float | None
+    server_info: dict[str, Any] | None
+    capabilities: list[str]
+    instructions: str | None
+    package_version: str | None
+    checks: list[Check]
+    resources: int
+    prompts: int
+
+
+class Annotations(TypedDict):
+    read_only: bool | None
+    destructive: bool | None
+    idempotent: bool | None
+    open_world: bool | None
+
+
+class ToolDocs(TypedDict):
+    total: Percent
+    parts: dict[str, Number]
+
+
+class Interpretability(TypedDict):
+    value: Percent
+    models: Annotated[int, Field(ge=1)]
+    offline: bool
+    spread: float | None
+    ambiguous: bool
+
+
+class Tool(TypedDict):
+    name: str
+    title: str | None
+    description: str
+    params: Annotated[int, Field(ge=0)]
+    annotations: Annotations
+    output_schema: bool
+    docs: ToolDocs | None
+    interpretability: Interpretability | None
+
+
+class RuntimeDrift(TypedDict):
+    missing_at_runtime: list[str]
+    extra_at_runtime: list[str]
+
+
+class SurfaceChange(TypedDict):
+    captured_at: str
+    added: list[str]
+    removed: list[str]
+    changed: list[str]
+    breaking: Annotated[int, Field(ge=0)]
+
+
+class SchemaDrift(TypedDict):
+    source_vs_runtime: RuntimeDrift | None
+    changes: list[SurfaceChange]
+
+
+class Protocol(TypedDict):
+    support: Literal["modern", "legacy", "dual", "broken", "unknown"]
+    negotiated: str | None
+    handshake: str | None
+    transport: str
+    spec_readiness: Score
+    signals: dict[str, bool | None] | None
+
+
+class Window(TypedDict):
+    probes: Annotated[int, Field(ge=0)]
+    uptime: Score
+    p50_ms: Number | None
+    p95_ms: Number | None
+
+
+class ReliabilityDay(TypedDict):
+    day: Day
+    uptime: Number | None
+    p95_ms: Number | None
+
+
+Windows = TypedDict("Windows", {"24h": Window, "7d": Window, "30d": Window})
+
+
+class Reliability(TypedDict):
+    windows: Windows
+    days: list[ReliabilityDay]
+
+
+class HistoryDay(TypedDict):
+    day: Day
+    composite: Number | None
+    grade: str | None
+
+
+class Embed(TypedDict):
+    markdown: str
+    html: str
+    shields: str
+
+
+class DatasetteLinks(TypedDict):
+    server: str
+    probes: str
+    scores: str
+
+
+class ServerPage(Context):
+    """A server page, and (whole) its public file api/servers/<id>.json."""
+
+    model_config = ConfigDict(title="MCP Scoreboard server (api/servers/<id>.json): everything its page shows")
+
+    server: ServerFacts
+    score: HeadlineScore
+    probe: ProbeSeen | None
+    tools: list[Tool]
+    schema_drift: SchemaDrift
+    protocol: Protocol | None
+    reliability: Reliability | None
+    other_rubrics: list[RubricSection]
+    analysis: dict[str, Any] | None
+    history: list[HistoryDay]
+    trend_chart: bool = Field(description="true when the score moved and trend.svg exists")
+    last_scored_at: str | None
+    score_age_days: Annotated[int, Field(ge=0)] | None
+    engine_version: str
+    embed: Embed
+    datasette: DatasetteLinks
