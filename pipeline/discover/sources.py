@@ -8,9 +8,9 @@ fetch it live, with whatever credentials it needs taken from the Settings.
 
 Merge precedence is not on this line: it is an order among all sources (the embedded `local`
 catalog included, which is no entry here), a decision of trust relative to the others, and the
-core needs it too (the methodology's generated table), so it stays one ordered list in the core,
-`pipeline.identity.SOURCE_PRIORITY`. A new source takes its place there as well;
-tests/test_discover_source_registry.py fails while a registered source has none.
+score stage prints it (the methodology's generated table) without importing this stage, so it stays
+one ordered list in the core, `pipeline.identity.SOURCE_PRIORITY`. A new source takes its place
+there as well; tests/test_discover_source_registry.py fails while a registered source has none.
 """
 
 from __future__ import annotations
