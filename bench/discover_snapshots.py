@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.calibration import calibration, calibration_line  # noqa: E402
 from pipeline import store  # noqa: E402
-from pipeline.discover import SOURCE_NAMES, run_discover, snapshot_sources  # noqa: E402
+from pipeline.discover import run_discover, snapshot_sources  # noqa: E402
+from pipeline.discover import sources as registered  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 
 DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sources"
@@ -34,7 +35,8 @@ NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 def ingest(fixtures: Path, path: Path):
     db = store.open_db(path)
     started = time.perf_counter()
-    report = run_discover(db, sources=snapshot_sources(fixtures), now=NOW, progress=Progress("discover", len(SOURCE_NAMES) + 1, stream=io.StringIO()))
+    sources = snapshot_sources(fixtures)
+    report = run_discover(db, sources=sources, now=NOW, progress=Progress("discover", len(sources) + 1, stream=io.StringIO()))
     return db, report, time.perf_counter() - started
 
 
@@ -71,13 +73,13 @@ def main() -> None:
                 if r["repo_key"]:
                     repos_by_source.setdefault(s, set()).add(r["repo_key"])
         print(f"{'source':<22}{'listings':>10}{'servers':>10}{'repos':>10}")
-        for source in SOURCE_NAMES:
+        for source in registered.names():
             listed = report.counts.get(f"listed:{source}", 0)
             print(f"{source:<22}{listed:>10,}{by_source.get(source, 0):>10,}{len(repos_by_source.get(source, ())):>10,}")
         spread = Counter(len(json.loads(r["sources"])) for r in rows)
         print("servers by number of sources: " + ", ".join(f"{n}: {spread[n]:,}" for n in sorted(spread)))
         print("pairwise overlap (servers listed by both):")
-        names = [s for s in SOURCE_NAMES if by_source.get(s)]
+        names = [s for s in registered.names() if by_source.get(s)]
         pairs = Counter(pair for r in rows for pair in itertools.combinations(sorted(json.loads(r["sources"])), 2))
         for a, b in sorted(itertools.combinations(sorted(names), 2), key=lambda p: -pairs[p]):
             if pairs[(a, b)]:

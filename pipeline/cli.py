@@ -19,6 +19,7 @@ from pipeline.analyze import run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher
 from pipeline.config import Settings
 from pipeline.discover import SnapshotDownloads, online_sources, run_discover, snapshot_sources
+from pipeline.discover import sources as registered
 from pipeline.discover.downloads import DownloadCounter
 from pipeline.discover.http import USER_AGENT, SourceHTTP
 from pipeline.discover.local import DEFAULT_CATALOG, LocalCatalogSource
@@ -99,8 +100,7 @@ server_option = click.option("--server", "server_ids", multiple=True, help="Only
 @click.option("--catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=DEFAULT_CATALOG,
               show_default="embedded local catalog")
 @click.option("--from-snapshot", "snapshot", type=click.Path(path_type=Path, exists=True, file_okay=False),
-              help="Read saved source payloads from DIR/<source>/ (official-registry, awesome-mcp-servers, glama, pulsemcp, github-topics, "
-                   "smithery, best-of-mcp-servers, docker-mcp-catalog; npm-pypi-downloads for download counts).")
+              help=f"Read saved source payloads from DIR/<source>/ ({', '.join(registered.names())}; npm-pypi-downloads for download counts).")
 @click.option("--online", is_flag=True, help="Fetch the eight sources live (credentials from GITHUB_TOKEN, SMITHERY_API_KEY, PULSEMCP_API_KEY, …).")
 @click.option("--sources", "source_names", help="Comma-separated sources to read (default: every one available, plus `local`).")
 @pass_settings

@@ -30,6 +30,7 @@ ARCHIVED_REFERENCE_SERVERS = frozenset({
 # Seed 000: "Official Registry fields take precedence, then aggregator-specific metadata is layered
 # on". The order among aggregators is ours (methodology deviation 25): curated catalogs with
 # first-party metadata before crawled directories, lists and search results.
+# Every source in pipeline/discover/sources.py has its place here (a test holds it).
 SOURCE_PRIORITY = (
     "local", "official-registry", "docker-mcp-catalog", "pulsemcp", "glama", "smithery", "best-of-mcp-servers",
     "awesome-mcp-servers", "github-topics",

@@ -17,18 +17,17 @@ from typing import Callable, Protocol, Sequence
 from sqlite_utils import Database
 
 from pipeline import store
+from pipeline.config import Settings
+from pipeline.discover import sources as registered
 from pipeline.discover.base import SourceBatch
+from pipeline.discover.http import SourceHTTP
 from pipeline.discover.merge import merge_listings
 from pipeline.discover.plan import plan_catalog
 from pipeline.models import StageReport
 from pipeline.progress import Progress
 
-__all__ = ["SourceBatch", "Source", "CallableSource", "run_discover", "SOURCE_NAMES", "snapshot_sources", "online_sources", "SnapshotDownloads"]
+__all__ = ["SourceBatch", "Source", "CallableSource", "run_discover", "snapshot_sources", "online_sources", "SnapshotDownloads"]
 
-# The eight sources of seed 000, by the directory name a snapshot keeps each under.
-SOURCE_NAMES = (
-    "official-registry", "awesome-mcp-servers", "glama", "pulsemcp", "github-topics", "smithery", "best-of-mcp-servers", "docker-mcp-catalog",
-)
 DOWNLOADS_EVERY = timedelta(days=7)  # seed 000: npm and PyPI downloads are refreshed weekly
 
 
@@ -54,43 +53,20 @@ class Downloads(Protocol):
 
 
 def snapshot_sources(directory: Path, names: Sequence[str] | None = None) -> list[CallableSource]:
-    """The sources saved under `directory/<source>/`, in seed order; `names` selects some."""
-    from pipeline.discover import awesome, bestof, docker_catalog, github_topics, glama, pulsemcp, registry, smithery
-
-    readers = {
-        "official-registry": registry.read_snapshot, "awesome-mcp-servers": awesome.read_snapshot, "glama": glama.read_snapshot,
-        "pulsemcp": pulsemcp.read_snapshot, "github-topics": github_topics.read_snapshot, "smithery": smithery.read_snapshot,
-        "best-of-mcp-servers": bestof.read_snapshot, "docker-mcp-catalog": docker_catalog.read_snapshot,
-    }
-    wanted = list(names) if names else [n for n in SOURCE_NAMES if (directory / n).is_dir()]
-    unknown = [n for n in wanted if n not in readers]
-    if unknown:
-        raise ValueError(f"unknown source(s): {', '.join(unknown)}; known: {', '.join(SOURCE_NAMES)}")
+    """The registered sources saved under `directory/<source>/`, in seed order; `names` selects some."""
+    wanted = list(names) if names else [n for n in registered.names() if (directory / n).is_dir()]
+    registered.check_known(wanted)
     missing = [n for n in wanted if not (directory / n).is_dir()]
     if missing:
         raise ValueError(f"{directory} has no folder for: {', '.join(missing)}")
-    return [CallableSource(name, lambda reader=readers[name], path=directory / name: reader(path)) for name in wanted]
+    return [CallableSource(name, lambda read=registered.get(name).read_snapshot, path=directory / name: read(path)) for name in wanted]
 
 
-def online_sources(http, settings, names: Sequence[str] | None = None) -> list[CallableSource]:
-    """The eight sources read live through `http` (a SourceHTTP), with credentials from `settings`."""
-    from pipeline.discover import awesome, bestof, docker_catalog, github_topics, glama, pulsemcp, registry, smithery
-
-    fetchers: dict[str, Callable[[], SourceBatch]] = {
-        "official-registry": lambda: registry.fetch(http),
-        "awesome-mcp-servers": lambda: awesome.fetch(http),
-        "glama": lambda: glama.fetch(http, settings.glama_token),
-        "pulsemcp": lambda: pulsemcp.fetch(http, settings.pulsemcp_api_key, settings.pulsemcp_tenant),
-        "github-topics": lambda: github_topics.fetch(http, settings.github_token),
-        "smithery": lambda: smithery.fetch(http, settings.smithery_api_key),
-        "best-of-mcp-servers": lambda: bestof.fetch(http, settings.github_token),
-        "docker-mcp-catalog": lambda: docker_catalog.fetch(http, settings.github_token),
-    }
-    wanted = list(names) if names else list(SOURCE_NAMES)
-    unknown = [n for n in wanted if n not in fetchers]
-    if unknown:
-        raise ValueError(f"unknown source(s): {', '.join(unknown)}; known: {', '.join(SOURCE_NAMES)}")
-    return [CallableSource(name, fetchers[name]) for name in wanted]
+def online_sources(http: SourceHTTP, settings: Settings, names: Sequence[str] | None = None) -> list[CallableSource]:
+    """The registered sources read live through `http`, with credentials from `settings`."""
+    wanted = list(names) if names else registered.names()
+    registered.check_known(wanted)
+    return [CallableSource(name, lambda fetch=registered.get(name).fetch: fetch(http, settings)) for name in wanted]
 
 
 @dataclass
