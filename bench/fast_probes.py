@@ -29,8 +29,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.calibration import calibration, calibration_line  # noqa: E402
+from pipeline.probe.fast import raw_fast_probe  # noqa: E402
 from pipeline.probe.raw import Limits  # noqa: E402
-from pipeline.probe.session import raw_fast_probe  # noqa: E402
 
 NOW = datetime.now(timezone.utc)
 
@@ -84,7 +84,7 @@ async def bare(client: httpx.AsyncClient, url: str) -> float:
 
 
 async def prober(url: str, limits: Limits) -> float:
-    """The monitor's fast probe itself (pipeline.probe.session.raw_fast_probe)."""
+    """The monitor's fast probe itself (pipeline.probe.fast.raw_fast_probe)."""
     started = time.perf_counter()
     result = await raw_fast_probe("bench", url, limits=limits, total_timeout=30, now=NOW)
     assert result.outcome.value == "ok", result.detail

@@ -18,8 +18,8 @@ from pipeline.analyze.fetch import LocalDirectoryFetcher
 from pipeline.config import Settings
 from pipeline.models import ProbeResult, ScoreCard, Server
 from pipeline.probe import probe_limits
+from pipeline.probe.deep import deep_probe
 from pipeline.probe.sandbox import Running, scrubbed_environment
-from pipeline.probe.session import deep_probe
 from pipeline.score import score_all
 from pipeline.score.facts import Facts, RunRow, Snapshot
 from pipeline.store import content_hash

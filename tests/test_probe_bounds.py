@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 from pipeline.models import ProbeOutcome
+from pipeline.probe.deep import deep_probe
 from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import Running
-from pipeline.probe.session import deep_probe
 from tests.support import TEST_SERVERS, python_server
 
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)

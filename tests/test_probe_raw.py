@@ -273,8 +273,8 @@ def test_scoreboard_probe_target_prints_what_the_prober_saw(dual_server):
 def test_a_full_deep_probe_of_a_hostile_server_ends_classified_within_its_bounds(zoo, path, outcome, words):
     from datetime import datetime, timezone
 
+    from pipeline.probe.deep import deep_probe
     from pipeline.probe.sandbox import Running
-    from pipeline.probe.session import deep_probe
 
     started = time.monotonic()
     result = anyio.run(lambda: deep_probe("hostile", Running(transport="streamable-http", url=zoo + path),
@@ -291,8 +291,8 @@ def test_a_tool_that_never_answers_is_a_timeout_not_a_crash(zoo, path):
     whether the server is alive, so each is recorded as the timeout it was, and after two nothing more is asked."""
     from datetime import datetime, timezone
 
+    from pipeline.probe.deep import deep_probe
     from pipeline.probe.sandbox import Running
-    from pipeline.probe.session import deep_probe
 
     started = time.monotonic()
     result = anyio.run(lambda: deep_probe("slow", Running(transport="streamable-http", url=zoo + path),
@@ -312,7 +312,7 @@ def test_a_tool_that_never_answers_is_a_timeout_not_a_crash(zoo, path):
 def test_the_fast_probe_keeps_a_dead_endpoints_own_failure(zoo):
     from datetime import datetime, timezone
 
-    from pipeline.probe.session import raw_fast_probe
+    from pipeline.probe.fast import raw_fast_probe
 
     result = anyio.run(lambda: raw_fast_probe("gone", zoo + "/gone", limits=LIMITS, total_timeout=10, now=datetime.now(timezone.utc)))
     assert result.outcome is ProbeOutcome.http_error and result.transport == "streamable-http" and "HTTP 404" in result.detail

@@ -14,10 +14,11 @@ import anyio
 import pytest
 
 from pipeline.models import ProbeOutcome
+from pipeline.probe.deep import deep_probe
+from pipeline.probe.fast import raw_fast_probe
 from pipeline.probe.legacy_sse import negotiate_sse
 from pipeline.probe.raw import Failure, Limits, probe_client, telling_failure
 from pipeline.probe.sandbox import Running
-from pipeline.probe.session import deep_probe, raw_fast_probe
 
 LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, allow_private=True)
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)

@@ -16,7 +16,7 @@ from pipeline.models import (
     Judgement,
     ProbeOutcome,
 )
-from pipeline.score import outside_in, remote, review, scoreboard
+from pipeline.score import outside_in, remote, review, scoreboard, tool_docs
 from pipeline.score.facts import Facts, Rollup, RunRow, Snapshot
 from pipeline.text import hidden_characters, injection_findings
 from tests.support import NOW, TOOL, analysis, dims, probe, server
@@ -234,11 +234,11 @@ def test_review_tool_checks_fail_with_names():
 
 
 def test_review_tool_doc_scores():
-    assert review.tool_doc_scores(GOOD_TOOL) == {"title": 10, "description": 30, "inputs": 30, "annotations": 15, "output_schema": 15}
+    assert tool_docs.tool_doc_scores(GOOD_TOOL) == {"title": 10, "description": 30, "inputs": 30, "annotations": 15, "output_schema": 15}
     bare = {"name": "get_order", "title": "get-order", "description": "Order.",
             "inputSchema": {"type": "object", "properties": {"order_id": {"type": "string", "description": "string"}}},
             "annotations": {"readOnlyHint": True}}
-    assert review.tool_doc_scores(bare) == {"title": 0, "description": 0, "inputs": 20, "annotations": 3.75, "output_schema": 0}
+    assert tool_docs.tool_doc_scores(bare) == {"title": 0, "description": 0, "inputs": 20, "annotations": 3.75, "output_schema": 0}
 
 
 def test_review_listing_rule_and_apps_never_counted():

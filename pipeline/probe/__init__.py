@@ -17,11 +17,12 @@ from pipeline import store
 from pipeline.config import Settings
 from pipeline.identity import is_public_endpoint, remote_key
 from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
+from pipeline.probe.deep import deep_probe
 from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
+from pipeline.probe.fast import fast_probe
 from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.probe.raw import USER_AGENT, Limits, probe_client
 from pipeline.probe.sandbox import LocalProcessSandbox, Running, Sandbox, StartFailed
-from pipeline.probe.session import deep_probe, fast_probe
 from pipeline.progress import Progress
 
 ProbeKind = Literal["deep", "fast"]

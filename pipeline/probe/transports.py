@@ -83,7 +83,7 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
     def __init__(self, cap: MessageCap) -> None:
         # The prober sends one request at a time, but the protocol keeps an event stream open beside it, and over the
         # legacy era the SDK leaves a request that timed out waiting on its connection (and then posts its
-        # cancellation). The session stops asking after two timeouts (session._busy): the stream, two stuck
+        # cancellation). The session stops asking after two timeouts (suite._busy): the stream, two stuck
         # requests, their cancellations and one live request fit in six connections, with room to spare in eight.
         self.inner = httpx2.AsyncHTTPTransport(trust_env=False, limits=httpx2.Limits(max_connections=8, max_keepalive_connections=2))
         self.cap = cap

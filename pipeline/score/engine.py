@@ -25,7 +25,7 @@ SHARE, RATIO, PERCENT, ON_SCALE = range(4)
 
 @dataclass(slots=True)
 class Outcome:
-    """What a rule found. Build one with share(), ratio(), percent(), on_scale() or unmeasured()."""
+    """What a rule found. Build one with share(), pass_or_fail(), ratio(), percent(), on_scale() or unmeasured()."""
 
     reason: str
     measured: bool = True
@@ -66,6 +66,11 @@ def percent(value: float, reason: str, *, how_to_gain: str | None = None, eviden
 def on_scale(points: float, reason: str, *, how_to_gain: str | None = None, evidence: str | None = None) -> Outcome:
     """Points from a table the seed states in points, whose top the rule's registration takes as its maximum."""
     return Outcome(reason, True, how_to_gain, evidence, points, 1, ON_SCALE)
+
+
+def pass_or_fail(condition: bool, reason_ok: str, reason_fail: str, how_to_gain: str | None = None) -> Outcome:
+    """All of the maximum or none; `how_to_gain` only when failing."""
+    return share(1 if condition else 0, reason_ok if condition else reason_fail, how_to_gain=None if condition else how_to_gain)
 
 
 def unmeasured(reason: str, how_to_gain: str | None = None) -> Outcome:

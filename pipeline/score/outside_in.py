@@ -16,7 +16,7 @@ from pipeline import latency
 from pipeline.latency import REACHED
 from pipeline.models import BoardColumn, DimensionScore, RubricInfo
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weights, renormalised, share, unmeasured
-from pipeline.score.facts import Facts, RunRow
+from pipeline.score.facts import Facts, Rollup, RunRow
 
 RUBRIC = "outside-in"
 RULES_VERSION = "outside-in/1.0"
@@ -87,6 +87,13 @@ def _components(facts: Facts) -> Components:
         return Components(0, None, None, None, None, None, None, None)
     reach = (sum(1 for r in runs if r.outcome in REACHED) + fast.reachable) / n
     p95_ms = latency.percentile(fast.hist, 0.95, exact=[r.connect_ms for r in runs if r.outcome == "ok" and r.connect_ms is not None])
+    invocation, functional, success = _tool_rates(runs)
+    return Components(n, reach, latency_score(p95_ms) / 100 if p95_ms is not None else None, p95_ms, success, invocation, functional,
+                      _conformance(runs, fast, n))
+
+
+def _tool_rates(runs: list[RunRow]) -> tuple[float | None, float | None, float | None]:
+    """(invocation rate, functional rate, tool success) over the deep runs' calls to safe tools."""
     calls = [i for r in runs if r.invocations for i in r.invocations]
     invocation = sum(1 for i in calls if i.outcome == "ok") / len(calls) if calls else None
     judged = [i for i in calls if i.functional is not None]
@@ -95,11 +102,15 @@ def _components(facts: Facts) -> Components:
         success = 0.6 * invocation + 0.4 * functional
     else:
         success = invocation if invocation is not None else functional
+    return invocation, functional, success
+
+
+def _conformance(runs: list[RunRow], fast: Rollup, n: int) -> float:
+    """The mean conformance of the `n` runs, deep runs one by one and fast probes from their rollup."""
     # A fast run measures reachable (30) and transport (25) only: renormalised over those 55.
     reachable, transport = RUN_PARTS["reachable"], RUN_PARTS["transport"]
     fast_conformance = (reachable * fast.reachable + transport * fast.ok) / (reachable + transport)
-    conformance = (sum(run_conformance(r) for r in runs) + fast_conformance) / n
-    return Components(n, reach, latency_score(p95_ms) / 100 if p95_ms is not None else None, p95_ms, success, invocation, functional, conformance)
+    return (sum(run_conformance(r) for r in runs) + fast_conformance) / n
 
 
 @rule("reach", WEIGHTS["reach"])
@@ -144,24 +155,43 @@ def protocol_conformance(facts: Facts) -> Outcome:
     return share(c.conformance, f"average {100 * c.conformance:.1f}% over {c.n} runs")
 
 
+FAILURES = {"timeout": "timed out", "crashed": "crashed", "protocol_error": "protocol error"}  # status chips of a Down server
+
+
 def status(facts: Facts) -> tuple[str, str]:
     """(verdict, status chip): the chip names the cause whenever the probe classified it."""
     candidates = [r for r in (facts.runs[-1] if facts.runs else None, facts.latest_fast) if r is not None]
     latest = max(candidates, key=lambda r: r.started_at) if candidates else None
     if latest is None:
         return "Down", "unrated"
-    if latest.outcome == "auth_required":
+    return _failure(latest.outcome) or _impairment(facts) or _operational(facts)
+
+
+def _failure(outcome: str) -> tuple[str, str] | None:
+    """What the latest run's outcome says when it did not succeed."""
+    if outcome == "auth_required":
         return "Impaired", "auth required"
-    if latest.outcome == "rate_limited":
+    if outcome == "rate_limited":
         return "Impaired", "rate limited"
-    if latest.outcome != "ok":
-        return "Down", {"timeout": "timed out", "crashed": "crashed", "protocol_error": "protocol error"}.get(latest.outcome, "unreachable")
+    if outcome != "ok":
+        return "Down", FAILURES.get(outcome, "unreachable")
+    return None
+
+
+def _impairment(facts: Facts) -> tuple[str, str] | None:
+    """A server that answers but speaks one era only, or whose safe tools all fail."""
     eras = facts.probe.eras if facts.probe else None
     if eras and eras.modern is not None and eras.legacy is not None and eras.modern != eras.legacy:
         return "Impaired", "modern only, legacy fails" if eras.modern else "legacy only, modern fails"
     calls = facts.probe.invocations if facts.probe and facts.probe.reachable else None
     if calls and not any(c.outcome == "ok" for c in calls):
         return "Impaired", "tool calls fail"
+    return None
+
+
+def _operational(facts: Facts) -> tuple[str, str]:
+    """An operational server's chip: the eras it speaks."""
+    eras = facts.probe.eras if facts.probe else None
     era = facts.probe.era if facts.probe else None
     if eras and eras.modern and eras.legacy:
         return "Operational", "dual-era"

@@ -12,25 +12,17 @@ import re
 from typing import Any
 
 from pipeline.models import DimensionScore, RubricInfo
-from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, on_scale, share, unmeasured, weighted_composite
+from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, pass_or_fail, unmeasured, weighted_composite
 from pipeline.score.facts import Facts
-from pipeline.score.markers import findings
-from pipeline.score.tools import ToolView, read_tool, tool_views
+from pipeline.score.review_tools import TOOL_RULES
+from pipeline.score.tool_docs import doc_scores
 
 RUBRIC = "review"
 RULES_VERSION = "review/1.0"
 GRADES = ((85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F"))
-DOC_PARTS = {"title": 10, "description": 30, "inputs": 30, "annotations": 15, "output_schema": 15}  # one tool's documentation, in points
-RULES = RuleSet()
+RULES = RuleSet()  # the sections read from the handshake and the endpoint; the tools' sections are TOOL_RULES
 rule = RULES.rule
-NAME_RULE = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-FIELD_LIMIT = 2048  # Claude Code's field size: descriptions and instructions under 2 KB
 STABLE_NAME = re.compile(r"^[a-z0-9][a-z0-9._\-/@]*$")
-WHEN_TO_USE = re.compile(r"\b(use (this|it|when|to|for)|when (you|the user|an agent)|call (this|it) (when|to|before|after)"
-                         r"|useful (for|when)|if you need)\b", re.I)
-RETURNS = re.compile(r"\b(returns?|responds? with|outputs?|yields?|gives back|result(s)? (in|is|are)|produces?)\b", re.I)
-RESTATED_RULE = re.compile(r"^\s*(an? )?(string|integer|number|boolean|array|object)\b[\s.,;:()\w-]{0,30}$"
-                           r"|\((string|integer|number|boolean|required|optional)[,)]", re.I)
 
 
 def _applicable_if_http(facts: Facts) -> str | None:
@@ -53,10 +45,6 @@ def _handshake(facts: Facts) -> dict[str, Any] | None:
     return facts.probe.server_info if facts.probe and facts.probe.reachable else None
 
 
-def _pass(condition: bool, reason_ok: str, reason_fail: str, gain: str | None = None) -> Outcome:
-    return share(1 if condition else 0, reason_ok if condition else reason_fail, how_to_gain=None if condition else gain)
-
-
 def _no_handshake() -> Outcome:
     return unmeasured("no completed handshake to read", "make the server answer the MCP handshake")
 
@@ -71,8 +59,8 @@ def stable_name(facts: Facts) -> Outcome:
     if info is None:
         return _no_handshake()
     name = str(info.get("name") or "")
-    return _pass(bool(STABLE_NAME.match(name)), f"name {name!r}", f"name {name!r} is not machine-friendly",
-                 "use a lower-case, hyphenated serverInfo.name")
+    return pass_or_fail(bool(STABLE_NAME.match(name)), f"name {name!r}", f"name {name!r} is not machine-friendly",
+                        "use a lower-case, hyphenated serverInfo.name")
 
 
 @rule("server_metadata", 10)
@@ -81,7 +69,7 @@ def human_title(facts: Facts) -> Outcome:
     info = _handshake(facts)
     if info is None:
         return _no_handshake()
-    return _pass(bool((info.get("title") or "").strip()), f"title {info.get('title')!r}", "no serverInfo.title", "set serverInfo.title")
+    return pass_or_fail(bool((info.get("title") or "").strip()), f"title {info.get('title')!r}", "no serverInfo.title", "set serverInfo.title")
 
 
 @rule("server_metadata", 20)
@@ -91,8 +79,8 @@ def useful_description(facts: Facts) -> Outcome:
     if info is None:
         return _no_handshake()
     text = (info.get("description") or "").strip()
-    return _pass(len(text) >= 40, f"{len(text)}-character description", f"description has {len(text)} characters; 40 needed",
-                 "set serverInfo.description to what the server helps an agent do (40+ characters)")
+    return pass_or_fail(len(text) >= 40, f"{len(text)}-character description", f"description has {len(text)} characters; 40 needed",
+                        "set serverInfo.description to what the server helps an agent do (40+ characters)")
 
 
 @rule("server_metadata", 10)
@@ -101,7 +89,7 @@ def server_version(facts: Facts) -> Outcome:
     info = _handshake(facts)
     if info is None:
         return _no_handshake()
-    return _pass(bool(str(info.get("version") or "").strip()), f"version {info.get('version')!r}", "no version", "set serverInfo.version")
+    return pass_or_fail(bool(str(info.get("version") or "").strip()), f"version {info.get('version')!r}", "no version", "set serverInfo.version")
 
 
 @rule("server_metadata", 10)
@@ -111,7 +99,7 @@ def public_website(facts: Facts) -> Outcome:
     if info is None:
         return _no_handshake()
     url = str(info.get("websiteUrl") or "")
-    return _pass(url.lower().startswith(("https://", "http://")), f"website {url}", "no valid websiteUrl", "set serverInfo.websiteUrl")
+    return pass_or_fail(url.lower().startswith(("https://", "http://")), f"website {url}", "no valid websiteUrl", "set serverInfo.websiteUrl")
 
 
 def _scalable(icon: dict[str, Any]) -> bool:
@@ -133,8 +121,8 @@ def scalable_icon(facts: Facts) -> Outcome:
     if info is None:
         return _no_handshake()
     icons = [i for i in info.get("icons") or [] if isinstance(i, dict)]
-    return _pass(any(_scalable(i) for i in icons), f"{len(icons)} icons, one scalable", f"{len(icons)} icons, none SVG or ≥128px",
-                 "add an SVG icon, or a PNG of at least 128×128, to serverInfo.icons")
+    return pass_or_fail(any(_scalable(i) for i in icons), f"{len(icons)} icons, one scalable", f"{len(icons)} icons, none SVG or ≥128px",
+                        "add an SVG icon, or a PNG of at least 128×128, to serverInfo.icons")
 
 
 @rule("server_metadata", 20)
@@ -143,7 +131,7 @@ def server_instructions(facts: Facts) -> Outcome:
     if _handshake(facts) is None and not (facts.probe and facts.probe.reachable):
         return _no_handshake()
     text = (facts.probe.instructions or "").strip()
-    return _pass(bool(text), f"{len(text)} characters of instructions", "no instructions", "return instructions for agents from the handshake")
+    return pass_or_fail(bool(text), f"{len(text)} characters of instructions", "no instructions", "return instructions for agents from the handshake")
 
 
 @rule("server_metadata", 10)
@@ -152,8 +140,8 @@ def declared_capabilities(facts: Facts) -> Outcome:
     if not (facts.probe and facts.probe.reachable):
         return _no_handshake()
     declared = sorted(k for k in (facts.probe.capabilities or {}) if k in ("tools", "resources", "prompts"))
-    return _pass(bool(declared), f"declares {', '.join(declared)}", "declares no tools, resources or prompts",
-                 "declare your primitives in capabilities")
+    return pass_or_fail(bool(declared), f"declares {', '.join(declared)}", "declares no tools, resources or prompts",
+                        "declare your primitives in capabilities")
 
 
 # ---------------------------------------------------------------- Discoverability
@@ -165,7 +153,7 @@ def server_card(facts: Facts) -> Outcome:
     http = facts.probe.http if facts.probe else None
     if http is None or http.server_card is None:
         return unmeasured("not checked yet")
-    return _pass(http.server_card, "server card found", "no /.well-known/mcp.json or server card", "publish a server card (SEP-2127)")
+    return pass_or_fail(http.server_card, "server card found", "no /.well-known/mcp.json or server card", "publish a server card (SEP-2127)")
 
 
 @rule("discoverability", 1)
@@ -174,7 +162,7 @@ def setup_page(facts: Facts) -> Outcome:
     http = facts.probe.http if facts.probe else None
     if http is None or http.html_setup_page is None:
         return unmeasured("not checked yet")
-    return _pass(http.html_setup_page, "HTML setup page", "no HTML page for a browser", "answer a browser GET with an HTML setup page")
+    return pass_or_fail(http.html_setup_page, "HTML setup page", "no HTML page for a browser", "answer a browser GET with an HTML setup page")
 
 
 # ---------------------------------------------------------------- Protocol
@@ -185,8 +173,8 @@ def negotiation(facts: Facts) -> Outcome:
     """The MCP handshake succeeds (modern server/discover or legacy initialize; HTTP, SSE or stdio)."""
     if facts.probe is None:
         return unmeasured("not probed yet")
-    return _pass(facts.probe.reachable, f"negotiated {facts.probe.protocol_version} via {facts.probe.handshake}",
-                 f"handshake failed: {facts.probe.outcome.value}", "make the server answer the handshake")
+    return pass_or_fail(facts.probe.reachable, f"negotiated {facts.probe.protocol_version} via {facts.probe.handshake}",
+                        f"handshake failed: {facts.probe.outcome.value}", "make the server answer the handshake")
 
 
 def _list_check(facts: Facts, capability: str, check_name: str) -> Outcome:
@@ -197,8 +185,8 @@ def _list_check(facts: Facts, capability: str, check_name: str) -> Outcome:
     check = facts.check(check_name)
     if check is None:
         return unmeasured(f"{check_name} not called")
-    return _pass(bool(check.passed), f"{check_name}: {check.detail or check.outcome}", f"{check_name} failed: {check.outcome} {check.detail or ''}",
-                 f"make {check_name} answer")
+    return pass_or_fail(bool(check.passed), f"{check_name}: {check.detail or check.outcome}",
+                        f"{check_name} failed: {check.outcome} {check.detail or ''}", f"make {check_name} answer")
 
 
 @rule("protocol", 1)
@@ -218,228 +206,8 @@ def tools_capability(facts: Facts) -> Outcome:
     """The tools capability is declared whenever tools are offered."""
     if not facts.tools:
         return unmeasured("no tools offered")
-    return _pass("tools" in (facts.probe.capabilities or {}), "tools capability declared", "tools offered without the tools capability",
-                 "declare capabilities.tools")
-
-
-# ---------------------------------------------------------------- Tools checks
-
-
-def _tools_or_unmeasured(facts: Facts) -> list[ToolView] | None:
-    views = tool_views(facts)
-    return views if views else None
-
-
-def _all(tools: list[ToolView], predicate, what: str, gain: str) -> Outcome:
-    failing = [v.name for v in tools if not predicate(v)]
-    return _pass(not failing, f"all {len(tools)} tools {what}", f"{len(failing)} tools fail: {', '.join(failing[:8])}", gain)
-
-
-@rule("tools", 1)
-def tool_descriptions(facts: Facts) -> Outcome:
-    """Every tool has a non-empty description."""
-    tools = _tools_or_unmeasured(facts)
-    if tools is None:
-        return unmeasured("no tools listed")
-    return _all(tools, lambda v: bool(v.description), "have descriptions", "describe every tool")
-
-
-@rule("tools", 1)
-def behavior_hints(facts: Facts) -> Outcome:
-    """readOnlyHint, destructiveHint and openWorldHint declared as booleans."""
-    tools = _tools_or_unmeasured(facts)
-    if tools is None:
-        return unmeasured("no tools listed")
-    return _all(tools, lambda v: v.behaviour_hints_declared, "declare the behaviour hints",
-                "declare readOnlyHint, destructiveHint and openWorldHint on every tool")
-
-
-@rule("tools", 1)
-def display_titles(facts: Facts) -> Outcome:
-    """Every tool has title or annotations.title."""
-    tools = _tools_or_unmeasured(facts)
-    if tools is None:
-        return unmeasured("no tools listed")
-    return _all(tools, lambda v: bool(v.title), "have display titles", "give every tool a title")
-
-
-@rule("tools", 1)
-def name_rules(facts: Facts) -> Outcome:
-    """Unique names of 64 characters or fewer using A–Z, digits, underscore, hyphen and dot."""
-    tools = _tools_or_unmeasured(facts)
-    if tools is None:
-        return unmeasured("no tools listed")
-    names = [v.name for v in tools]
-    bad = sorted({n for n in names if not NAME_RULE.match(n)} | {n for n in names if names.count(n) > 1})
-    return _pass(not bad, f"{len(names)} valid, unique names", f"invalid or duplicate names: {', '.join(bad[:8])}",
-                 "use unique names of up to 64 characters from A–Z, a–z, 0–9, _ - .")
-
-
-@rule("tools", 1)
-def field_size(facts: Facts) -> Outcome:
-    """Tool descriptions and server instructions under 2 KB each (Claude Code's field size)."""
-    tools = _tools_or_unmeasured(facts)
-    if tools is None:
-        return unmeasured("no tools listed")
-    fields = [(f"{v.name}.description", str(v.tool.get("description") or "")) for v in tools]
-    fields.append(("server instructions", facts.probe.instructions or ""))
-    big = [where for where, text in fields if len(text.encode()) >= FIELD_LIMIT]
-    return _pass(not big, "every field under 2 KB", f"over 2 KB: {', '.join(big[:5])}", "keep each description and the instructions under 2 KB")
-
-
-@rule("tools", 1)
-def no_hidden_characters(facts: Facts) -> Outcome:
-    """No invisible or control characters in tool-facing text."""
-    tools = _tools_or_unmeasured(facts)
-    if tools is None:
-        return unmeasured("no tools listed")
-    found = [f"{where} ({', '.join(chars)})" for where, chars in findings(facts)["hidden"]]
-    return _pass(not found, "no hidden characters", f"hidden characters in {'; '.join(found[:5])}", "remove zero-width, bidi and control characters")
-
-
-@rule("tools", 1)
-def no_prompt_injection(facts: Facts) -> Outcome:
-    """Tool text and server instructions carry no tool-poisoning directives (ignore instructions, hide actions from the user, read local secrets)."""
-    tools = _tools_or_unmeasured(facts)
-    if tools is None:
-        return unmeasured("no tools listed")
-    found = [f"{where}: {', '.join(m)}" for where, m in findings(facts)["injection"]]
-    return _pass(not found, "no tool-poisoning markers", "; ".join(found[:5]), "remove directives aimed at the agent from tool text")
-
-
-@rule("tools", 1)
-def schemas(facts: Facts) -> Outcome:
-    """inputSchema is an object schema; any outputSchema is a valid JSON Schema object."""
-    tools = _tools_or_unmeasured(facts)
-    if tools is None:
-        return unmeasured("no tools listed")
-    # The probe validated every schema against JSON Schema 2020-12 when it listed the tools;
-    # the rule reads that stored verdict rather than validating again on every rescore.
-    check = facts.check("schema_validity")
-    if check is None:
-        problems = [f"{v.name}: not an object schema" for v in tools if not v.input_is_object]
-        return _pass(not problems, "all input schemas are object schemas", "; ".join(problems[:5]), "make every inputSchema an object schema")
-    return _pass(bool(check.passed), "all schemas valid", check.detail or check.outcome,
-                 "make every inputSchema an object schema and every outputSchema valid")
-
-
-# ---------------------------------------------------------------- Tool documentation quality (per tool)
-
-
-def _squash(text: str) -> str:
-    return re.sub(r"[\s_.\-]+", "", text.lower())
-
-
-def tool_doc_scores(tool: dict[str, Any] | ToolView) -> dict[str, float]:
-    """One tool's documentation: title 10, description 30, inputs 30, annotations 15, output schema 15."""
-    view = tool if isinstance(tool, ToolView) else read_tool(tool)
-    name, title, description, props = view.name, view.title, view.description, view.props
-    scores = {"title": 10.0 if title and _squash(title) != _squash(name) else 0.0}
-    scores["description"] = ((10.0 if len(description) >= 20 else 0.0) + (10.0 if WHEN_TO_USE.search(description) else 0.0)
-                             + (10.0 if RETURNS.search(description) else 0.0))
-    if props:
-        texts = {k: str(v.get("description") or "").strip() if isinstance(v, dict) else "" for k, v in props.items()}
-        described = sum(1 for t in texts.values() if t) / len(props)
-        ids = [k for k in props if re.search(r"(^|_)id$|Id$", k)]
-        ids_explained = all(re.search(r"\b(from|returned by|as returned|obtained|get it|use the)\b|`\w+`", texts[k], re.I) for k in ids)
-        restated = any(RESTATED_RULE.search(t) for t in texts.values() if t)
-        scores["inputs"] = 20 * described + (5.0 if ids_explained else 0.0) + (0.0 if restated else 5.0)
-    else:
-        scores["inputs"] = 30.0  # no arguments, nothing to document
-    hints = view.hints
-    declared = sum(isinstance(hints.get(h), bool) for h in ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"))
-    scores["annotations"] = 15 * declared / 4
-    output = view.output_schema
-    if output is None:
-        scores["output_schema"] = 0.0
-    else:
-        fields = output.get("properties") if isinstance(output.get("properties"), dict) else {}
-        all_described = bool(fields) and all(isinstance(f, dict) and f.get("description") for f in fields.values())
-        scores["output_schema"] = 15.0 if all_described else 7.5
-    return scores
-
-
-def doc_scores(facts: Facts) -> dict[str, dict[str, float]]:
-    """Per-tool documentation scores, computed once per server and shared by the five rules."""
-    if "review.docs" not in facts.memo:
-        facts.memo["review.docs"] = {v.name: tool_doc_scores(v) for v in tool_views(facts) or []}
-    return facts.memo["review.docs"]
-
-
-def _per_tool(facts: Facts, part: str, gain: str) -> Outcome:
-    tools = _tools_or_unmeasured(facts)
-    if tools is None:
-        return unmeasured("no tools listed")
-    values = {name: scores[part] for name, scores in doc_scores(facts).items()}
-    mean = sum(values.values()) / len(values)
-    weakest = sorted((v, k) for k, v in values.items() if v < DOC_PARTS[part])[:5]
-    return on_scale(mean, f"average {mean:.1f}/{DOC_PARTS[part]:g} over {len(values)} tools",
-                    how_to_gain=(gain + ": " + ", ".join(k for _, k in weakest)) if weakest else None)
-
-
-@rule("tool_docs", DOC_PARTS["title"])
-def doc_title(facts: Facts) -> Outcome:
-    """Title (10%): a short human title, not a copy of the tool name."""
-    return _per_tool(facts, "title", "give a human title to")
-
-
-@rule("tool_docs", DOC_PARTS["description"])
-def doc_description(facts: Facts) -> Outcome:
-    """Description (30%): says what the tool does, when to use it and what it returns."""
-    return _per_tool(facts, "description", "say what it does, when to use it and what it returns, for")
-
-
-@rule("tool_docs", DOC_PARTS["inputs"])
-def doc_inputs(facts: Facts) -> Outcome:
-    """Inputs (30%): every argument described; IDs say which tool returns them; no restated schema rules."""
-    return _per_tool(facts, "inputs", "describe every argument of")
-
-
-@rule("tool_docs", DOC_PARTS["annotations"])
-def doc_annotations(facts: Facts) -> Outcome:
-    """Annotations (15%): all four hints — readOnly, destructive, idempotent, openWorld."""
-    return _per_tool(facts, "annotations", "declare all four hints on")
-
-
-@rule("tool_docs", DOC_PARTS["output_schema"])
-def doc_output_schema(facts: Facts) -> Outcome:
-    """Output schema (15%): a declared outputSchema whose fields are described."""
-    return _per_tool(facts, "output_schema", "declare a described outputSchema on")
-
-
-# ---------------------------------------------------------------- MCP Apps (reported, never counted)
-
-
-def _apps(facts: Facts):
-    apps = facts.probe.apps if facts.probe else None
-    return apps if apps and apps.views else None
-
-
-@rule("mcp_apps", 1)
-def apps_readable(facts: Facts) -> Outcome:
-    """Every tool-linked ui:// resource is readable."""
-    apps = _apps(facts)
-    if apps is None:
-        return unmeasured("no ui:// views")
-    return _pass(apps.readable == apps.views, f"{apps.readable}/{apps.views} views readable", f"{apps.readable}/{apps.views} views readable")
-
-
-@rule("mcp_apps", 1)
-def apps_html(facts: Facts) -> Outcome:
-    """Views are served with an HTML MIME type."""
-    apps = _apps(facts)
-    if apps is None:
-        return unmeasured("no ui:// views")
-    return _pass(apps.html_mime == apps.views, f"{apps.html_mime}/{apps.views} HTML", f"{apps.html_mime}/{apps.views} HTML")
-
-
-@rule("mcp_apps", 1)
-def apps_csp(facts: Facts) -> Outcome:
-    """Each view declares its content security policy."""
-    apps = _apps(facts)
-    if apps is None:
-        return unmeasured("no ui:// views")
-    return _pass(apps.csp == apps.views, f"{apps.csp}/{apps.views} declare CSP", f"{apps.csp}/{apps.views} declare CSP")
+    return pass_or_fail("tools" in (facts.probe.capabilities or {}), "tools capability declared", "tools offered without the tools capability",
+                        "declare capabilities.tools")
 
 
 # ---------------------------------------------------------------- overall
@@ -468,7 +236,7 @@ REVIEW = Rubric(
     info=RubricInfo(RUBRIC, "Live review", "Live review",
                     "Seed 001's six sections; only servers that completed a handshake and list a tool are ranked.", RULES_VERSION),
     dimensions=SECTIONS,
-    rules=tuple(RULES.rules),
+    rules=(*RULES.rules, *TOOL_RULES.rules),
     composite=overall,
     visibility=visibility,
     grades=GRADES,

@@ -7,21 +7,20 @@ the dimensions that are scored.
 
 from __future__ import annotations
 
-import re
-
-from pipeline.judging import blend
 from pipeline.models import DimensionScore, RubricInfo
 from pipeline.score.badges import badges
-from pipeline.score.engine import Decay, Depends, Dimension, Outcome, Rubric, RuleSet, on_scale, percent, ratio, share, unmeasured, weighted_composite
+from pipeline.score.engine import Decay, Depends, Dimension, Outcome, Rubric, RuleSet, percent, ratio, share, unmeasured, weighted_composite
 from pipeline.score.facts import Facts
 from pipeline.score.flags import FLAGS
-from pipeline.score.signals import MIN_FAST_PROBES, MIN_P95_SAMPLES, has_p95, is_template_description, metric, secret_names
+from pipeline.score.scoreboard_interpretability import INTERPRETABILITY_RULES
+from pipeline.score.scoreboard_security import SECURITY_RULES
+from pipeline.score.signals import MIN_FAST_PROBES, MIN_P95_SAMPLES, has_p95, is_template_description, metric
 from pipeline.score.tools import ToolView, tool_views
 
 RUBRIC = "scoreboard"
 RULES_VERSION = "scoreboard/0.1"
 FUZZ_POINTS = {"proper_error": 100, "accepted": 50, "crash": 0, "timeout": 0}
-RULES = RuleSet()
+RULES = RuleSet()  # the first four dimensions; Security Hygiene and Schema Interpretability have modules of their own
 rule = RULES.rule
 
 
@@ -41,8 +40,6 @@ DIMENSIONS = (
 )
 STANDARD = [d.name for d in DIMENSIONS if d.name != "schema_interpretability"]
 GRADES = ((95, "A+"), (85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F"))
-SENSITIVE_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|DATABASE_URL|DB_URL|CONNECTION_STRING|AWS_SECRET|PRIVATE_KEY"
-                                  r"|GOOGLE_APPLICATION_CREDENTIALS|AZURE_CLIENT_SECRET|SERVICE_ACCOUNT", re.I)
 # Stale-data decay of static-analysis points: 1.0 / 0.97 / 0.90 / 0.75 / 0.55 up to 7/14/30/60/90 days, then 0.40.
 DECAY = Decay(((7, 1.0), (14, 0.97), (30, 0.90), (60, 0.75), (90, 0.55)), floor=0.40)
 
@@ -310,76 +307,6 @@ def version_hygiene(facts: Facts) -> Outcome:
     return percent(hygiene["value"], reason, factor=factor, evidence=facts.analysis_ref)
 
 
-# ---------------------------------------------------------------- Security Hygiene
-
-# Seed 000 states these rules in points: the top of each table is the rule's maximum.
-SECRET_POINTS = (20, 16, 11, 6, 6)  # by the number of secrets required; 0 from five on
-TRANSPORT_POINTS = {"stdio": 15, "sse": 9, "streamable-http": 6}
-CREDENTIAL_POINTS = {"none": 15, "api tokens": 10, "sensitive": 5}
-DISTRIBUTION_POINTS = {(True, True): 15, (False, True): 12, (True, False): 8, (False, False): 3}  # (package, repository)
-
-
-@rule("security_hygiene", max(SECRET_POINTS))
-def secret_env_vars(facts: Facts) -> Outcome:
-    """How many secrets are required: 0 → 20, 1 → 16, 2 → 11, 3–4 → 6, 5+ → 0."""
-    count = len(secret_names(facts))
-    return on_scale(SECRET_POINTS[count] if count < len(SECRET_POINTS) else 0, f"{count} secret environment variables required")
-
-
-@rule("security_hygiene", max(TRANSPORT_POINTS.values()))
-def transport_risk(facts: Facts) -> Outcome:
-    """STDIO-only (local) 15, SSE 9, remote (Streamable HTTP) 6."""
-    return on_scale(TRANSPORT_POINTS[facts.server.transport], f"transport {facts.server.transport}")
-
-
-@rule("security_hygiene", max(CREDENTIAL_POINTS.values()))
-def credential_sensitivity(facts: Facts) -> Outcome:
-    """No credentials 15; API tokens only 10; database passwords or cloud keys 5."""
-    secrets = secret_names(facts)
-    if not secrets:
-        return on_scale(CREDENTIAL_POINTS["none"], "no credentials required")
-    sensitive = [name for name in secrets if SENSITIVE_CREDENTIAL.search(name)]
-    if sensitive:
-        return on_scale(CREDENTIAL_POINTS["sensitive"], f"sensitive credentials: {', '.join(sensitive)}")
-    return on_scale(CREDENTIAL_POINTS["api tokens"], f"API tokens: {', '.join(secrets)}")
-
-
-@rule("security_hygiene", max(DISTRIBUTION_POINTS.values()))
-def distribution_clarity(facts: Facts) -> Outcome:
-    """Published package + source repo 15, repo only 12, package only 8, neither 3."""
-    package = facts.server.launch is not None
-    repo = bool(facts.server.repository)
-    return on_scale(DISTRIBUTION_POINTS[package, repo], f"package {'yes' if package else 'no'}, source repository {'yes' if repo else 'no'}",
-                    how_to_gain=None if package and repo else "publish both a package and its source repository")
-
-
-@rule("security_hygiene", 35)
-def behavioral_security(facts: Facts) -> Outcome:
-    """LLM-analysed source behaviour (injection, exfiltration, hardcoded credentials, dangerous ops, scope creep); neutral 50/100 without it."""
-    return share(0.5, "no behavioural source analysis yet: neutral 50/100")
-
-
-# ---------------------------------------------------------------- Schema Interpretability
-
-
-@rule("schema_interpretability", 100)
-def interpretability_consensus(facts: Facts) -> Outcome:
-    """Three-judge consensus on clarity, input completeness, confidence; blended lowest-first; ×0.90 when models spread by more than 25."""
-    counted = [j for j in facts.judgements if not j.offline]
-    by_model: dict[str, list[float]] = {}
-    for j in counted:
-        by_model.setdefault(j.model, []).append((j.clarity + j.input_completeness + j.confidence) / 3)
-    if len(by_model) < 2:
-        offline = "; an offline heuristic judgement is shown but not counted" if facts.judgements else ""
-        return unmeasured(f"needs 2+ LLM judges, has {len(by_model)}{offline}")
-    model_scores = [sum(v) / len(v) for v in by_model.values()]
-    value = blend(model_scores)
-    spread = max(model_scores) - min(model_scores)
-    if spread > 25:
-        value *= 0.9
-    return percent(value, f"{len(by_model)} models, spread {spread:.0f}")
-
-
 # ---------------------------------------------------------------- composite
 
 
@@ -410,7 +337,7 @@ SCOREBOARD = Rubric(
     info=RubricInfo(RUBRIC, "Scoreboard (headline)", "MCP server leaderboard",
                     "Ordered by visibility tier (how much we could measure), then by composite score.", RULES_VERSION, headline=True),
     dimensions=DIMENSIONS,
-    rules=tuple(RULES.rules),
+    rules=(*RULES.rules, *SECURITY_RULES.rules, *INTERPRETABILITY_RULES.rules),  # in the order of DIMENSIONS
     composite=composite,
     visibility=visibility,
     grades=GRADES,
