@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
 
 import pytest
 
@@ -13,6 +14,7 @@ from bench.synthetic import NOW, generate
 from pipeline import store
 from pipeline.models import RubricInfo
 from pipeline.progress import Progress
+from pipeline.render import run_build
 from pipeline.score import methodology, registry, run_score
 from pipeline.score.engine import Dimension, Rubric, RuleSet, applied, evaluate, ratio, share, unmeasured, weighted_composite
 from pipeline.score.facts import Facts, gather_many
@@ -131,6 +133,14 @@ def test_a_fifth_rubric_is_registered_scored_and_documented(fifth, tmp_path):
     assert any(r["composite"] is not None for r in rows)
     tables = methodology.generated()
     assert "fifth-rules" in tables and "`described_tools` | 6 | Share of listed tools with a description." in tables["fifth-rules"]()
+    # The site shows it with no change to the build: its board, its API file, and a section on each server's page.
+    site = tmp_path / "site"
+    run_build(db, rubrics=registry.infos(), site_dir=site, now=NOW, workers=1)
+    board = json.loads((site / "api" / "fifth.json").read_text())
+    assert board["rubric"] == "fifth" and len(board["servers"]) == sum(1 for r in rows if r["composite"] is not None)
+    assert "The fifth board" in (site / "fifth" / "index.html").read_text()
+    scored = board["servers"][0]["id"]
+    assert "<h2>Fifth: " in (site / "servers" / f"{scored}.html").read_text()
 
 
 def test_the_fifth_rubric_leaves_no_trace():
