@@ -393,6 +393,8 @@ class RubricInfo:
     rules_version: str
     headline: bool = False  # the one rubric of the main board, badges and feed
     extra_columns: tuple[BoardColumn, ...] = ()  # board columns beyond rank, name, score, grade and coverage
+    nav: str = ""  # its board's link in the site's navigation (the headline's board is the front page)
+    rank_by: str | None = None  # an extra figure its board ranks by instead of the composite (outside-in's rank score)
 
 
 class StageReport(BaseModel):

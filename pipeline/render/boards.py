@@ -143,8 +143,9 @@ def categories(rows: list[LeaderboardRow]) -> list[Category]:
     return [{"name": name, "count": n, "slug": slug(name)} for name, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def board_rows(rubric: str, servers: list[Server], cards: dict[str, dict[str, Any]]) -> list[BoardRow]:
-    """One rubric's leaderboard: ranked rows first (by rank score for outside-in, else composite), then the rest."""
+def board_rows(rank_by: str | None, servers: list[Server], cards: dict[str, dict[str, Any]]) -> list[BoardRow]:
+    """One rubric's leaderboard: ranked rows first (by the extra figure `rank_by` where the rubric names one, else the
+    composite), then the rest."""
     rows = []
     for server in servers:
         card = cards.get(server.id)
@@ -154,10 +155,10 @@ def board_rows(rubric: str, servers: list[Server], cards: dict[str, dict[str, An
         extra = {k: v for k, v in from_json(card.get("extra") or "{}").items() if not isinstance(v, (dict, list))}
         rows.append({"id": server.id, "name": server.name, "composite": card["composite"], "grade": card["grade"],
                      "visibility": card["visibility"], "dimension_indicator": card["dimension_indicator"], "extra": extra})
-    def order(row: dict[str, Any]) -> tuple:
-        value = row["extra"].get("rank_score") if rubric == "outside-in" else row["composite"]
-        return (value is None, -(value or 0), row["id"])
-    rows.sort(key=order)
+    def ranked_by(row: dict[str, Any]) -> Any:
+        return row["extra"].get(rank_by) if rank_by else row["composite"]
+
+    rows.sort(key=lambda row: (ranked_by(row) is None, -(ranked_by(row) or 0), row["id"]))
     for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank if (row["extra"].get("rank_score") if rubric == "outside-in" else row["composite"]) is not None else None
+        row["rank"] = rank if ranked_by(row) is not None else None
     return rows

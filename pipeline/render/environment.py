@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from pipeline.assets import TEMPLATES
+from pipeline.models import RubricInfo
 from pipeline.render.boards import FILTERS, cell
 from pipeline.render.values import VISIBILITY_ICONS
 
@@ -25,7 +28,8 @@ class _DictFirstEnvironment(Environment):
         return super().getattr(obj, attribute)
 
 
-def environment() -> Environment:
+def environment(rubrics: Sequence[RubricInfo]) -> Environment:
+    """The environment every page is rendered in; the navigation links each board other than the headline's (the front page)."""
     env = _DictFirstEnvironment(
         loader=FileSystemLoader(str(TEMPLATES)),
         autoescape=select_autoescape(["html", "xml", "svg", "j2"], default_for_string=True),
@@ -39,5 +43,5 @@ def environment() -> Environment:
     # (a server page has about 85 rule rows, and filter calls are most of their cost).
     env.filters["points"] = lambda r: f"{r['points']:.1f} / {r['max_points']:.0f}" if r["measured"] else "not measured"
     env.filters["words"] = lambda name: name.replace("_", " ")
-    env.globals.update(cell=cell, icons=VISIBILITY_ICONS, filters=FILTERS)
+    env.globals.update(cell=cell, icons=VISIBILITY_ICONS, filters=FILTERS, boards=[r for r in rubrics if not r.headline])
     return env

@@ -36,15 +36,17 @@ def snapshot_name(now: datetime) -> str:
 
 
 class Snapshot:
-    """The database copied for download (SQLite's online backup) in a process forked at the start of the build, so the copy
+    """The database copied for download (SQLite's online backup) in a process started at the start of the build, so the copy
     runs beside all of it; a context manager, so a failed build stops the copy.
 
-    A forked process, not a thread: render workers are forked later, and a child forked while a thread holds SQLite's
-    locks could deadlock; and a thread started only after them would leave a small rebuild waiting for the copy.
+    A process, not a thread: render workers are forked later, and a child forked while a thread holds SQLite's locks
+    could deadlock; a thread started only after them would leave a small rebuild waiting for the copy. A fresh (spawned)
+    interpreter, not a fork: a forked child shares the build's memory copy-on-write for the seconds the copy takes, and
+    every page the build then writes to is copied (measured: a 1% rebuild of 25,000 servers 1-3 s slower).
     """
 
     def __init__(self, source: str, target: Path) -> None:
-        context = get_context("fork")
+        context = get_context("spawn")
         self.errors, sender = context.Pipe(duplex=False)
         self.process = context.Process(target=_copy, args=(source, target, sender), name="snapshot", daemon=True)
         self.process.start()

@@ -77,7 +77,7 @@ def _boards(site: SiteInputs, headline: RubricInfo, others: list[RubricInfo], ro
     by_id = {row["id"]: row for row in rows}
     rubric_rows = {}
     for rubric in others:
-        rubric_rows[rubric.name] = board_rows(rubric.name, site.servers, site.scores[rubric.name])
+        rubric_rows[rubric.name] = board_rows(rubric.rank_by, site.servers, site.scores[rubric.name])
         shown = [{**by_id[row["id"]], **row} for row in rubric_rows[rubric.name]]  # description and filter fields come from the index
         jobs.append(BoardJob(f"{rubric.name}/", shown, {"board": rubric.name, "title": rubric.title, "intro": rubric.intro,
                                                          "columns": rubric_columns(rubric), "categories": [], "category": None,

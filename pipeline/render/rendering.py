@@ -83,7 +83,7 @@ class Renderer:
 
     def environment(self) -> Environment:
         if self._env is None:
-            self._env = environment()
+            self._env = environment(self.rubrics)
         return self._env
 
     def _connection(self) -> Database:

@@ -359,7 +359,8 @@ def extra(facts: Facts, composite: float | None) -> dict:
 
 
 REMOTE = Rubric(
-    info=RubricInfo(RUBRIC, "Remote endpoint", "Remote endpoint", "Seed 004's rubric for servers reached over HTTP.", RULES_VERSION),
+    info=RubricInfo(RUBRIC, "Remote endpoint", "Remote endpoint", "Seed 004's rubric for servers reached over HTTP.", RULES_VERSION,
+                    nav="Remote"),
     dimensions=DIMENSIONS,
     rules=tuple(RULES.rules),
     composite=composite,

@@ -234,7 +234,8 @@ def extra(facts: Facts, composite: float | None) -> dict:
 
 REVIEW = Rubric(
     info=RubricInfo(RUBRIC, "Live review", "Live review",
-                    "Seed 001's six sections; only servers that completed a handshake and list a tool are ranked.", RULES_VERSION),
+                    "Seed 001's six sections; only servers that completed a handshake and list a tool are ranked.", RULES_VERSION,
+                    nav="Review"),
     dimensions=SECTIONS,
     rules=(*RULES.rules, *TOOL_RULES.rules),
     composite=overall,
