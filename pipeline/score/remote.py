@@ -16,7 +16,18 @@ from pydantic_core import to_json
 
 from pipeline.drift import breaking_changes
 from pipeline.models import DimensionScore, RubricInfo
-from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, on_scale, ratio, share, unmeasured, weighted_composite
+from pipeline.score.engine import (
+    Dimension,
+    Outcome,
+    Rubric,
+    RuleSet,
+    on_scale,
+    pass_or_fail,
+    ratio,
+    share,
+    unmeasured,
+    weighted_composite,
+)
 from pipeline.score.facts import Facts
 from pipeline.score.markers import findings
 from pipeline.score.tools import ToolView, tool_views
@@ -96,8 +107,8 @@ def tls(facts: Facts) -> Outcome:
         return _zero("no TLS: plain http", "serve the endpoint over HTTPS (TLS 1.2+)")
     modern = http.tls_version in ("TLSv1.2", "TLSv1.3")
     ok = modern and http.cert_valid is not False
-    return share(1 if ok else 0, f"{http.tls_version}, certificate {'valid' if http.cert_valid else 'invalid'}",
-                 how_to_gain=None if ok else "use TLS 1.2+ with a valid certificate")
+    reason = f"{http.tls_version}, certificate {'valid' if http.cert_valid else 'invalid'}"
+    return pass_or_fail(ok, reason, reason, "use TLS 1.2+ with a valid certificate")
 
 
 @rule("endpoint_security", 30)
@@ -106,8 +117,7 @@ def hsts(facts: Facts) -> Outcome:
     http = _http_facts(facts)
     if http is None or http.hsts is None:
         return unmeasured("HSTS not observed by this prober version")
-    return share(1 if http.hsts else 0, "HSTS header present" if http.hsts else "no Strict-Transport-Security header",
-                 how_to_gain=None if http.hsts else "send Strict-Transport-Security")
+    return pass_or_fail(bool(http.hsts), "HSTS header present", "no Strict-Transport-Security header", "send Strict-Transport-Security")
 
 
 @rule("endpoint_security", 30)
@@ -119,8 +129,7 @@ def protected_resource_metadata(facts: Facts) -> Outcome:
     if not http.auth_required:
         return unmeasured("the endpoint does not require authentication")
     ok = bool(http.protected_resource_metadata)
-    return share(1 if ok else 0, "RFC 9728 metadata found" if ok else "auth-gated without RFC 9728 metadata",
-                 how_to_gain=None if ok else "publish /.well-known/oauth-protected-resource")
+    return pass_or_fail(ok, "RFC 9728 metadata found", "auth-gated without RFC 9728 metadata", "publish /.well-known/oauth-protected-resource")
 
 
 # ---------------------------------------------------------------- Capabilities
