@@ -51,7 +51,7 @@ def run_build(
         fingerprints = Fingerprints(site_dir, code_fingerprint(TEMPLATES, site_url, datasette_url), writer.existing)
         todo = _keep_unchanged(writer, fingerprints, page_inputs(site, rubrics, now))
         laps("plan")
-        renderer = Renderer(site_dir, database, rubrics, plan.boards, fingerprints, now, site_url,
+        renderer = Renderer(site_dir, database, rubrics, {server.id: server for server in site.servers}, plan.boards, fingerprints, now, site_url,
                             f"{datasette_url.rstrip('/')}/{Path(database).stem}")
         executor = executor or _default_executor(plan, todo, workers)
         with closing(executor.map(renderer.run, tasks(todo, plan.boards))) as rendered:

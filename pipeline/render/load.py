@@ -63,15 +63,16 @@ class PageInputs:
     observed: Observed
 
 
-def load_pages(db: Database, server_ids: list[str], *, headline: str, now: datetime) -> list[PageInputs]:
-    """The page inputs of some servers: one query per kind of evidence for the whole batch."""
+def load_pages(db: Database, servers: list[Server], *, headline: str, now: datetime) -> list[PageInputs]:
+    """The page inputs of some servers (already loaded by `load_site`): one query per kind of evidence for the whole batch."""
+    server_ids = [server.id for server in servers]
     cards = store.score_cards(db, server_ids)
     evidence = store.page_evidence(db, server_ids, rubric=headline, since=now - timedelta(hours=24),
                                    since_day=(now.astimezone(timezone.utc).date() - timedelta(days=29)).isoformat())
     probes = store.latest_probes(db, server_ids)
     analyses = store.latest_analyses(db, server_ids)
     pages = []
-    for server in store.active_servers(db, server_ids):
+    for server in servers:
         found, analysis = evidence[server.id], analyses.get(server.id)
         observed = Observed(judgements=found["judgements"], changes=found["changes"], daily=found["daily"], last_day=found["last_day"],
                             records=found["records"])

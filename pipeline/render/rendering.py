@@ -18,7 +18,7 @@ from pydantic_core import to_json
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION
-from pipeline.models import RubricInfo
+from pipeline.models import RubricInfo, Server
 from pipeline.render.badges import score_badge, shields_endpoint
 from pipeline.render.boards import PAGE_SIZE, board_pages
 from pipeline.render.charts import reliability_svg, trend_svg
@@ -60,6 +60,7 @@ class Renderer:
     site_dir: Path
     database: str
     rubrics: Sequence[RubricInfo]
+    servers: dict[str, Server]  # every active server, as load_site read them: a batch's pages need not read them again
     boards: list[BoardJob]
     fingerprints: Fingerprints
     now: datetime
@@ -74,7 +75,8 @@ class Renderer:
         writer = SiteWriter(self.site_dir, existing=fingerprints.existing)
         if kind == "servers":
             headline = next(r.name for r in self.rubrics if r.headline)
-            for page in load_pages(self._connection(), payload, headline=headline, now=self.now):
+            servers = [self.servers[server_id] for server_id in payload]
+            for page in load_pages(self._connection(), servers, headline=headline, now=self.now):
                 self._server(writer, page, headline)
         else:
             index, first, last = payload
