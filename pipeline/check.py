@@ -17,6 +17,7 @@ from pipeline.analyze import analyze_server
 from pipeline.analyze.fetch import LocalDirectoryFetcher
 from pipeline.config import Settings
 from pipeline.models import ProbeResult, ScoreCard, Server
+from pipeline.net import target_kinds
 from pipeline.probe import probe_limits
 from pipeline.probe.deep import deep_probe
 from pipeline.probe.sandbox import Running, scrubbed_environment
@@ -55,8 +56,11 @@ async def _probe(server: Server, command: list[str] | None, extra_env: dict[str,
             result.stderr_tail = running.stderr_tail(4000)
             return result
     running = Running(transport=server.transport, url=server.remote_url)
-    # A URL the author names may be on localhost: checking one's own server before publishing it is the point.
-    return await deep_probe(server.id, running, limits=probe_limits(settings, allow_private=True), total_timeout=settings.probe_timeout, now=now)
+    # A URL the author names may be on localhost or their own network: checking one's own server before publishing it
+    # is the point. Only the target's own kind of address is allowed, so a public target cannot send us there.
+    allowed = await anyio.to_thread.run_sync(target_kinds, server.remote_url or "", abandon_on_cancel=True)
+    return await deep_probe(server.id, running, limits=probe_limits(settings, allow_private=False, allowed=allowed),
+                            total_timeout=settings.probe_timeout, now=now)
 
 
 def probe_target(url: str | None, command: list[str] | None, settings: Settings, now: datetime) -> ProbeResult:

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Callable
 
 import click
-import httpx
 from sqlite_utils import Database
 
 from pipeline import store
@@ -21,10 +20,11 @@ from pipeline.config import Settings
 from pipeline.discover import SnapshotDownloads, online_sources, run_discover, snapshot_sources
 from pipeline.discover import sources as registered
 from pipeline.discover.downloads import DownloadCounter
-from pipeline.discover.http import USER_AGENT, SourceHTTP
+from pipeline.discover.http import USER_AGENT, SourceHTTP, source_client
 from pipeline.discover.local import DEFAULT_CATALOG, LocalCatalogSource
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import StageReport
+from pipeline.net import LOOPBACK, PRIVATE, Reach
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installer
 from pipeline.probe.monitor import run_monitor
@@ -110,7 +110,8 @@ def discover(settings: Settings, catalog: Path, snapshot: Path | None, online: b
         raise click.UsageError("--from-snapshot and --online are alternatives")
     names = [n.strip() for n in source_names.split(",") if n.strip()] if source_names else None
     db = _open(settings)
-    with httpx.Client(timeout=httpx.Timeout(60.0, connect=15.0), follow_redirects=True, max_redirects=5) as client:
+    # Sources are public: a local mirror needs SCOREBOARD_ALLOW_PRIVATE.
+    with source_client(Reach(frozenset({LOOPBACK, PRIVATE}) if settings.allow_private else frozenset())) as client:
         http = SourceHTTP(client, user_agent=f"{USER_AGENT} (+{settings.site_url})")
         try:
             sources, downloads = _discovery_sources(settings, catalog, snapshot, online, names, http)

@@ -126,13 +126,12 @@ def test_metadata_pointing_at_a_private_address_is_not_fetched():
     routes = {("POST", "/mcp"): lambda o: response("401 Unauthorized", extra='WWW-Authenticate: Bearer resource_metadata="http://10.0.0.1/prm"\r\n')}
     with Site(routes) as site:
         async def go():
-            limits = Limits(timeout=2, allow_private=False)
+            limits = Limits(timeout=2, allowed=frozenset({"loopback"}))  # the target's own kind (a target the user named)
             async with probe_client(limits) as client:
-                from pipeline.probe.raw import exchange as send
-                first = await send(client, site.origin + "/mcp", "initialize", {}, limits=LIMITS)
+                first = await exchange(client, site.origin + "/mcp", "initialize", {}, limits=limits)
                 return await endpoint_facts(client, site.origin + "/mcp", first, limits)
         facts = anyio.run(go)
-    assert facts.auth_required and facts.protected_resource_metadata is False  # 10.0.0.1 and our own loopback: refused
+    assert facts.auth_required and facts.protected_resource_metadata is False  # 10.0.0.1 refused; the loopback fallbacks: 404
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +162,7 @@ def test_tls_version_is_read_and_an_untrusted_certificate_is_invalid(self_signed
     routes = {("POST", "/mcp"): lambda o: response("200 OK", js({"jsonrpc": "2.0", "id": 1, "result": {}}),
                                                    extra="Strict-Transport-Security: max-age=63072000\r\n")}
     with Site(routes, ssl_context=self_signed) as site:
-        version, valid = anyio.run(tls_facts, site.origin + "/mcp", 3.0)
+        version, valid = anyio.run(tls_facts, site.origin + "/mcp", 3.0, LIMITS.reach)
         assert version in ("TLSv1.2", "TLSv1.3") and valid is False
         first, facts, _ = facts_for(site.origin + "/mcp")  # the probe's own client refuses the untrusted certificate ...
         assert first.failure.value == "unreachable" and "CERTIFICATE" in first.detail.upper()
@@ -191,7 +190,7 @@ def test_a_tls_handshake_dripped_a_byte_at_a_time_is_cut_at_the_deadline():
     threading.Thread(target=drip, daemon=True).start()
     started = time.monotonic()
     try:
-        assert anyio.run(tls_facts, f"https://127.0.0.1:{listener.getsockname()[1]}/mcp", 1.0) == (None, None)
+        assert anyio.run(tls_facts, f"https://127.0.0.1:{listener.getsockname()[1]}/mcp", 1.0, LIMITS.reach) == (None, None)
         assert time.monotonic() - started < 2
     finally:
         stop.set()

@@ -3,7 +3,8 @@
 One `SourceHTTP` wraps an injected httpx client (tests hand it one pointed at a local server).
 A 429 or 5xx is retried after the delay the server asks for (Retry-After, X-Retry-After,
 X-RateLimit-Reset) or an exponential backoff, up to `retries` times; then `SourceError` names the
-URL and what went wrong. Bodies are capped in bytes, so a broken source cannot exhaust memory.
+URL and what went wrong. Bodies are capped in bytes (decompressed bytes, with the CLI's pinned client:
+pipeline.net), so a broken source cannot exhaust memory.
 """
 
 from __future__ import annotations
@@ -15,10 +16,20 @@ from typing import Any, Callable
 import httpx
 
 from pipeline.http_headers import retry_after
+from pipeline.net import AddressRefused, PinnedTransport, Reach
 
 USER_AGENT = "mcp-scoreboard-discovery"  # the CLI appends the site URL, so a source knows who is reading
 MAX_BODY = 64 * 1024 * 1024
 MAX_WAIT = 120.0
+
+
+def source_client(reach: Reach) -> httpx.Client:
+    """The client discovery reads with: each host resolved once and dialled only at an address `reach` allows, redirects
+    included, bodies decompressed in bounded steps (pipeline.net); no proxies from the environment, which would do
+    their own resolving."""
+    transport = PinnedTransport(httpx, lambda: httpx.HTTPTransport(trust_env=False), reach)
+    return httpx.Client(transport=transport, timeout=httpx.Timeout(60.0, connect=15.0), follow_redirects=True,  # type: ignore[arg-type]
+                        max_redirects=5, trust_env=False)
 
 
 class SourceError(Exception):
@@ -66,6 +77,8 @@ class SourceHTTP:
                         raise SourceError(f"GET {response.url}: HTTP {response.status_code}: {response.read()[:300]!r}")
                     else:
                         return self._body(response), response.headers
+            except (AddressRefused, httpx.DecodingError) as exc:  # asking again would get the same answer
+                raise SourceError(f"GET {url}: {exc}") from exc
             except httpx.HTTPError as exc:
                 reason = f"{type(exc).__name__}: {exc}"
                 wait = self.backoff * 2 ** (attempt - 1)

@@ -18,7 +18,8 @@ import anyio
 import httpx
 
 from pipeline.models import HttpFacts
-from pipeline.probe.raw import Exchange, Limits, Stopped, refuse_private
+from pipeline.net import AddressRefused, Reach
+from pipeline.probe.raw import Exchange, Limits
 
 OPT_OUT_PATH = "/.well-known/mcp-scoreboard"
 SERVER_CARD_PATHS = ("/.well-known/mcp.json", "/.well-known/mcp/server-card.json")  # SEP-2127 and the older name
@@ -37,10 +38,9 @@ async def get_json(client: httpx.AsyncClient, url: str, limits: Limits, accept: 
 
 
 async def get_bytes(client: httpx.AsyncClient, url: str, limits: Limits, accept: str) -> tuple[int | None, str, bytes | None]:
-    """A bounded GET; a URL that resolves to a private address is not fetched (a hostile server may point us anywhere)."""
+    """A bounded GET; a URL whose host the client may not dial is not fetched (a hostile server may point us anywhere)."""
     try:
         with anyio.fail_after(limits.timeout):
-            await refuse_private(url, limits)
             async with client.stream("GET", url, headers={"User-Agent": limits.user_agent, "Accept": accept}) as response:
                 kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if response.status_code != 200 or kind == "text/event-stream":
@@ -52,7 +52,7 @@ async def get_bytes(client: httpx.AsyncClient, url: str, limits: Limits, accept:
                         return response.status_code, kind, None
                     chunks.append(chunk)
                 return response.status_code, kind, b"".join(chunks)
-    except (TimeoutError, httpx.HTTPError, OSError, Stopped):
+    except (TimeoutError, httpx.HTTPError, OSError, AddressRefused):
         return None, "", None
 
 
@@ -69,7 +69,7 @@ async def endpoint_facts(client: httpx.AsyncClient, url: str, first: Exchange, l
     secure = urlsplit(url).scheme == "https"
     facts = HttpFacts()
     if secure:
-        facts.tls_version, facts.cert_valid = await tls_facts(url, limits.timeout)
+        facts.tls_version, facts.cert_valid = await tls_facts(url, limits.timeout, limits.reach)
         facts.hsts = "strict-transport-security" in first.headers if first.status is not None else None
     if first.status in (401, 403):
         facts.auth_required = True
@@ -89,15 +89,20 @@ async def endpoint_facts(client: httpx.AsyncClient, url: str, first: Exchange, l
     return facts
 
 
-async def tls_facts(url: str, timeout: float) -> tuple[str | None, bool | None]:
+async def tls_facts(url: str, timeout: float, reach: Reach = Reach()) -> tuple[str | None, bool | None]:
     """(TLS version, certificate valid) of an https endpoint; the version is read even when the certificate fails.
-    The handshake runs in a thread, bounded twice: the socket's timeout is a deadline for the whole handshake (so a
-    server that drips it byte by byte is cut off), and the probe stops waiting at `timeout` whatever the thread does."""
+    The host is resolved once and dialled at that address only if `reach` allows it, with its name for SNI and the
+    certificate check. The handshake runs in a thread, bounded twice: the socket's timeout is a deadline for the whole
+    handshake (so a server that drips it byte by byte is cut off), and the probe stops waiting at `timeout` whatever
+    the thread does."""
     parts = urlsplit(url)
     host, port = parts.hostname or "", parts.port or 443
+    pinned: list[str] = []
 
     def handshake(verify: bool) -> str | None:
-        with socket.create_connection((host, port), timeout=timeout) as raw:
+        if not pinned:
+            pinned.append(reach.addresses(host, port)[0])
+        with socket.create_connection((pinned[0], port), timeout=timeout) as raw:
             with _tls_contexts(verify).wrap_socket(raw, server_hostname=host) as secured:
                 return secured.version()
 
@@ -112,7 +117,7 @@ async def tls_facts(url: str, timeout: float) -> tuple[str | None, bool | None]:
             return await bounded(False), False
         except (OSError, ssl.SSLError, TimeoutError):
             return None, False
-    except (OSError, ssl.SSLError, TimeoutError):
+    except (OSError, ssl.SSLError, TimeoutError, AddressRefused):
         return None, None
 
 

@@ -3,8 +3,9 @@
 The client GETs an event stream; the server's first event, `endpoint`, names the URL to POST messages
 to; every answer comes back as a `message` event on the stream. So one exchange here is a POST plus
 a wait on the stream, and the stream itself is bounded: one deadline to the `endpoint` event, the byte
-cap and the event cap over its whole life, redirects counted, and an endpoint on another origin (or a
-private address) refused, since a hostile server could otherwise point our POSTs anywhere.
+cap and the event cap over its whole life, redirects counted, and an endpoint on another origin refused,
+since a hostile server could otherwise point our POSTs anywhere (the client dials only the addresses its
+pins allow: pipeline.net).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from urllib.parse import urljoin, urlsplit
 import anyio
 import httpx
 
+from pipeline.net import AddressRefused
 from pipeline.probe.eras import Negotiation, negotiate_over
 from pipeline.probe.raw import (
     TRANSPORT_ERRORS,
@@ -30,7 +32,6 @@ from pipeline.probe.raw import (
     lines,
     read_failure,
     recorded,
-    refuse_private,
     rpc_body,
 )
 
@@ -83,7 +84,6 @@ class SseStream:
         """Open the stream and read it for as long as the connection is open, within every bound."""
         started = time.perf_counter()
         try:
-            await refuse_private(self.url, self.limits)
             target = self.url
             for _ in range(self.limits.max_redirects + 1):
                 # No read timeout: the stream may rightly sit idle between answers; each POST's wait has its own deadline.
@@ -94,7 +94,6 @@ class SseStream:
                     if response.is_redirect and "location" in response.headers:
                         target = urljoin(target, response.headers["location"])
                         self.get.redirects.append(target[:300])
-                        await refuse_private(target, self.limits)
                         continue
                     gate(response)
                     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -108,6 +107,8 @@ class SseStream:
             raise Stopped(Failure.redirect_loop, f"more than {self.limits.max_redirects} redirects: {' -> '.join(self.get.redirects[:5])}")
         except Stopped as stop:
             self.get.failure, self.get.detail = stop.failure, stop.detail
+        except AddressRefused as refused:
+            self.get.failure, self.get.detail = Failure.refused_private, str(refused)
         except TRANSPORT_ERRORS as exc:
             self.get.failure, self.get.detail = read_failure(exc, self.get.status)
         except Exception as exc:  # noqa: BLE001 - whatever else a hostile stream provokes ends the stream, classified
@@ -149,7 +150,6 @@ class SseStream:
             raise Stopped(Failure.http_error, f"the endpoint event is not a usable URL: {payload[:120]!r} ({exc})") from exc
         if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
             raise Stopped(Failure.http_error, f"the endpoint event names another origin: {endpoint[:200]!r}")
-        await refuse_private(endpoint, self.limits)
         self.endpoint = endpoint
 
     def _message(self, payload: str) -> None:

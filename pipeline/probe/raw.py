@@ -11,9 +11,7 @@ with a classified `failure`, never an exception and never a hang.
 from __future__ import annotations
 
 import functools
-import ipaddress
 import json
-import socket
 import ssl
 import time
 from contextlib import contextmanager
@@ -27,6 +25,7 @@ import httpx
 
 from pipeline import ENGINE_VERSION
 from pipeline.models import ProbeOutcome
+from pipeline.net import LOOPBACK, PRIVATE, AddressRefused, PinnedAsyncTransport, Reach, Resolver, system_resolver
 
 USER_AGENT = f"mcp-scoreboard-probe/{ENGINE_VERSION}"
 MODERN_VERSION = "2026-07-28"
@@ -43,14 +42,21 @@ class Limits:
     max_bytes: int = 5_000_000
     max_events: int = 1_000  # SSE events before the response (notifications, keep-alives)
     max_redirects: int = 3
-    allow_private: bool = False  # loopback, private and link-local addresses (tests allow them)
+    allow_private: bool = False  # loopback and private addresses, whoever names them (tests allow them)
     user_agent: str = USER_AGENT  # the scoreboard's name, and (from the run's settings) where to read about its probes
+    allowed: frozenset[str] = frozenset()  # non-public kinds this probe may dial: the named target's own (net.target_kinds)
+    resolver: Resolver = system_resolver
+
+    @property
+    def reach(self) -> Reach:
+        """Where this probe's clients may connect (never link-local or metadata addresses, whatever is allowed)."""
+        return Reach(self.allowed | (frozenset({LOOPBACK, PRIVATE}) if self.allow_private else frozenset()), self.resolver)
 
 
 class Failure(str, Enum):
     """Exactly how one exchange failed."""
 
-    refused_private = "refused_private"  # policy: the address is loopback, private or link-local
+    refused_private = "refused_private"  # policy: the address is loopback, private, link-local or a metadata service
     unreachable = "unreachable"  # no connection (DNS, refused, reset before any reply)
     timeout = "timeout"  # the deadline passed: no answer, or a stream that never delivered one
     rate_limited = "rate_limited"  # 429: not measured this time, never "down"
@@ -63,6 +69,7 @@ class Failure(str, Enum):
     notification_flood = "notification_flood"  # more SSE events than allowed before the response
     no_response = "no_response"  # the stream ended without the response to our request
     dropped = "dropped"  # the connection broke in the middle of a response
+    bad_encoding = "bad_encoding"  # a Content-Encoding we did not ask for, or a body that does not decompress
 
 
 OUTCOMES = {
@@ -71,6 +78,7 @@ OUTCOMES = {
     Failure.redirect_loop: ProbeOutcome.http_error, Failure.too_large: ProbeOutcome.protocol_error,
     Failure.wrong_content_type: ProbeOutcome.protocol_error, Failure.invalid_json: ProbeOutcome.protocol_error,
     Failure.notification_flood: ProbeOutcome.protocol_error, Failure.no_response: ProbeOutcome.protocol_error, Failure.dropped: ProbeOutcome.crashed,
+    Failure.bad_encoding: ProbeOutcome.protocol_error,
 }
 
 
@@ -128,34 +136,11 @@ def telling_failure(exchanges: list[Exchange]) -> Exchange | None:
 
 
 class Stopped(Exception):
-    """An exchange ends here, classified (raised inside this module and by `refuse_private`)."""
+    """An exchange ends here, classified (raised inside this module and by the layers built on it)."""
 
     def __init__(self, failure: Failure, detail: str) -> None:
         super().__init__(detail)
         self.failure, self.detail = failure, detail
-
-
-def private_address(url: str) -> str | None:
-    """The first loopback, private, link-local or otherwise non-public address `url`'s host resolves to, if any."""
-    host = urlsplit(url).hostname or ""
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise Stopped(Failure.unreachable, f"cannot resolve {host!r}: {exc}") from exc
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%")[0])
-        if not address.is_global:
-            return str(address)
-    return None
-
-
-async def refuse_private(url: str, limits: Limits) -> None:
-    if limits.allow_private:
-        return
-    # DNS blocks: off the event loop, and abandoned (not waited out) when the exchange's deadline passes.
-    address = await anyio.to_thread.run_sync(private_address, url, abandon_on_cancel=True)
-    if address:
-        raise Stopped(Failure.refused_private, f"{urlsplit(url).hostname} resolves to {address}, which is not a public address")
 
 
 @functools.cache
@@ -166,11 +151,17 @@ def _tls_context() -> ssl.SSLContext:
 
 
 def probe_client(limits: Limits = Limits(), connections: int = 1) -> httpx.AsyncClient:
-    """An HTTP client for one server: one connection at a time (two for legacy HTTP+SSE, whose event stream stays
-    open while a message is posted), redirects followed by hand (to count and check them), no proxies or
-    credentials from the environment."""
-    return httpx.AsyncClient(follow_redirects=False, timeout=httpx.Timeout(limits.timeout), trust_env=False, verify=_tls_context(),
-                             limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
+    """An HTTP client for one server: each host resolved once and dialled at that address if `limits.reach` allows it
+    (pipeline.net), bodies decompressed in bounded steps, one connection at a time per host (two for legacy HTTP+SSE,
+    whose event stream stays open while a message is posted), redirects followed by hand (to count them), no proxies
+    or credentials from the environment."""
+
+    def transport() -> httpx.AsyncHTTPTransport:
+        return httpx.AsyncHTTPTransport(verify=_tls_context(), trust_env=False,
+                                        limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
+
+    return httpx.AsyncClient(transport=PinnedAsyncTransport(httpx, transport, limits.reach), follow_redirects=False,  # type: ignore[arg-type]
+                             timeout=httpx.Timeout(limits.timeout), trust_env=False)
 
 
 def modern_meta() -> dict[str, Any]:
@@ -194,7 +185,6 @@ async def exchange(
     sent = {"User-Agent": limits.user_agent, "Accept": "application/json, text/event-stream", "Content-Type": "application/json", **(headers or {})}
     with recorded(found, f"no complete answer within {limits.timeout:g} s"):
         with anyio.fail_after(limits.timeout):
-            await refuse_private(url, limits)
             await _post(client, url, rpc_body(method, params, request_id), sent, request_id, found, limits)
     return found
 
@@ -221,6 +211,8 @@ def recorded(found: Exchange, on_timeout: str) -> Iterator[None]:
         yield
     except Stopped as stop:
         found.failure, found.detail = stop.failure, stop.detail
+    except AddressRefused as refused:
+        found.failure, found.detail = Failure.refused_private, str(refused)
     except TimeoutError:
         found.failure, found.detail = Failure.timeout, on_timeout
     except TRANSPORT_ERRORS as exc:
@@ -239,6 +231,8 @@ def read_failure(exc: Exception, status: int | None) -> tuple[Failure, str]:
     detail = f"{type(exc).__name__}: {exc}"[:500]
     if isinstance(exc, (httpx.InvalidURL, httpx.UnsupportedProtocol)):
         return Failure.http_error, f"an unusable URL: {detail}"
+    if isinstance(exc, httpx.DecodingError):
+        return Failure.bad_encoding, detail
     if isinstance(exc, ValueError):  # a URL that cannot be joined, a header value that cannot be sent back, ...
         return Failure.http_error, f"the request could not be made: {detail}"
     if isinstance(exc, httpx.TimeoutException):
@@ -269,7 +263,6 @@ async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[
             if response.is_redirect and "location" in response.headers:
                 target = urljoin(target, response.headers["location"])
                 found.redirects.append(target[:300])
-                await refuse_private(target, limits)
                 continue
             await _read(response, request_id, found, limits)
             return

@@ -37,7 +37,7 @@ def _transport(running: Running, cap: MessageCap, limits: Limits, total_timeout:
     """The SDK transport for `running`, every message bounded by `cap` (pipeline.probe.transports)."""
     if running.transport == "stdio":
         return bounded_stdio(running, cap)
-    clients = capped_http_client(cap, limits.timeout, total_timeout, limits.user_agent)
+    clients = capped_http_client(cap, limits.timeout, total_timeout, limits.user_agent, limits.reach)
     if running.transport == "sse":
         return sse_client(running.url or "", timeout=limits.timeout, sse_read_timeout=total_timeout, httpx_client_factory=clients)
     return _streamable(running.url or "", clients, cap)
@@ -146,6 +146,8 @@ async def run_session(
                 await body(result, client)
     except Exception as exc:  # noqa: BLE001 - every failure of an untrusted server is classified
         result.outcome, result.detail = classify(exc, connected)
+    if cap.refused and result.outcome != ProbeOutcome.ok:
+        result.outcome, result.detail = ProbeOutcome.refused, cap.refused  # the address, not the server, ended it
     crashed = next((c for c in result.checks if c.outcome == ProbeOutcome.crashed.value), None)
     if cap.exceeded:
         result.checks.append(CheckResult(name="message_bounds", outcome=cap.kind or "", passed=False, detail=cap.exceeded))

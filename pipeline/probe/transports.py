@@ -7,7 +7,9 @@ each line. A message past the cap ends that exchange (Streamable HTTP) or the se
 line cannot be skipped; legacy SSE, whose one stream carries every answer). Over stdio a run of
 messages that are not answers (notifications, requests to us, lines that are not JSON-RPC) is capped
 as well. `MessageCap.exceeded` says which bound was passed, so the probe
-records "too large" or "notification flood" rather than a vague failure.
+records "too large" or "notification flood" rather than a vague failure. Over HTTP the session dials
+only pinned, allowed addresses and reads bodies decompressed in bounded steps (pipeline.net), so the
+cap counts decompressed bytes; `MessageCap.refused` says when an address was refused.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from pipeline.net import AddressRefused, PinnedAsyncTransport, Reach
 from pipeline.probe.raw import USER_AGENT
 from pipeline.probe.sandbox import Running
 
@@ -41,6 +44,7 @@ class MessageCap:
     max_unanswered: int = 1_000
     exceeded: str | None = None
     kind: str | None = None
+    refused: str | None = None  # an address the session was not allowed to dial
 
     def over(self, what: str) -> str:
         if self.exceeded is None:
@@ -80,16 +84,21 @@ class _CappedStream(httpx2.AsyncByteStream):
 
 
 class _CappedTransport(httpx2.AsyncBaseTransport):
-    def __init__(self, cap: MessageCap) -> None:
+    def __init__(self, cap: MessageCap, reach: Reach) -> None:
         # The prober sends one request at a time, but the protocol keeps an event stream open beside it, and over the
         # legacy era the SDK leaves a request that timed out waiting on its connection (and then posts its
         # cancellation). The session stops asking after two timeouts (suite._busy): the stream, two stuck
         # requests, their cancellations and one live request fit in six connections, with room to spare in eight.
-        self.inner = httpx2.AsyncHTTPTransport(trust_env=False, limits=httpx2.Limits(max_connections=8, max_keepalive_connections=2))
+        self.inner = PinnedAsyncTransport(
+            httpx2, lambda: httpx2.AsyncHTTPTransport(trust_env=False, limits=httpx2.Limits(max_connections=8, max_keepalive_connections=2)), reach)
         self.cap = cap
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        response = await self.inner.handle_async_request(request)
+        try:
+            response = await self.inner.handle_async_request(request)
+        except AddressRefused as refused:
+            self.cap.refused = self.cap.refused or str(refused)
+            raise httpx2.ConnectError(str(refused), request=request) from refused
         events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
         return httpx2.Response(response.status_code, headers=response.headers, stream=_CappedStream(response.stream, self.cap, events),
                                extensions=response.extensions, request=request)
@@ -98,11 +107,12 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
         await self.inner.aclose()
 
 
-def capped_http_client(cap: MessageCap, call_timeout: float, stream_timeout: float, user_agent: str = USER_AGENT):
-    """A factory of SDK HTTP clients (the signature `sse_client` wants) bounded by `cap`, naming the scoreboard."""
+def capped_http_client(cap: MessageCap, call_timeout: float, stream_timeout: float, user_agent: str = USER_AGENT, reach: Reach = Reach()):
+    """A factory of SDK HTTP clients (the signature `sse_client` wants) bounded by `cap`, dialling what `reach` allows,
+    naming the scoreboard."""
 
     def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
-        return httpx2.AsyncClient(transport=_CappedTransport(cap), headers={**(headers or {}), "User-Agent": user_agent}, auth=auth,
+        return httpx2.AsyncClient(transport=_CappedTransport(cap, reach), headers={**(headers or {}), "User-Agent": user_agent}, auth=auth,
                                   timeout=httpx2.Timeout(call_timeout, read=stream_timeout), trust_env=False)
 
     return factory
