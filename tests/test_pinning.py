@@ -315,3 +315,17 @@ def test_a_hostname_that_does_not_resolve_is_unreachable():
     found = anyio.run(go)
     assert found.failure is Failure.unreachable and "cannot resolve" in found.detail
     assert json.dumps(found.evidence())  # the evidence stays serialisable
+
+
+def test_probe_and_check_of_a_loopback_target_refuse_its_redirects_elsewhere(recorder, settings):
+    """`scoreboard probe URL` / `check URL`: a loopback target may be dialled, but what it redirects to must be loopback
+    (or public) too: not the private network, and never a metadata service, although the user named a local URL."""
+    from pipeline.check import probe_target
+
+    port, hosts = recorder
+    quick = settings.model_copy(update={"call_timeout": 2.0, "probe_timeout": 8.0})
+    now = datetime.now(timezone.utc)
+    for target in ("http://10.255.0.1/mcp", "http://169.254.169.254/latest/meta-data/"):
+        result = probe_target(f"http://127.0.0.1:{port}/to?{target}", None, quick, now)
+        assert result.outcome is ProbeOutcome.refused and target.split("/")[2] in result.detail, (target, result.detail)
+    assert probe_target(f"http://127.0.0.1:{port}/mcp", None, quick, now).eras is not None  # the target itself is dialled
