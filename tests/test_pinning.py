@@ -329,3 +329,14 @@ def test_probe_and_check_of_a_loopback_target_refuse_its_redirects_elsewhere(rec
         result = probe_target(f"http://127.0.0.1:{port}/to?{target}", None, quick, now)
         assert result.outcome is ProbeOutcome.refused and target.split("/")[2] in result.detail, (target, result.detail)
     assert probe_target(f"http://127.0.0.1:{port}/mcp", None, quick, now).eras is not None  # the target itself is dialled
+
+
+def test_allowed_addresses_are_tried_in_the_resolvers_order(recorder):
+    port, hosts = recorder  # listening on 127.0.0.1 only: 127.0.0.2 refuses the connection
+    limits = Limits(timeout=2, allowed=frozenset({LOOPBACK}), resolver=lambda host, port: ["127.0.0.2", "127.0.0.1"])
+
+    async def go():
+        async with probe_client(limits) as client:
+            return await exchange(client, f"http://two.test:{port}/mcp", "ping", {}, limits=limits)
+
+    assert anyio.run(go).ok and hosts == [f"two.test:{port}"]
