@@ -17,7 +17,7 @@ from pipeline import store
 from pipeline.config import Settings
 from pipeline.identity import is_public_endpoint, remote_key
 from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
-from pipeline.net import target_kinds
+from pipeline.net import LOOPBACK
 from pipeline.probe.deep import deep_probe
 from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.fast import fast_probe
@@ -105,7 +105,7 @@ def run_probe(
 
 def probe_limits(settings: Settings, allow_private: bool, allowed: frozenset[str] = frozenset()) -> Limits:
     """The bounds of every request, and the User-Agent that names the scoreboard and where its probing is explained
-    (`allowed`: the non-public address kinds of a target we started or the user named, net.target_kinds)."""
+    (`allowed`: the non-public address kinds of a target we started or the user named)."""
     return Limits(timeout=settings.call_timeout, max_bytes=settings.max_response_bytes, allow_private=allow_private, allowed=allowed,
                   user_agent=f"{USER_AGENT} (+{settings.site_url}methodology/index.html)")
 
@@ -131,7 +131,7 @@ async def probe_server(
             assert installed is not None
             async with sandbox.start(server.launch, installed) as running:
                 # We started it on loopback ourselves; loopback is all it may send us to (it is a stranger's code).
-                limits = probe_limits(settings, allow_private=False, allowed=target_kinds(running.url) if running.url else frozenset())
+                limits = probe_limits(settings, allow_private=False, allowed=frozenset({LOOPBACK}))
                 result = await probe(server.id, running, limits=limits, total_timeout=timeout, now=now)
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
         elif server.remote_url:
