@@ -281,6 +281,8 @@ class PinnedAsyncTransport(_Pinning):
     async def handle_async_request(self, request: Any) -> Any:
         host = request.url.host
         async with self.lock:
+            if host not in self.pins and _literal(host):
+                self.pins[host] = _lookup(self.reach, host, _port(request))  # an address: nothing to look up
             if host not in self.pins:
                 # DNS blocks: off the event loop, and abandoned (not waited out) when the caller's deadline passes.
                 self.pins[host] = await anyio.to_thread.run_sync(_lookup, self.reach, host, _port(request), abandon_on_cancel=True)
