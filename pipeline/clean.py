@@ -48,7 +48,7 @@ def clean(value: Any, limit: int = MAX_TEXT) -> Any:
     """A JSON value with every string in it cleaned, keys included; numbers, booleans and null as they are."""
     if isinstance(value, str):
         return clean_text(value, limit)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [clean(item, limit) for item in value]
     if isinstance(value, dict):
         return {clean_text(str(key), limit): clean(item, limit) for key, item in value.items()}

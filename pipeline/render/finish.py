@@ -87,7 +87,7 @@ def csv_cell(value: object) -> object:
 
 def _csv(rows: list) -> str:
     out = io.StringIO()
-    table = csv.writer(out, lineterminator="\n")
+    table = csv.writer(out, lineterminator="\r\n")  # RFC 4180's line break: a cell holding either CR or LF is then quoted
     table.writerow(LEADERBOARD_CSV_COLUMNS)
     table.writerows([csv_cell(row.get(column)) for column in LEADERBOARD_CSV_COLUMNS] for row in rows)
     return out.getvalue()

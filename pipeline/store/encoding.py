@@ -8,6 +8,9 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Iterator, Sequence, Sized, TypeVar
 
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
 from pipeline.clean import MAX_TEXT, clean, clean_text
 
 CHUNK = 500  # values per `in (…)` clause, well under SQLite's limit on bound parameters
@@ -26,6 +29,11 @@ def parse_iso(text: str) -> datetime:
 def dumps(value: Any) -> str:
     """Stable JSON: sorted keys, so identical evidence gives identical bytes and hashes."""
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def cleaned_json(model: BaseModel) -> Any:
+    """A model's JSON form with every string in it cleaned (pydantic's own JSON mode cannot even encode a lone surrogate)."""
+    return to_jsonable_python(clean(model.model_dump()))
 
 
 def content_hash(value: Any) -> str:

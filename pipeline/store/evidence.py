@@ -9,9 +9,9 @@ from typing import Any, Iterable
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION, latency
-from pipeline.clean import clean, clean_text
+from pipeline.clean import clean_text
 from pipeline.models import AnalysisResult, Judgement, ProbeResult
-from pipeline.store.encoding import content_hash, dumps, iso, parse_iso
+from pipeline.store.encoding import cleaned_json, content_hash, dumps, iso, parse_iso
 from pipeline.store.refusals import one_server
 
 
@@ -21,7 +21,7 @@ def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
     Raises WriteRefused, with nothing written, when the database refuses the server's rows.
     """
     with one_server(db, result.server_id):
-        evidence = clean(result.model_dump(mode="json"))
+        evidence = cleaned_json(result)
         table = db["probe_runs"]
         table.insert(
             {
@@ -145,7 +145,7 @@ def latest_analysis_ids(db: Database) -> dict[str, int]:
 def record_analysis(db: Database, result: AnalysisResult) -> int:
     """Store one analysis (every string in it cleaned); raises WriteRefused, with nothing written, when the database refuses it."""
     with one_server(db, result.server_id):
-        cleaned = clean(result.model_dump(mode="json"))
+        cleaned = cleaned_json(result)
         table = db["analyses"]
         table.insert(
             {
@@ -166,7 +166,7 @@ def record_analysis(db: Database, result: AnalysisResult) -> int:
 def save_judgements(db: Database, server_id: str, judgements: Iterable[Judgement]) -> int:
     """Store one server's judgements (their text cleaned); raises WriteRefused, with none written, when the database refuses them."""
     with one_server(db, server_id):
-        rows = [clean({**j.model_dump(mode="json"), "offline": int(j.offline), "judged_at": iso(j.judged_at)}) for j in judgements]
+        rows = [{**cleaned_json(j), "offline": int(j.offline), "judged_at": iso(j.judged_at)} for j in judgements]
         # The unique index on (server, tool, model, tool hash) makes a re-judgement replace its row.
         db["judgements"].insert_all(rows, replace=True)
     return len(rows)
