@@ -10,7 +10,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from datetime import timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -19,14 +22,35 @@ from hypothesis import strategies as st
 from pipeline import store
 from pipeline.clean import MAX_TEXT, clean, clean_text, isolate_bidi, terminal_text
 from pipeline.discover import run_discover
-from pipeline.models import CheckResult, ProbeOutcome, ProbeResult
+from pipeline.models import CheckResult, LaunchSpec, ProbeOutcome, ProbeResult
+from pipeline.probe import run_probe
+from pipeline.probe.install import install_key
+from pipeline.probe.monitor import run_monitor
+from pipeline.render import run_build
 from pipeline.render.environment import environment
 from pipeline.render.finish import FORMULA_STARTS, LEADERBOARD_CSV_COLUMNS, _csv, csv_cell
 from pipeline.render.rendering import json_file
+from pipeline.score import run_score
 from pipeline.score.registry import infos
 from pipeline.store.encoding import clean_json_text
 from pipeline.text import hidden_characters
-from tests.support import NOW, ListSource, bidi_unbalanced, entry, page_problems, quiet
+from tests.support import (
+    NOW,
+    REPO,
+    TEST_SERVERS,
+    ListSource,
+    StaticInstaller,
+    analysis,
+    bidi_unbalanced,
+    entry,
+    faulty_entry,
+    page_problems,
+    probe,
+    python_installed,
+    python_server,
+    quiet,
+    raw_server_spec,
+)
 
 
 def test_what_no_output_can_carry_is_replaced_and_line_breaks_stay():
@@ -133,3 +157,79 @@ def test_any_string_a_server_sends_comes_back_renderable(catalog, text):
     assert stored.tools[0]["description"] == clean_text(text)  # and nothing else was changed
     for value in strings:
         _renders_everywhere(value)
+
+
+# ---------------------------------------------------------------- real hostile servers, in a run with others
+
+TITLE = '=HYPERLINK("http://evil.example","x") \x01\ud800 \u202eevil\x1b[2J'
+
+
+def hostile_stdio() -> LaunchSpec:
+    return LaunchSpec(registry="pypi", package="hostile-stdio", command="python", args=[str(TEST_SERVERS / "hostile_text.py"), "tools-no-surrogate"],
+                      transport="stdio")
+
+
+def test_hostile_servers_are_stored_clean_the_run_goes_on_and_the_site_stays_valid(db, settings, tmp_path):
+    stdio, good = hostile_stdio(), raw_server_spec("good")
+    with python_server("hostile_text.py", "refuse") as refusing, python_server("hostile_text.py", "tools") as listing:
+        run_discover(db, sources=[ListSource("test", [
+            entry("hostile-refuse", transport="streamable-http", remote_url=refusing, name=TITLE, description=TITLE),
+            entry("hostile-tools", transport="streamable-http", remote_url=listing),
+            faulty_entry("hostile-stdio", stdio).model_copy(update={"name": TITLE}), faulty_entry("good", good)])], now=NOW, progress=quiet(1))
+        servers = store.active_servers(db)
+        for server in servers:  # scored the day before on earlier evidence, so the hostile probes change scores the feed lists
+            store.record_analysis(db, analysis().model_copy(update={"server_id": server.id}))
+            store.record_probe(db, probe().model_copy(update={"server_id": server.id, "started_at": NOW - timedelta(days=1)}), None)
+        run_score(db, servers=servers, now=NOW - timedelta(days=1), progress=quiet(4))
+        bounded = settings.model_copy(update={"call_timeout": 2.0, "probe_timeout": 8.0, "start_timeout": 5.0, "allow_private": True,
+                                              "concurrency": 4})
+        installer = StaticInstaller({install_key(s): python_installed() for s in (stdio, good)})
+        deep = run_probe(db, servers=servers, installer=installer, settings=bounded, now=NOW, progress=quiet(4))
+        fast = run_monitor(db, servers=servers, installer=installer, settings=bounded, now=NOW, progress=quiet(4))
+    assert "storage_failed" not in deep.counts and "storage_failed" not in fast.counts
+    stored = {(r["server_id"], r["kind"]): r for r in db.query("select server_id, kind, outcome, detail, evidence from probe_runs")}
+    assert set(stored) == {(s.id, kind) for s in servers for kind in ("deep", "fast")}  # every server, both suites: the run went on
+    assert stored[("good", "deep")]["outcome"] == "ok"
+    refused = stored[("hostile-refuse", "deep")]
+    assert refused["outcome"] == "protocol_error" and "=cmd|" in refused["detail"]
+    assert all(clean_text(text, len(text)) == text for row in stored.values() for text in (row["detail"] or "", row["evidence"]))
+    listed = store.latest_probe(db, "hostile-stdio")[1]
+    description = listed.tools[0]["description"]
+    assert listed.outcome == ProbeOutcome.ok and "\ufffd" in description and "\u202e" in description and "\x01" not in description
+    checks = {c.name: c for c in listed.checks}
+    assert "U+0001" in checks["hidden_characters"].detail  # measured on the text as received, before it was cleaned
+
+    run_score(db, servers=servers, now=NOW, progress=quiet(4))
+    site = tmp_path / "site"
+    run_build(db, rubrics=infos(), site_dir=site, now=NOW)
+    feed = ET.fromstring((site / "feed.xml").read_bytes())
+    titles = [e.find("{http://www.w3.org/2005/Atom}title").text for e in feed.iter("{http://www.w3.org/2005/Atom}entry")]
+    assert any(title.startswith(isolate_bidi(clean_text(TITLE)) + ":") for title in titles)  # the \x01 in a title once broke the feed
+    for page in sorted(site.rglob("*.html")) + [site / "feed.xml"]:
+        assert page_problems(page.read_bytes().decode("utf-8")) == [], page
+    header, *rows = csv.reader(io.StringIO((site / "downloads" / "leaderboard.csv").read_text(encoding="utf-8"), newline=""))
+    assert not any(cell.startswith(FORMULA_STARTS) for row in rows for cell in row if not _number(cell))
+    assert any(row[header.index("name")].startswith("'=HYPERLINK") for row in rows)
+    assert json.loads((site / "api" / "servers" / "hostile-refuse.json").read_bytes().decode("utf-8"))["server"]["name"] == clean_text(TITLE)
+
+
+def _number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_the_cli_prints_no_terminal_escape_sequences(transport):
+    command = [sys.executable, "-m", "pipeline.cli"]
+    if transport == "http":
+        with python_server("hostile_text.py", "tools-no-surrogate") as url:
+            done = subprocess.run([*command, "probe", url, "--timeout", "2"], capture_output=True, cwd=REPO, timeout=60)
+    else:
+        line = f"{sys.executable} {TEST_SERVERS / 'hostile_text.py'} tools-no-surrogate"
+        done = subprocess.run([*command, "check", "--stdio", line, "--timeout", "2"], capture_output=True, cwd=REPO, timeout=60)
+    shown = (done.stdout + done.stderr).decode("utf-8")
+    assert "get_" in shown and "Traceback" not in shown  # the hostile tool was listed
+    assert not any(c in shown for c in "\x1b\x9b\x9d\x07\x08\r\x00\x01")
