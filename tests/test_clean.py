@@ -44,6 +44,7 @@ from tests.support import (
     bidi_unbalanced,
     entry,
     faulty_entry,
+    glama_item,
     page_problems,
     probe,
     python_installed,
@@ -157,6 +158,25 @@ def test_any_string_a_server_sends_comes_back_renderable(catalog, text):
     assert stored.tools[0]["description"] == clean_text(text)  # and nothing else was changed
     for value in strings:
         _renders_everywhere(value)
+
+
+def test_a_surrogate_in_a_source_record_is_stored_clean_and_found_again_the_next_day(db):
+    from pipeline.discover import CallableSource
+    from pipeline.discover.glama import parse_glama
+
+    hostile = glama_item(2, name="evil \ud800 \x01", description="d\ud800", namespace="o\ud800", slug="s\ud800" + "x" * 120,
+                         repository={"url": "https://github.com/Own\ud800er/Rep\x01o"}, url="https://glama.ai/\ud800")
+    payload = json.dumps({"servers": [glama_item(1), hostile], "pageInfo": {"hasNextPage": False}})  # the surrogate as a JSON escape
+    counts = []
+    for day in range(2):
+        source = CallableSource("glama", lambda: parse_glama(json.loads(payload)))
+        counts.append(run_discover(db, sources=[source], now=NOW + timedelta(days=day), progress=quiet(1)).counts)
+    assert counts[0]["new"] == 2 and counts[1]["unchanged"] == 2 and counts[1]["new"] == 0  # the same two servers, not two more
+    rows = {r["id"]: r for r in db.query("select * from servers")}
+    assert len(rows) == 2 and any(r["name"] == "evil \ufffd \ufffd" for r in rows.values())
+    for table in ("servers", "server_keys", "source_records"):
+        for row in db.query(f"select * from {table}"):
+            assert all(v == clean_text(v, len(v)) for v in row.values() if isinstance(v, str)), row
 
 
 # ---------------------------------------------------------------- real hostile servers, in a run with others
