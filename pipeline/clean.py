@@ -37,7 +37,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def clean_text(text: str, limit: int = MAX_TEXT) -> str:
     """One string, storable and renderable anywhere: unstorable characters replaced, at most `limit` characters kept."""
-    if not text.isascii() or _UNSTORABLE.search(text):
+    if not (text.isascii() and text.isprintable()):  # printable ASCII, most text, needs no look
         text = _UNSTORABLE.sub(REPLACEMENT, text)
     if len(text) > limit:
         return text[:limit] + f"…[trimmed, {len(text)} chars]"

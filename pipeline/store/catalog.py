@@ -87,7 +87,7 @@ def _write(db: Database, plan: CatalogPlan) -> None:
                         "on conflict(key) do update set server_id = excluded.server_id",
                         [(clean_text(key), owner, plan.stamp) for key, owner in plan.keys.items()])
     records = []
-    for server_id, record in plan.records:
+    for server_id, record in plan.records:  # the hash is of what the source said, as received: a record's identity since before cleaning
         records.append({"source": clean_text(record.source), "source_key": clean_text(record.key), "server_id": server_id, "fetched_at": plan.stamp,
                         "content_hash": content_hash(record.payload), "payload": dumps(clean(record.payload))})
     db["source_records"].insert_all(records, ignore=True)  # the same content from the same source is kept once, at first sight
