@@ -16,6 +16,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.analyze import run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher
+from pipeline.clean import terminal_text
 from pipeline.config import Settings
 from pipeline.discover import SnapshotDownloads, online_sources, run_discover, snapshot_sources
 from pipeline.discover import sources as registered
@@ -30,6 +31,11 @@ from pipeline.probe.install import Installer
 from pipeline.probe.monitor import run_monitor
 from pipeline.render import run_build
 from pipeline.score import registry, run_score
+
+
+def echo(message: str, err: bool = False) -> None:
+    """Everything the CLI prints: server text (names, errors, tool descriptions) reaches the terminal without its escape sequences."""
+    click.echo(terminal_text(message), err=err)
 
 
 def utcnow() -> datetime:
@@ -58,7 +64,7 @@ def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageRepor
         store.fail_run(db, run_id, f"{type(exc).__name__}: {exc}", utcnow())
         raise
     store.finish_run(db, run_id, report, utcnow())
-    click.echo(report.summary_line())
+    echo(report.summary_line())
     if report.interrupted:
         raise Interrupted(name)
     return report
@@ -157,12 +163,12 @@ def _install(settings: Settings, specs: list) -> dict:
     if not specs:
         return {}
     started = time.monotonic()
-    click.echo(f"[install] {len(specs)} local servers' packages into {settings.cache_dir} (already installed ones are kept)", err=True)
+    echo(f"[install] {len(specs)} local servers' packages into {settings.cache_dir} (already installed ones are kept)", err=True)
     results = Installer(settings.cache_dir, settings.install_timeout).install(specs)
     failed = sorted(k for k, v in results.items() if not v.ok)
-    click.echo(f"install done: installed {len(results) - len(failed)}, failed {len(failed)}; {time.monotonic() - started:.1f}s")
+    echo(f"install done: installed {len(results) - len(failed)}, failed {len(failed)}; {time.monotonic() - started:.1f}s")
     for key in failed:
-        click.echo(f"  {key}: {results[key].error}", err=True)
+        echo(f"  {key}: {results[key].error}", err=True)
     return results
 
 
@@ -198,7 +204,7 @@ def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], s
         if target and stdio_command:
             raise click.UsageError("give either TARGET or --stdio COMMAND")
         seen = probe_target(target, shlex.split(stdio_command) if stdio_command else None, settings, utcnow())
-        click.echo(json.dumps(seen.model_dump(mode="json"), indent=2, sort_keys=True) if as_json else render_probe(seen))
+        echo(json.dumps(seen.model_dump(mode="json"), indent=2, sort_keys=True) if as_json else render_probe(seen))
         return
     _probe(_open(settings), settings, server_ids, "deep")
 
@@ -248,7 +254,7 @@ def build(settings: Settings, site_dir: Path | None) -> None:
     target = site_dir or settings.site_dir
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
                                                                       site_url=settings.site_url, datasette_url=settings.datasette_url))
-    click.echo(f"site written to {target}/index.html")
+    echo(f"site written to {target}/index.html")
 
 
 @cli.command()
@@ -268,9 +274,9 @@ def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: 
         handle = serving.start(target, settings.db_path, port, datasette_port)
     except (OSError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"site:      {handle.site_url}", err=False)
-    click.echo(f"datasette: {handle.datasette_url}")
-    click.echo("press Ctrl-C to stop")
+    echo(f"site:      {handle.site_url}", err=False)
+    echo(f"datasette: {handle.datasette_url}")
+    echo("press Ctrl-C to stop")
     sys.stdout.flush()
     try:
         import threading
@@ -311,14 +317,14 @@ def check(settings: Settings, url: str | None, stdio_command: str | None, source
     command = shlex.split(stdio_command) if stdio_command else None
     probe_result, cards = run_check(url, command, source, dict(p.split("=", 1) for p in env_pairs), settings, utcnow())
     if as_json:
-        click.echo(json.dumps({"probe": probe_result.model_dump(mode="json"), "scores": [c.as_json() for c in cards]}, indent=2, sort_keys=True))
+        echo(json.dumps({"probe": probe_result.model_dump(mode="json"), "scores": [c.as_json() for c in cards]}, indent=2, sort_keys=True))
     else:
-        click.echo(render_text(probe_result, cards))
+        echo(render_text(probe_result, cards))
     if min_score is not None:
         chosen = next(c for c in cards if c.rubric == rubric)
         if chosen.composite is None or chosen.composite < min_score:
             shown = "no score" if chosen.composite is None else f"{chosen.composite:.1f}"
-            click.echo(f"{rubric} score {shown} is below --min-score {min_score:g}", err=True)
+            echo(f"{rubric} score {shown} is below --min-score {min_score:g}", err=True)
             raise SystemExit(1)
 
 
@@ -330,7 +336,7 @@ def install(settings: Settings) -> None:
     results = _install(settings, [e.launch for e in batch.entries if e.launch])
     for key, result in sorted(results.items()):
         if result.ok:
-            click.echo(f"  {key}: {result.version}")
+            echo(f"  {key}: {result.version}")
     if not all(r.ok for r in results.values()):
         raise click.ClickException("some packages failed to install (see above)")
 
@@ -355,7 +361,7 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
                                                                       site_url=settings.site_url, datasette_url=settings.datasette_url))
-    click.echo(f"site written to {target}/index.html")
+    echo(f"site written to {target}/index.html")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -365,16 +371,16 @@ def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="scoreboard", standalone_mode=False)
     except Interrupted as exc:
-        click.echo(f"interrupted during {exc}; everything committed before it is kept", err=True)
+        echo(f"interrupted during {exc}; everything committed before it is kept", err=True)
         sys.exit(130)
     except store.ScoreboardDatabaseError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        echo(f"Error: {exc}", err=True)
         sys.exit(2)
     except click.ClickException as exc:
         exc.show()
         sys.exit(2)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+        echo("aborted", err=True)
         sys.exit(130)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

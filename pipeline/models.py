@@ -405,6 +405,11 @@ class StageReport(BaseModel):
     interrupted: bool = False
     phases: dict[str, float] = Field(default_factory=dict)  # wall seconds per phase, for benchmarks
 
+    def storage_failed(self, servers: int = 1) -> None:
+        """Servers whose rows the database refused: counted, and failures; the stage goes on with the others."""
+        self.counts["storage_failed"] = self.counts.get("storage_failed", 0) + servers
+        self.failures += servers
+
     def summary_line(self) -> str:
         parts = ", ".join(f"{k} {v}" for k, v in self.counts.items())
         state = "interrupted" if self.interrupted else "done"

@@ -1,7 +1,8 @@
 """Progress lines for long stages: counts, rate and time left.
 
 The first item, every failure, the last item, and otherwise at most one line a second, so a
-25,000-server stage stays readable and cheap to print.
+25,000-server stage stays readable and cheap to print. Lines quote server text (errors, details),
+so they reach the terminal without its escape sequences.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import sys
 import time
 from typing import TextIO
+
+from pipeline.clean import terminal_text
 
 
 class Progress:
@@ -36,12 +39,12 @@ class Progress:
         left = (self.total - self.done) / rate if rate > 0 else 0.0
         width = len(str(self.total))
         self._stream.write(
-            f"[{self.stage}] {self.done:>{width}}/{self.total} {rate:5.1f}/s ~{left:4.0f}s left  {item}: {status}\n"
+            terminal_text(f"[{self.stage}] {self.done:>{width}}/{self.total} {rate:5.1f}/s ~{left:4.0f}s left  {item}: {status}") + "\n"
         )
         self._stream.flush()
 
     def note(self, message: str) -> None:
-        self._stream.write(f"[{self.stage}] {message}\n")
+        self._stream.write(terminal_text(f"[{self.stage}] {message}") + "\n")
         self._stream.flush()
 
     @property

@@ -34,6 +34,8 @@ _QUOTED = re.compile(r"\"[^\"\n]{0,400}\"|“[^”\n]{0,400}”|`[^`\n]{0,400}`"
 # Zero-width, bidi controls and other format characters that hide text from a human reader.
 _HIDDEN_CATEGORIES = {"Cf", "Co", "Cs"}
 _ALLOWED_CONTROL = {"\n", "\r", "\t"}
+# Stored text has its control characters replaced by U+FFFD (pipeline.clean), so the replacement still counts.
+_REPLACED = "\ufffd"
 
 
 def may_hold_markers(text: str) -> bool:
@@ -55,13 +57,13 @@ def injection_findings(text: str | None) -> list[str]:
 
 
 def hidden_characters(text: str | None) -> list[str]:
-    """Invisible or control characters, named by code point."""
+    """Invisible or control characters (or the U+FFFD that replaced one when the text was stored), named by code point."""
     if not text or (text.isascii() and text.isprintable()):
         return []  # printable ASCII cannot hide anything; newlines and tabs fall through to the full check
     found = []
     for char in text or "":
         category = unicodedata.category(char)
-        if (category == "Cc" and char not in _ALLOWED_CONTROL) or category in _HIDDEN_CATEGORIES:
+        if (category == "Cc" and char not in _ALLOWED_CONTROL) or category in _HIDDEN_CATEGORIES or char == _REPLACED:
             found.append(f"U+{ord(char):04X}")
     return sorted(set(found))
 

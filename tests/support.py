@@ -15,6 +15,7 @@ import sys
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
@@ -154,6 +155,54 @@ def internal_links(site) -> tuple[int, int, list[str]]:
                 broken.append(f"{page.relative_to(site)} links to missing {target}")
             checked += 1
     return len(pages), checked, broken
+
+
+# What a page may hold: no character HTML calls a parse error or XML forbids (controls other than tab, newline and
+# carriage return; surrogates; noncharacters), and no bidi control that reaches past the text or attribute value
+# holding it (a U+202E in a server's name reordering the page around it).
+
+_NOT_IN_PAGES = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufdd0-\ufdef"
+                           + "".join(chr(plane << 16 | 0xFFFE) + chr(plane << 16 | 0xFFFF) for plane in range(17)) + "]")
+
+
+def bidi_unbalanced(text: str) -> bool:
+    """True when an embedding, override or isolate opened in `text` is still open at its end (UAX #9's matching, simplified)."""
+    stack: list[str] = []
+    for char in text:
+        if char in "\u202a\u202b\u202d\u202e":
+            stack.append("embedding")
+        elif char == "\u202c" and stack and stack[-1] == "embedding":
+            stack.pop()
+        elif char in "\u2066\u2067\u2068":
+            stack.append("isolate")
+        elif char == "\u2069" and "isolate" in stack:
+            while stack.pop() != "isolate":
+                pass
+    return bool(stack)
+
+
+class _Runs(HTMLParser):
+    """Every run of text between tags, and every attribute value, of an HTML page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.runs: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.runs += [value for _, value in attrs if value]
+
+    def handle_data(self, data):
+        self.runs.append(data)
+
+
+def page_problems(text: str) -> list[str]:
+    """Why a page's text is not safe to publish (empty when it is): forbidden characters, or bidi controls left open."""
+    problems = [f"U+{ord(c):04X} at {m.start()}" for m in _NOT_IN_PAGES.finditer(text) for c in m.group()]
+    runs = _Runs()
+    runs.feed(text)
+    runs.close()
+    problems += [f"bidi control left open in {run[:60]!r}" for run in runs.runs if bidi_unbalanced(run)]
+    return problems
 
 
 # Probing: installs without a registry, and the test servers in tests/servers/.

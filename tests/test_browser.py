@@ -12,7 +12,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.support import FLEET
+from tests.support import FLEET, page_problems
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -93,6 +93,7 @@ def test_search_finds_by_description_and_keeps_hostile_text_inert(served_board):
     dom = scripted(base + "index.html?q=NEEDLE-zz", profile)
     assert shown(dom) == ["evil"] and status(dom) == f"1 of {FLEET + 1} servers"
     assert "&lt;script&gt;alert" in dom and "<script>alert" not in dom and "<img src=x" not in dom
+    assert page_problems(dom) == []  # the script isolates the U+202E in the name and description as the templates do
     assert 'name="q"' in dom and "<form" in dom and "hidden" not in re.search(r"<form[^>]*>", dom).group(0)
     # several words must all match; accents and case fold
     assert shown(scripted(base + "index.html?q=SLACK+chánnel+007", profile)) == []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.store import ScoreboardDatabaseError, open_db, trim
+from pipeline.store import ScoreboardDatabaseError, open_db
 from pipeline.store.migrations import migrations
 from tests.support import REPO
 
@@ -74,13 +74,6 @@ def test_cli_explains_a_bad_database_without_a_traceback(tmp_path):
     assert done.returncode == 2
     assert "not a SQLite database" in done.stderr and str(path) in done.stderr
     assert "Traceback" not in done.stderr + done.stdout
-
-
-def test_trim_caps_hostile_strings():
-    value = {"description": "x" * 100_000, "nested": [{"k": "y" * 20}]}
-    trimmed = trim(value, limit=1000)
-    assert len(trimmed["description"]) < 1100 and trimmed["description"].endswith("[trimmed, 100000 chars]")
-    assert trimmed["nested"] == [{"k": "y" * 20}]
 
 
 def test_damaged_evidence_row_is_named_and_nothing_is_rescored(tmp_path):

@@ -42,5 +42,5 @@ def test_a_source_that_ran_without_a_server_deactivates_it_and_the_plan_says_so(
     assert plan.updates["acme--b"] == {"sources": "[]", "is_active": 0, "deactivated_at": store.iso(later)}
     assert plan.counts == {"new": 0, "updated": 0, "unchanged": 1, "deactivated": 1, "merged": 0}
     assert store.catalog_state(db) == state  # planning wrote nothing
-    assert store.apply_catalog_plan(db, plan) == plan.counts
+    assert store.apply_catalog_plan(db, plan) == (plan.counts, [])
     assert [s.id for s in store.active_servers(db)] == ["acme--a"]

@@ -17,7 +17,7 @@ from pipeline.render.contexts import safe_url
 from pipeline.render.writer import SiteWriteError, SiteWriter
 from pipeline.score import run_score
 from pipeline.score.registry import infos
-from tests.support import CATALOG_SIZE, HOSTILE, NOW, ListSource, quiet
+from tests.support import CATALOG_SIZE, HOSTILE, NOW, ListSource, page_problems, quiet
 
 
 def test_writer_writes_only_changed_bytes_and_removes_stale(tmp_path):
@@ -79,6 +79,7 @@ def test_hostile_server_text_is_escaped_everywhere(db, tmp_path):
         assert "<script>" not in html and "<img src=x" not in html
         assert "&lt;script&gt;" in html
         assert 'href="javascript:' not in html
+        assert page_problems(html) == []  # the U+202E in the name is isolated: it cannot reorder the page around it
     data = json.loads((tmp_path / "site" / "api" / "servers" / "evil.json").read_text())
     assert data["server"]["name"] == HOSTILE and data["server"]["repository"] is None
     ET.fromstring((tmp_path / "site" / "badge" / "evil.svg").read_text())

@@ -58,7 +58,8 @@ def page(tmp_path_factory):
             store.record_probe(db, fast("docs", at, ok=not (day == 0 and k == 0), ms=100 + 10 * k), None)
     store.record_analysis(db, analysis().model_copy(update={"server_id": "docs"}).model_copy(
         update={"metrics": {**analysis().metrics, "extracted_tools": ["search_docs", "delete_page", "export_all"]}}))
-    store.save_judgements(db, [judgement("search_docs", "m1", 90), judgement("search_docs", "m2", 50), judgement("delete_page", "offline", 40, True)])
+    store.save_judgements(db, "docs", [judgement("search_docs", "m1", 90), judgement("search_docs", "m2", 50),
+                                       judgement("delete_page", "offline", 40, True)])
     run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1), progress=quiet(2))
     run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(2))
     site = tmp_path_factory.mktemp("site")

@@ -49,7 +49,12 @@ def run_analyze(
     try:
         for server in servers:
             result = analyze_server(server, fetcher, now)
-            store.record_analysis(db, result)
+            try:
+                store.record_analysis(db, result)
+            except store.WriteRefused as refusal:
+                report.storage_failed()
+                progress.step(server.id, str(refusal), ok=False)
+                continue
             if result.ok:
                 report.counts["analyzed"] += 1
                 progress.step(server.id, f"ok ({result.license or 'no license'}, spec {result.spec_version or '?'})")

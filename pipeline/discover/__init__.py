@@ -125,7 +125,10 @@ def run_discover(
     plan = plan_catalog(catalog, [*entries, *merged], ran, now)
     report.phases["merge"] = time.monotonic() - merge_started
     write_started = time.monotonic()
-    counts = store.apply_catalog_plan(db, plan)
+    counts, refused = store.apply_catalog_plan(db, plan)
+    for refusal in refused:
+        report.storage_failed()
+        progress.note(f"{refusal.server_id}: {refusal}")
     report.phases["write"] = time.monotonic() - write_started
     report.counts.update({**counts, "skipped": skipped, **listed})
     progress.step("catalog", f"{len(listings)} listings merged into {len(merged)} servers; " + ", ".join(f"{k} {v}" for k, v in counts.items()))

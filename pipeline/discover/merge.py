@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
+from pipeline.clean import clean_text
 from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, slug_id, source_rank
 from pipeline.models import CatalogEntry, EnvVar, Listing, SourceRecord
 
@@ -24,7 +25,8 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
     Primary: the GitHub repository; for a hosted-only server its remote URL; then the registry name;
     a repository elsewhere (GitLab, …); then the source's own id. Remote URLs that are not public
     (localhost, private addresses, placeholders) are no identity: many servers list the same one;
-    nor are a listing's remotes when they span several hosts.
+    nor are a listing's remotes when they span several hosts. Keys are in their stored form (cleaned
+    as the store cleans them), so they match the stored catalog's keys.
     """
     repo = repository_key(listing.repository, listing.subfolder, aliases)
     github = [repo] if repo and repo.startswith("github:") else []
@@ -42,7 +44,7 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
         keys.append(repo)
     keys += remotes
     keys.append(f"{listing.source}:{listing.key.lower()}")
-    return list(dict.fromkeys(keys))
+    return list(dict.fromkeys(clean_text(key) for key in keys))
 
 
 def canonical_key(keys: Iterable[str]) -> str:

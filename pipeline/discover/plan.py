@@ -5,6 +5,10 @@ spellings of a server update it instead of starting over. Fields a source leaves
 blank out what is stored; external links, metrics and attributes accumulate. A source that ran
 and no longer lists a server stops vouching for it; a server no source vouches for is
 deactivated, never deleted. The store applies the plan in one transaction.
+
+Entries meet the stored catalog in its stored form: their keys and fields are cleaned as the store
+cleans what it writes (pipeline.clean), so a key with a control character in it finds its own
+stored row again, and an unchanged server is counted unchanged.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 from datetime import datetime
 from typing import Any, Iterable
 
+from pipeline.clean import clean, clean_text
 from pipeline.identity import source_rank, verified_publisher, with_hash
 from pipeline.models import CatalogEntry
 from pipeline.store import CatalogPlan, CatalogState, classification_of, dumps, iso
@@ -27,10 +32,11 @@ def plan_catalog(state: CatalogState, entries: Iterable[CatalogEntry], ran: Iter
     catalog = _Catalog(state, plan)
     seen: dict[str, set[str]] = {}  # server id -> the sources that listed it this run
     for entry in entries:
-        owners = list(dict.fromkeys(catalog.keys[k] for k in entry.keys if k in catalog.keys))
+        keys = [clean_text(key) for key in entry.keys]
+        owners = list(dict.fromkeys(catalog.keys[k] for k in keys if k in catalog.keys))
         server_id = owners[0] if owners else entry.id
         if entry.derived_id and not owners and (server_id in catalog.ids_with_keys or server_id in catalog.rows):
-            server_id = with_hash(entry.id, entry.keys[0])  # another server already has this readable id
+            server_id = with_hash(entry.id, keys[0])  # another server already has this readable id
         for other in owners[1:]:  # two stored servers turned out to be one: fold the other into this one
             if other in seen:
                 continue
@@ -48,7 +54,7 @@ def plan_catalog(state: CatalogState, entries: Iterable[CatalogEntry], ran: Iter
             changed = any(existing.get(k) != v for k, v in changes.items())
             catalog.write(server_id, {**changes, "last_seen_at": plan.stamp})
             plan.counts["updated" if changed else "unchanged"] += 1
-        for key in entry.keys:
+        for key in keys:
             if catalog.keys.get(key) != server_id:
                 catalog.keys[key] = server_id
                 catalog.ids_with_keys.add(server_id)
@@ -91,20 +97,15 @@ class _Catalog:
 
 
 def _fields(entry: CatalogEntry) -> dict[str, Any]:
+    text = {field: getattr(entry, field) for field in ("name", "description", "repository", "subpath", "homepage", "remote_url", "repo_key",
+                                                        "registry_name")}
     return {
-        "name": entry.name,
-        "description": entry.description,
-        "repository": entry.repository,
-        "subpath": entry.subpath,
-        "homepage": entry.homepage,
+        **{field: clean_text(value) if value else value for field, value in text.items()},
         "transport": entry.transport,
-        "remote_url": entry.remote_url,
-        "launch": entry.launch.model_dump_json() if entry.launch else None,
-        "env_vars": dumps([v.model_dump() for v in entry.env_vars]),
-        "repo_key": entry.repo_key,
-        "registry_name": entry.registry_name,
-        "packages": dumps([p.model_dump(exclude_none=True) for p in entry.packages]),
-        "remotes": dumps([r.model_dump() for r in entry.remotes]),
+        "launch": entry.launch.model_dump_json() if entry.launch else None,  # our own local catalog's
+        "env_vars": dumps(clean([v.model_dump() for v in entry.env_vars])),
+        "packages": dumps(clean([p.model_dump(exclude_none=True) for p in entry.packages])),
+        "remotes": dumps(clean([r.model_dump() for r in entry.remotes])),
     }
 
 
@@ -123,10 +124,10 @@ def _provenance(entry: CatalogEntry) -> dict[str, str]:
 def _new_row(server_id: str, entry: CatalogEntry, stamp: str, publishers: dict[str, str]) -> dict[str, Any]:
     row = {
         "id": server_id, **_fields(entry),
-        "external_links": dumps(entry.external_links),
-        "metrics": dumps(entry.metrics),
-        "attributes": dumps(entry.attributes),
-        "source_categories": dumps(entry.source_categories),
+        "external_links": dumps(clean(entry.external_links)),
+        "metrics": dumps(clean(entry.metrics)),
+        "attributes": dumps(clean(entry.attributes)),
+        "source_categories": dumps(clean(entry.source_categories)),
         "provenance": dumps(_provenance(entry)),
         "sources": dumps(entry.sources),
         "is_active": 1,
@@ -145,10 +146,10 @@ def _changes(existing: dict[str, Any], entry: CatalogEntry, ran: set[str], seen_
     sources = sorted((set(json.loads(existing["sources"] or "[]")) - ran) | seen_sources)
     delisted = "delisted_at" in json.loads(existing.get("attributes") or "{}")
     merged.update(
-        external_links=dumps({**json.loads(existing["external_links"] or "{}"), **entry.external_links}),
-        metrics=dumps({**json.loads(existing.get("metrics") or "{}"), **entry.metrics}),
-        attributes=dumps({**json.loads(existing.get("attributes") or "{}"), **entry.attributes}),
-        source_categories=dumps({**json.loads(existing.get("source_categories") or "{}"), **entry.source_categories}),
+        external_links=dumps({**json.loads(existing["external_links"] or "{}"), **clean(entry.external_links)}),
+        metrics=dumps({**json.loads(existing.get("metrics") or "{}"), **clean(entry.metrics)}),
+        attributes=dumps({**json.loads(existing.get("attributes") or "{}"), **clean(entry.attributes)}),
+        source_categories=dumps({**json.loads(existing.get("source_categories") or "{}"), **clean(entry.source_categories)}),
         provenance=dumps(kept),
         sources=dumps(sources),
         is_active=0 if delisted else 1,  # its owner asked to be taken off: sources listing it do not bring it back

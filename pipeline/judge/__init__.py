@@ -63,7 +63,12 @@ def run_judge(
                             confidence=verdict["confidence"], rationale=verdict.get("rationale"),
                         )
                     )
-            report.counts["judged"] += store.save_judgements(db, fresh)
+            try:
+                report.counts["judged"] += store.save_judgements(db, server.id, fresh)
+            except store.WriteRefused as refusal:
+                report.storage_failed()
+                progress.step(server.id, str(refusal), ok=False)
+                continue
             progress.step(server.id, f"{len(fresh)} judged")
     except KeyboardInterrupt:
         report.interrupted = True

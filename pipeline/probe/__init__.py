@@ -71,7 +71,12 @@ def run_probe(
     installs = installer.install(specs) if specs else {}
 
     def record(result: ProbeResult) -> None:
-        store.record_probe(db, result, run_id)
+        try:
+            store.record_probe(db, result, run_id)
+        except store.WriteRefused as refusal:
+            report.storage_failed()
+            progress.step(result.server_id, str(refusal), ok=False)
+            return
         if result.delist:
             store.delist(db, result.server_id, now)  # its owner asked to be off the scoreboard: off it stays
         outcome = result.outcome.value

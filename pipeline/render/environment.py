@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
 from pipeline.assets import TEMPLATES
+from pipeline.clean import isolate_bidi
 from pipeline.models import RubricInfo
 from pipeline.render.boards import FILTERS, cell
 from pipeline.render.values import VISIBILITY_ICONS
@@ -28,6 +29,12 @@ class _DictFirstEnvironment(Environment):
         return super().getattr(obj, attribute)
 
 
+def _isolated(value):
+    """Every value a template prints passes here before it is escaped: text that holds bidi controls (a server's name,
+    a tool description) is isolated, so a U+202E in it cannot reorder the page around it. Our own markup passes as is."""
+    return isolate_bidi(value) if type(value) is str else value
+
+
 def environment(rubrics: Sequence[RubricInfo]) -> Environment:
     """The environment every page is rendered in; the navigation links each board other than the headline's (the front page)."""
     env = _DictFirstEnvironment(
@@ -37,6 +44,7 @@ def environment(rubrics: Sequence[RubricInfo]) -> Environment:
         auto_reload=False,  # templates do not change during a build: no stat per page to check them
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=_isolated,
     )
     env.filters["score"] = lambda v: "–" if v is None else f"{v:.1f}"
     # A rule row's points and its name as words: one call each instead of a format, a format and a replace

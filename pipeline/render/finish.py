@@ -29,6 +29,8 @@ from pipeline.store import snapshot
 
 LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibility", "dimension_indicator", "transport", "era",
                            "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
+# A spreadsheet takes a cell that starts with one of these for a formula (OWASP's list, and a line break).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
 def snapshot_name(now: datetime) -> str:
@@ -75,11 +77,19 @@ def _copy(source: str, target: Path, errors: Connection) -> None:
         raise SystemExit(1) from None
 
 
+def csv_cell(value: object) -> object:
+    """A value as a spreadsheet reads it safely: numbers stay numbers (a score of -3.5 too); text that would start a
+    formula gets a leading `'`, which spreadsheets read as "this is text" (methodology deviation 39)."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def _csv(rows: list) -> str:
     out = io.StringIO()
-    table = csv.DictWriter(out, fieldnames=LEADERBOARD_CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
-    table.writeheader()
-    table.writerows(rows)
+    table = csv.writer(out, lineterminator="\r\n")  # RFC 4180's line break: a cell holding either CR or LF is then quoted
+    table.writerow(LEADERBOARD_CSV_COLUMNS)
+    table.writerows([csv_cell(row.get(column)) for column in LEADERBOARD_CSV_COLUMNS] for row in rows)
     return out.getvalue()
 
 

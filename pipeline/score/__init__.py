@@ -93,9 +93,12 @@ def run_score(
     pending: list[store.CardRow] = []
 
     def flush() -> None:
-        counts = store.write_card_rows(db, pending, now)
+        counts, refused = store.write_card_rows(db, pending, now)
         report.counts["scored"] += counts["scored"]
         report.counts["alerts"] += counts["alerts"]
+        for refusal in refused:
+            report.storage_failed()
+            progress.note(f"{refusal.server_id}: {refusal}")
         pending.clear()
 
     if workers > 1 and len(servers) >= PARALLEL_FROM:

@@ -1,9 +1,12 @@
 """The evidence database: the only code that knows table shapes. Callers write `store.<function>(db, …)`.
 
 Every write that belongs together happens in one transaction, so an interrupted run leaves
-what it had committed and nothing half-written. One module per concern: connection (open,
-check, migrate, copy), encoding, migrations, catalog, runs, evidence, scores, and the read
-models of the score stage (scoring) and the build (pages).
+what it had committed and nothing half-written. Every string written from outside is cleaned
+first (pipeline.clean), deep through JSON evidence; a server whose rows the database still
+refuses raises WriteRefused, with nothing of it written, for its stage to count and go on.
+One module per concern: connection (open, check, migrate, copy), encoding, refusals,
+migrations, catalog, runs, evidence, scores, and the read models of the score stage
+(scoring) and the build (pages).
 """
 
 from pipeline.store.catalog import (
@@ -21,7 +24,7 @@ from pipeline.store.catalog import (
     save_download_counts,
 )
 from pipeline.store.connection import ScoreboardDatabaseError, database_path, open_db, snapshot
-from pipeline.store.encoding import content_hash, dumps, in_chunks, iso, parse_iso, trim
+from pipeline.store.encoding import content_hash, dumps, in_chunks, iso, parse_iso
 from pipeline.store.evidence import (
     judged_hashes,
     latest_analyses,
@@ -35,16 +38,18 @@ from pipeline.store.evidence import (
     save_judgements,
 )
 from pipeline.store.pages import page_evidence, page_evidence_stamps
+from pipeline.store.refusals import WriteRefused
 from pipeline.store.runs import fail_run, finish_run, start_run
 from pipeline.store.scores import CardRow, card_row, load_scores, score_cards, score_changes, write_card_rows
 from pipeline.store.scoring import ScoringEvidence, duplicate_descriptions, scoring_evidence
 
 __all__ = [
-    "CardRow", "CatalogPlan", "CatalogState", "ScoreboardDatabaseError", "ScoringEvidence", "active_servers", "apply_catalog_plan",
+    "CardRow", "CatalogPlan", "CatalogState", "ScoreboardDatabaseError", "ScoringEvidence", "WriteRefused", "active_servers",
+    "apply_catalog_plan",
     "card_row", "catalog_state", "classification_of", "content_hash", "database_path", "delist", "dumps",
     "duplicate_descriptions", "fail_run", "finish_run", "in_chunks", "iso", "judged_hashes", "latest_analyses", "latest_analysis_ids",
     "latest_probe", "latest_probe_summaries", "latest_probes", "load_scores", "open_db", "packages_due_for_downloads", "page_evidence",
     "page_evidence_stamps", "parse_iso", "rate_limited_until", "record_analysis", "record_probe", "record_problems", "repo_aliases",
     "save_aliases", "save_download_counts", "save_judgements", "score_cards", "score_changes", "scoring_evidence", "snapshot",
-    "start_run", "trim", "write_card_rows",
+    "start_run", "write_card_rows",
 ]

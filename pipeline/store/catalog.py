@@ -15,11 +15,15 @@ from pydantic_core import from_json
 from sqlite_utils import Database
 
 from pipeline.classify import classify
+from pipeline.clean import clean, clean_text
 from pipeline.identity import pypi_name
 from pipeline.models import Server, SourceRecord
-from pipeline.store.encoding import content_hash, dumps, in_chunks, iso, parse_iso, trim
+from pipeline.store.encoding import clean_json_text, content_hash, dumps, in_chunks, iso, parse_iso
+from pipeline.store.refusals import DATA_ERRORS, WriteRefused, one_server
 
 _JSON_COLUMNS = {"packages": "[]", "remotes": "[]", "metrics": "{}", "attributes": "{}", "source_categories": "{}", "provenance": "{}"}
+# Every column of `servers` that holds a JSON document: its strings are cleaned inside the document.
+_JSON_TEXT = {*_JSON_COLUMNS, "launch", "env_vars", "external_links", "sources", "platforms"}
 
 
 @dataclass
@@ -51,21 +55,66 @@ def catalog_state(db: Database) -> CatalogState:
     )
 
 
-def apply_catalog_plan(db: Database, plan: CatalogPlan) -> dict[str, int]:
-    """Write a catalog plan, all of it or none of it; returns its counts."""
+def apply_catalog_plan(db: Database, plan: CatalogPlan) -> tuple[dict[str, int], list[WriteRefused]]:
+    """Write a catalog plan, every string in it cleaned, in one transaction; returns its counts and the servers refused.
+
+    Normally all of it or none of it. When the database refuses a row, the plan is written again server by
+    server (each in a savepoint: its row, keys and records together), so a refused server is left out and
+    named, and every other server is stored.
+    """
+    try:
+        with db.atomic():
+            _write(db, plan)
+        return dict(plan.counts), []
+    except DATA_ERRORS:
+        pass
+    refused: list[WriteRefused] = []
     with db.atomic():
-        db["servers"].insert_all(plan.inserts)
-        for server_id, columns in plan.updates.items():
-            db["servers"].update(server_id, columns)
-        db.conn.executemany("insert into server_keys (key, server_id, first_seen_at) values (?, ?, ?) "
-                            "on conflict(key) do update set server_id = excluded.server_id", [(k, s, plan.stamp) for k, s in plan.keys.items()])
-        records = [
-            {"source": record.source, "source_key": record.key, "server_id": server_id, "fetched_at": plan.stamp,
-             "content_hash": content_hash(record.payload), "payload": dumps(trim(record.payload))}
-            for server_id, record in plan.records
-        ]
-        db["source_records"].insert_all(records, ignore=True)  # the same content from the same source is kept once, at first sight
-    return dict(plan.counts)
+        for server_id, share in _by_server(plan).items():
+            try:
+                with one_server(db, server_id):
+                    _write(db, share)
+            except WriteRefused as refusal:
+                refused.append(refusal)
+    return dict(plan.counts), refused
+
+
+def _write(db: Database, plan: CatalogPlan) -> None:
+    db["servers"].insert_all([_clean_row(row) for row in plan.inserts])
+    for server_id, columns in plan.updates.items():
+        db["servers"].update(server_id, _clean_row(columns))
+    db.conn.executemany("insert into server_keys (key, server_id, first_seen_at) values (?, ?, ?) "
+                        "on conflict(key) do update set server_id = excluded.server_id",
+                        [(clean_text(key), owner, plan.stamp) for key, owner in plan.keys.items()])
+    records = []
+    for server_id, record in plan.records:  # the hash is of what the source said, as received: a record's identity since before cleaning
+        records.append({"source": clean_text(record.source), "source_key": clean_text(record.key), "server_id": server_id, "fetched_at": plan.stamp,
+                        "content_hash": content_hash(record.payload), "payload": dumps(clean(record.payload))})
+    db["source_records"].insert_all(records, ignore=True)  # the same content from the same source is kept once, at first sight
+
+
+def _by_server(plan: CatalogPlan) -> dict[str, CatalogPlan]:
+    """The plan split into one plan per server: its new row or changed columns, the keys it now owns, its records."""
+    shares: dict[str, CatalogPlan] = {}
+
+    def share(server_id: str) -> CatalogPlan:
+        return shares.setdefault(server_id, CatalogPlan(stamp=plan.stamp))
+
+    for row in plan.inserts:
+        share(row["id"]).inserts.append(row)
+    for server_id, columns in plan.updates.items():
+        share(server_id).updates[server_id] = columns
+    for key, owner in plan.keys.items():
+        share(owner).keys[key] = owner
+    for server_id, record in plan.records:
+        share(server_id).records.append((server_id, record))
+    return shares
+
+
+def _clean_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A servers row with its text cleaned: plain columns as text, JSON columns inside their documents."""
+    return {column: (clean_json_text(value) if column in _JSON_TEXT else clean_text(value)) if isinstance(value, str) else value
+            for column, value in row.items()}
 
 
 def _server_from_row(row: dict[str, Any]) -> Server:
@@ -122,12 +171,14 @@ def save_aliases(db: Database, source: str, aliases: dict[str, str], now: dateti
     with db.atomic():
         for old, new in sorted(aliases.items()):
             db.execute("insert into repo_aliases (old_key, new_key, source, first_seen_at) values (?, ?, ?, ?) "
-                       "on conflict(old_key) do update set new_key = excluded.new_key, source = excluded.source", [old, new, source, iso(now)])
+                       "on conflict(old_key) do update set new_key = excluded.new_key, source = excluded.source",
+                       [clean_text(old), clean_text(new), source, iso(now)])
 
 
 def record_problems(db: Database, source: str, problems: Iterable[str], now: datetime) -> None:
+    """A source's problems (they quote what the source sent, so they are cleaned like it)."""
     with db.atomic():
-        db["discovery_problems"].insert_all([{"source": source, "problem": p[:2000], "seen_at": iso(now)} for p in problems])
+        db["discovery_problems"].insert_all([{"source": source, "problem": clean_text(p, 2000), "seen_at": iso(now)} for p in problems])
 
 
 def packages_due_for_downloads(db: Database, before: datetime) -> dict[tuple[str, str], list[str]]:

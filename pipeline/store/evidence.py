@@ -9,14 +9,19 @@ from typing import Any, Iterable
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION, latency
+from pipeline.clean import clean_text
 from pipeline.models import AnalysisResult, Judgement, ProbeResult
-from pipeline.store.encoding import content_hash, dumps, iso, parse_iso, trim
+from pipeline.store.encoding import cleaned_json, content_hash, dumps, iso, parse_iso
+from pipeline.store.refusals import one_server
 
 
 def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
-    """Store one probe's evidence, and its tool list as a snapshot, in one transaction."""
-    evidence = trim(result.model_dump(mode="json"))
-    with db.atomic():
+    """Store one probe's evidence (every string in it cleaned), and its tool list as a snapshot, in one transaction.
+
+    Raises WriteRefused, with nothing written, when the database refuses the server's rows.
+    """
+    with one_server(db, result.server_id):
+        evidence = cleaned_json(result)
         table = db["probe_runs"]
         table.insert(
             {
@@ -25,12 +30,12 @@ def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
                 "kind": result.kind,
                 "started_at": iso(result.started_at),
                 "duration_ms": round(result.duration_ms, 2),
-                "transport": result.transport,
+                "transport": evidence["transport"],
                 "outcome": result.outcome.value,
-                "detail": (result.detail or "")[:2000] or None,
-                "era": result.era,
-                "protocol_version": result.protocol_version,
-                "handshake": result.handshake,
+                "detail": clean_text(result.detail or "", 2000) or None,
+                "era": evidence["era"],
+                "protocol_version": evidence["protocol_version"],
+                "handshake": evidence["handshake"],
                 "connect_ms": result.connect_ms,
                 "ping_ms": result.ping_ms,
                 "tool_count": None if result.tools is None else len(result.tools),
@@ -138,32 +143,30 @@ def latest_analysis_ids(db: Database) -> dict[str, int]:
 
 
 def record_analysis(db: Database, result: AnalysisResult) -> int:
-    with db.atomic():
+    """Store one analysis (every string in it cleaned); raises WriteRefused, with nothing written, when the database refuses it."""
+    with one_server(db, result.server_id):
+        cleaned = cleaned_json(result)
         table = db["analyses"]
         table.insert(
             {
                 "server_id": result.server_id,
                 "analyzed_at": iso(result.analyzed_at),
                 "fetcher": result.fetcher,
-                "source_ref": result.source_ref,
+                "source_ref": cleaned["source_ref"],
                 "ok": int(result.ok),
-                "error": result.error,
-                "license": result.license,
-                "spec_version": result.spec_version,
-                "result": dumps(trim(result.model_dump(mode="json"))),
+                "error": cleaned["error"],
+                "license": cleaned["license"],
+                "spec_version": cleaned["spec_version"],
+                "result": dumps(cleaned),
                 "engine_version": ENGINE_VERSION,
             }
         )
         return int(table.last_pk)
 
-
-
-def save_judgements(db: Database, judgements: Iterable[Judgement]) -> int:
-    rows = [
-        {**j.model_dump(mode="json"), "offline": int(j.offline), "judged_at": iso(j.judged_at)}
-        for j in judgements
-    ]
-    with db.atomic():
+def save_judgements(db: Database, server_id: str, judgements: Iterable[Judgement]) -> int:
+    """Store one server's judgements (their text cleaned); raises WriteRefused, with none written, when the database refuses them."""
+    with one_server(db, server_id):
+        rows = [{**cleaned_json(j), "offline": int(j.offline), "judged_at": iso(j.judged_at)} for j in judgements]
         # The unique index on (server, tool, model, tool hash) makes a re-judgement replace its row.
         db["judgements"].insert_all(rows, replace=True)
     return len(rows)

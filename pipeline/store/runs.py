@@ -8,6 +8,7 @@ from typing import Any
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION
+from pipeline.clean import clean, clean_text
 from pipeline.models import StageReport
 from pipeline.store.encoding import dumps, iso
 
@@ -23,7 +24,7 @@ def start_run(db: Database, stage: str, args: dict[str, Any], now: datetime) -> 
                 "started_at": iso(now),
                 "status": "running",
                 "engine_version": ENGINE_VERSION,
-                "args": dumps(args),
+                "args": dumps(clean(args)),
             }
         )
         return int(table.last_pk)
@@ -46,4 +47,4 @@ def finish_run(db: Database, run_id: int, report: StageReport, now: datetime) ->
 def fail_run(db: Database, run_id: int, error: str, now: datetime) -> None:
     """A stage stopped on an error (a damaged database, a full disk): say so, with the error."""
     with db.atomic():
-        db["runs"].update(run_id, {"finished_at": iso(now), "status": "failed", "counts": dumps({"error": error[:2000]})})
+        db["runs"].update(run_id, {"finished_at": iso(now), "status": "failed", "counts": dumps({"error": clean_text(error, 2000)})})

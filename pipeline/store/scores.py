@@ -12,6 +12,7 @@ from sqlite_utils import Database
 from pipeline import ENGINE_VERSION
 from pipeline.models import ScoreCard
 from pipeline.store.encoding import in_chunks, iso
+from pipeline.store.refusals import DATA_ERRORS, WriteRefused, one_server
 
 SCORE_DROP_ALERT = 10.0  # seed 000: a drop of 10+ points between runs raises an alert
 
@@ -70,11 +71,15 @@ def card_row(card: ScoreCard, now: datetime) -> CardRow:
     )
 
 
-def write_card_rows(db: Database, rows: list[CardRow], now: datetime) -> dict[str, int]:
-    """Store score cards (as rows), the day's history snapshot, and drop alerts, in one transaction, in bulk."""
+def write_card_rows(db: Database, rows: list[CardRow], now: datetime) -> tuple[dict[str, int], list[WriteRefused]]:
+    """Store score cards (as rows), the day's history snapshot, and drop alerts, in one transaction, in bulk.
+
+    Returns the counts and the servers refused: when the database refuses a row, the batch is written again
+    server by server (each in a savepoint), so only a refused server's cards are left out, and its old cards stay.
+    """
     counts = {"scored": len(rows), "alerts": 0}
     if not rows:
-        return counts
+        return counts, []
     stamp = iso(now)
     previous: dict[tuple[str, str], float | None] = {}
     for chunk, marks in in_chunks(sorted({r.server_id for r in rows})):
@@ -86,14 +91,38 @@ def write_card_rows(db: Database, rows: list[CardRow], now: datetime) -> dict[st
         if old is not None and row.composite is not None and old - row.composite >= SCORE_DROP_ALERT:
             alerts.append((row.server_id, row.rubric, "score_drop", stamp, old, row.composite,
                            f"{row.rubric} score fell from {old:.1f} to {row.composite:.1f}"))
+    try:
+        with db.atomic():
+            _write_cards(db, rows, alerts)
+        counts["alerts"] = len(alerts)
+        return counts, []
+    except DATA_ERRORS:
+        pass
+    refused: list[WriteRefused] = []
+    counts["scored"] = 0
+    by_server: dict[str, list[CardRow]] = {}
+    for row in rows:
+        by_server.setdefault(row.server_id, []).append(row)
     with db.atomic():
-        db.conn.executemany(_upsert_sql("scores", SCORE_COLUMNS, ("server_id", "rubric")), [r.score for r in rows])
-        db.conn.executemany(_upsert_sql("score_history", HISTORY_COLUMNS, ("server_id", "rubric", "day")), [r.history for r in rows])
-        db.conn.executemany(
-            "insert into alerts (server_id, rubric, kind, created_at, old_value, new_value, message) values (?, ?, ?, ?, ?, ?, ?)", alerts
-        )
-    counts["alerts"] = len(alerts)
-    return counts
+        for server_id, cards in by_server.items():
+            drops = [a for a in alerts if a[0] == server_id]
+            try:
+                with one_server(db, server_id):
+                    _write_cards(db, cards, drops)
+            except WriteRefused as refusal:
+                refused.append(refusal)
+                continue
+            counts["scored"] += len(cards)
+            counts["alerts"] += len(drops)
+    return counts, refused
+
+
+def _write_cards(db: Database, rows: list[CardRow], alerts: list[tuple]) -> None:
+    db.conn.executemany(_upsert_sql("scores", SCORE_COLUMNS, ("server_id", "rubric")), [r.score for r in rows])
+    db.conn.executemany(_upsert_sql("score_history", HISTORY_COLUMNS, ("server_id", "rubric", "day")), [r.history for r in rows])
+    db.conn.executemany(
+        "insert into alerts (server_id, rubric, kind, created_at, old_value, new_value, message) values (?, ?, ?, ?, ?, ?, ?)", alerts
+    )
 
 
 SCORE_SUMMARY = "server_id, rubric, composite, grade, visibility, dimension_indicator, rules_version, scored_at, extra, flags"

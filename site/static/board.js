@@ -1,7 +1,8 @@
 // Leaderboard enhancement: instant search, filters and paging over the whole board, client-side.
 // Without JavaScript the pre-rendered pages (100 rows each) still work; this script replaces the
 // table body and pager once the board's JSON has loaded. State lives in the URL query string, so a
-// filtered view is a link. Server text is inserted with textContent only, never as HTML.
+// filtered view is a link. Server text is inserted with textContent only, never as HTML, and isolated
+// when it holds bidi controls, as the templates do.
 (function () {
   "use strict";
   var table = document.querySelector("table.board[data-board]");
@@ -18,6 +19,19 @@
   ];
   var TIERS = { complete: "◉", verified: "◎", assessed: "◐", limited: "◔", unscored: "○" };
 
+  // Text with bidi controls is wrapped in an isolate (FSI ... PDI) with a stray PDI dropped and open isolates
+  // closed, so a U+202E in a server's name cannot reorder the table around it (pipeline/clean.py isolate_bidi).
+  function isolate(text) {
+    if (!/[\u202a-\u202e\u2066-\u2069]/.test(text)) return text;
+    var out = "", open = 0;
+    for (var i = 0; i < text.length; i++) {
+      var ch = text.charAt(i);
+      if (ch >= "\u2066" && ch <= "\u2068") open++;
+      else if (ch === "\u2069") { if (!open) continue; open--; }
+      out += ch;
+    }
+    return "\u2068" + out + "\u2069".repeat(open) + "\u2069";
+  }
   function get(row, key) {
     return key.split(".").reduce(function (v, k) { return v == null ? null : v[k]; }, row);
   }
@@ -155,12 +169,12 @@
       if (c.kind === "server") {
         var a = document.createElement("a");
         a.href = root + "servers/" + encodeURIComponent(r.id) + ".html";
-        a.textContent = r.name;
+        a.textContent = isolate(r.name);
         td.appendChild(a);
         if (r.description) {
           var d = document.createElement("div");
           d.className = "desc";
-          d.textContent = r.description.length > 140 ? r.description.slice(0, 137) + "..." : r.description;
+          d.textContent = isolate(r.description.length > 140 ? r.description.slice(0, 137) + "..." : r.description);
           td.appendChild(d);
         }
       } else if (c.kind === "grade") {
