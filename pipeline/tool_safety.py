@@ -97,6 +97,13 @@ def _clause_patterns(verbs: frozenset[str]) -> tuple[re.Pattern[str], ...]:
     )
 
 
+# What every destructive phrase's first word starts with, and every form of the clause verbs: a text holding neither
+# is passed without running the patterns (most descriptions, read once per tool in every scoring pass).
+_PHRASE_STARTS = ("delet", "remov", "overwrit", "destroy", "drop", "wip", "eras", "purg", "truncat", "revok", "revocation", "consum",
+                  "irreversibl", "permanent", "expung", "obliterat", "shred", "invalidat", "send", "execut", "run", "mark", "charg")
+_VERB_FORMS = frozenset(f for v in CLAUSE_VERBS for f in _forms(v))
+_WORD = re.compile(r"[a-z]+")
+_STARTS = re.compile(rf"\b(?:{'|'.join(_PHRASE_STARTS)})")
 _DESTRUCTIVE = re.compile(rf"\b(?:{'|'.join(DESTRUCTIVE_PHRASES)})\b")
 _CLAUSES = _clause_patterns(CLAUSE_VERBS)
 _CLEAR_CLAUSES = _clause_patterns(CLEAR_CLAUSE_VERBS)
@@ -146,6 +153,8 @@ def name_changes(name: str, *, strict: bool = True) -> list[str]:
 
 def readable_text(text: str) -> str:
     """The text as its words are read: compatibility forms folded (fullwidth letters), format characters (zero-width) dropped."""
+    if text.isascii():
+        return text.lower()
     folded = unicodedata.normalize("NFKC", text)
     return "".join(c for c in folded if unicodedata.category(c) != "Cf").lower()
 
@@ -169,6 +178,8 @@ def text_changes(text: str, *, strict: bool = True) -> list[str]:
     """Wording in a description that says, or may say, the tool changes something. Not strict, only what clearly says
     it and not under a negation ("does not delete anything", "remove nothing"): the test for contradictions, not for calls."""
     readable = readable_text(text)
+    if _VERB_FORMS.isdisjoint(_WORD.findall(readable)) and not _STARTS.search(readable):
+        return []
     found: list[str] = []
     spans = [m.span() for m in _DESTRUCTIVE.finditer(readable)]
     spans += [m.span(1) for pattern in (_CLAUSES if strict else _CLEAR_CLAUSES) for m in pattern.finditer(readable)]
