@@ -45,7 +45,8 @@ def callable_(name: str, description: str = "", **annotations) -> bool:
     "resolve_ticket", "resolve", "log_access", "get_log", "git_log", "check_out_book", "checkOut", "checkout", "check-in",
     "get_and_revoke", "list_purge", "get_wipe", "get_and_consume_token", "read_queue_and_dequeue", "list_then_ack",
     "get_token_and_rotate", "get_or_create", "get_then_put", "readAndWrite", "get_and_forget", "get_and_set",
-    "g\u0435t_item", "get_\u0456tem", "\uff47\uff45\uff54_item", "get\u200b_item", "get_item\u200d", "get_item\u202e", "get\titem",
+    "g\u0435t_item", "get_\u0456tem", "get_and_d\u0435lete", "get_and_\uff44\uff45\uff4c\uff45\uff54\uff45", "\uff47\uff45\uff54_item",
+    "get\u200b_item", "get_item\u200d", "get_item\u202e", "get\titem",
     "gét_item", "",
 ])
 def test_naming_tricks_are_refused(name):
@@ -170,7 +171,7 @@ def test_the_prober_calls_no_tool_a_naming_trick_hides(tmp_path, settings):
     result = anyio.run(check._probe, check.target_server(None, command, NOW), command, {"TOOL_ZOO_CALLS": str(calls)}, settings, NOW)
     assert result.outcome.value == "ok", result.detail
     listed = {t["name"] for t in result.tools}
-    assert len(listed) == 29 and "g\u0435t_item" in listed and "get\u200b_item" in listed  # every trick was listed, and refused
+    assert len(listed) == 29 and "get_and_d\u0435lete" in listed and "get\u200b_item" in listed  # every trick was listed, and refused
     made = [json.loads(line) for line in calls.read_text().splitlines()]
     assert {c["name"] for c in made} == {"get_status", "get_report"}
     assert [i.tool for i in result.invocations] == ["get_status", "get_report"]

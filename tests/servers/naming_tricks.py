@@ -20,10 +20,10 @@ REFUSED = [
     tool("get_and_delete"), tool("fetch_and_erase"), tool("read_and_wipe"), tool("get_and_consume"), tool("getAndDelete"),
     tool("list-then-drop"), tool("get_itemanddelete"), tool("getAndDeletes"), tool("resolve_ticket"), tool("log_access"),
     tool("check_out_book"), tool("checkout_cart"), tool("get_and_revoke"), tool("get_and_purge"),
-    tool("g\u0435t_item"),  # a Cyrillic е
-    tool("\uff47\uff45\uff54_item"),  # fullwidth letters
+    tool("get_and_d\u0435lete"),  # a Cyrillic е hides the mutating word from the word lists
+    tool("get_and_\uff44\uff45\uff4c\uff45\uff54\uff45"),  # so do fullwidth letters
     tool("get\u200b_item"),  # a zero-width space
-    tool("get_open_world", annotations={"readOnlyHint": True, "destructiveHint": False}),  # openWorldHint left to its default: true
+    tool("get_world_map", annotations={"readOnlyHint": True, "destructiveHint": False}),  # openWorldHint left to its default: true
     tool("get_lies", annotations={**READ_ONLY, "destructiveHint": True}),
     tool("get_note", "Gets the note and then deletes it."),
     tool("get_mail", "Returns the unread mail and marks it as read."),
