@@ -12,6 +12,7 @@ import anyio
 import jsonschema
 import pytest
 from hypothesis import given
+from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from pipeline import check, tool_safety
@@ -240,3 +241,20 @@ def test_every_word_list_is_printed_in_the_methodology():
         for word in words:
             shown = " ".join(word) if isinstance(word, tuple) else word
             assert f"`{shown}`" in text, f"{name}: {shown} is not in {methodology.DOCUMENT.name}"
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=20)
+SCHEMA_KEYS = st.sampled_from(["type", "properties", "required", "enum", "const", "default", "anyOf", "items", "minItems", "minimum",
+                               "minLength", "maxLength", "confirm", "dry_run", "mode"])
+
+
+@examples(max_examples=50)
+@given(tool=st.fixed_dictionaries({"name": JSON, "description": JSON, "title": JSON, "annotations": JSON | st.just(READ_ONLY)}),
+       schema=st.recursive(st.dictionaries(SCHEMA_KEYS, JSON, max_size=5),
+                           lambda inner: st.dictionaries(SCHEMA_KEYS, inner | JSON | st.lists(inner, max_size=3), max_size=5), max_leaves=12))
+def test_no_tool_definition_breaks_the_call_test(tool, schema):
+    safe_to_call(tool)
+    read_only_contradictions(tool)
+    arguments = arguments_for({"type": "object", "properties": schema, "required": list(schema)[:2]})
+    assert arguments is None or isinstance(arguments, dict)

@@ -102,7 +102,7 @@ def _value(schema: dict[str, Any], depth: int, confirming: bool = False, dry: bo
         properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         required = [r for r in schema.get("required") or [] if isinstance(r, str)]
         guards = [n for n, p in properties.items() if n not in required and isinstance(p, dict) and _guards(n, p)]
-        return {name: _named(name, properties.get(name) or {"type": "string"}, depth + 1) for name in required + guards}
+        return {name: _named(name, _property(properties, name), depth + 1) for name in required + guards}
     if kind == "array":
         items = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
         count = int(schema.get("minItems") or 0)
@@ -121,6 +121,13 @@ def _value(schema: dict[str, Any], depth: int, confirming: bool = False, dry: bo
     if kind == "null":
         return None
     return _string(schema)
+
+
+def _property(properties: dict[str, Any], name: str) -> dict[str, Any]:
+    schema = properties.get(name, {"type": "string"})  # a required name with no schema takes any string
+    if not isinstance(schema, dict):
+        raise ValueError(f"the schema of {name!r} is not an object")
+    return schema
 
 
 def _first_branch(branches: list[Any], depth: int, confirming: bool, dry: bool) -> Any:
