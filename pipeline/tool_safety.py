@@ -26,7 +26,8 @@ CHANGE_WORDS = frozenset({
     "spend", "redeem", "consume", "submit", "approve", "reject", "shutdown", "reboot", "mint", "tweet", "checkout", "ban", "kick",
     "flush", "prune", "evict", "discard", "dispose", "invalidate", "revert", "rollback", "restore", "migrate", "lock", "unlock",
     "dequeue", "enqueue", "increment", "decrement", "incr", "decr", "unsubscribe", "unlink", "detach", "unmount", "deactivate",
-    "forget", "unset", "abort", "chmod", "chown", "mkdir", "rmdir", "reinstall", "recreate", "persist",
+    "forget", "unset", "abort", "chmod", "chown", "mkdir", "rmdir", "reinstall", "recreate", "persist", "annihilate", "eradicate",
+    "demolish", "scrap", "rewrite", "upgrade", "downgrade", "deprovision", "exfiltrate", "poweroff",
 })
 # Name words that may mean a change: enough not to call the tool, not enough to call its annotation a lie.
 DOUBTFUL_WORDS = frozenset({
@@ -36,7 +37,8 @@ DOUBTFUL_WORDS = frozenset({
     "branch", "apply", "import", "sync", "open", "close", "archive", "format", "store", "assign", "unassign", "attach", "mount",
     "accept", "deny", "vote", "swap", "stake", "unstake", "copy", "clone", "duplicate", "renew", "rotate", "expire", "void", "mute",
     "unmute", "clean", "cleanup", "teardown", "compile", "emit", "broadcast", "dispatch", "checkin", "refresh", "reindex", "rebuild",
-    "regenerate", "connect", "disconnect", "halt", "dial", "fork", "eval", "sudo", "touch", "cp",
+    "regenerate", "connect", "disconnect", "halt", "dial", "fork", "eval", "sudo", "touch", "cp", "trash", "empty", "encrypt", "export",
+    "reopen", "elevate", "escalate", "impersonate", "burn", "reformat", "provision", "freeze", "unfreeze", "bid", "bet", "donate",
 })
 MUTATING_WORDS = CHANGE_WORDS | DOUBTFUL_WORDS
 # Two name words that together name a change though each alone need not (check_out, log-in, roll back).
@@ -69,8 +71,18 @@ CLAUSE_VERBS = frozenset({
     "regenerate", "reindex", "rebuild", "dispatch", "broadcast", "emit", "enqueue", "unlink", "detach", "deactivate", "activate", "suspend",
     "pause", "ban", "kick", "mute", "dial", "vote", "register", "assign", "attach", "import", "sync",
 })
+# Verbs that are nouns as often (Email address …, Order history …): they count only opening a clause with an object
+# ("… and emails it", "Orders the item") or after "then", never as a sentence's first word alone.
+OBJECT_VERBS = frozenset({"email", "mail", "message", "text", "forward", "share", "call", "invoke", "page", "book", "order", "schedule",
+                          "start", "stop", "open", "launch", "spawn", "upgrade", "export"})
 # Of those, the ones that clearly say a change (the test for a contradicted read-only annotation).
 CLEAR_CLAUSE_VERBS = CLAUSE_VERBS & (CHANGE_WORDS | {"change"})
+CLEAR_OBJECT_VERBS = frozenset({"email", "mail", "forward"})
+# Description words that qualify or name a change rather than make one (a permanent link, deletion status, a removable
+# drive): no contradiction. Nor is a past participle unless a passive auxiliary stands before it ("is deleted", not "deleted items").
+QUALIFIERS = ("permanent", "irreversibl", "revocation")
+NOUN_ENDINGS = ("ion", "ions", "al", "als", "able", "ure", "er", "ers")
+PASSIVE = frozenset({"is", "are", "be", "being", "get", "gets"})  # what the tool does now, not what was done before
 OBJECT_WORDS = ("the", "a", "an", "it", "them", "all", "any", "this", "that", "these", "those", "its", "their", "your", "each", "every", "my",
                 "our", "his", "her")
 _OBJECT = rf"(?:{'|'.join(OBJECT_WORDS)})\b"
@@ -88,8 +100,8 @@ def _forms(verb: str) -> list[str]:
     return [verb, verb + "s", verb + "es", ing, *doubled]
 
 
-def _clause_patterns(verbs: frozenset[str]) -> tuple[re.Pattern[str], ...]:
-    forms = "|".join(sorted({f for v in verbs for f in _forms(v)}, key=len, reverse=True))
+def _clause_patterns(verbs: frozenset[str], object_verbs: frozenset[str]) -> tuple[re.Pattern[str], ...]:
+    forms = "|".join(sorted({f for v in verbs | object_verbs for f in _forms(v)}, key=len, reverse=True))
     return (
         re.compile(rf"(?:^|[.;:!?\n]\s*)({'|'.join(sorted(verbs))})\b(?!-)"),  # an imperative opening a sentence: "Delete every record."
         re.compile(rf"\bthen\s+(?:also\s+)?({forms})\b(?!-)"),  # "and then deletes", ", then writes"
@@ -101,12 +113,12 @@ def _clause_patterns(verbs: frozenset[str]) -> tuple[re.Pattern[str], ...]:
 # is passed without running the patterns (most descriptions, read once per tool in every scoring pass).
 _PHRASE_STARTS = ("delet", "remov", "overwrit", "destroy", "drop", "wip", "eras", "purg", "truncat", "revok", "revocation", "consum",
                   "irreversibl", "permanent", "expung", "obliterat", "shred", "invalidat", "send", "execut", "run", "mark", "charg")
-_VERB_FORMS = frozenset(f for v in CLAUSE_VERBS for f in _forms(v))
+_VERB_FORMS = frozenset(f for v in CLAUSE_VERBS | OBJECT_VERBS for f in _forms(v))
 _WORD = re.compile(r"[a-z]+")
 _STARTS = re.compile(rf"\b(?:{'|'.join(_PHRASE_STARTS)})")
 _DESTRUCTIVE = re.compile(rf"\b(?:{'|'.join(DESTRUCTIVE_PHRASES)})\b")
-_CLAUSES = _clause_patterns(CLAUSE_VERBS)
-_CLEAR_CLAUSES = _clause_patterns(CLEAR_CLAUSE_VERBS)
+_CLAUSES = _clause_patterns(CLAUSE_VERBS, OBJECT_VERBS)
+_CLEAR_CLAUSES = _clause_patterns(CLEAR_CLAUSE_VERBS, CLEAR_OBJECT_VERBS)
 _NEGATED = re.compile(rf"\b(?:{'|'.join(NEGATIONS)})\b|n't\b")
 
 
@@ -176,7 +188,8 @@ def script_problem(text: str) -> str | None:
 
 def text_changes(text: str, *, strict: bool = True) -> list[str]:
     """Wording in a description that says, or may say, the tool changes something. Not strict, only what clearly says
-    it and not under a negation ("does not delete anything", "remove nothing"): the test for contradictions, not for calls."""
+    it: not under a negation ("does not delete anything", "remove nothing"), not a qualifier or noun (permanent,
+    deletion), not a participle used as an adjective ("deleted items"): the test for contradictions, not for calls."""
     readable = readable_text(text)
     if _VERB_FORMS.isdisjoint(_WORD.findall(readable)) and not _STARTS.search(readable):
         return []
@@ -184,7 +197,7 @@ def text_changes(text: str, *, strict: bool = True) -> list[str]:
     spans = [m.span() for m in _DESTRUCTIVE.finditer(readable)]
     spans += [m.span(1) for pattern in (_CLAUSES if strict else _CLEAR_CLAUSES) for m in pattern.finditer(readable)]
     for start, end in sorted(set(spans)):
-        if not strict and _negated(readable, start, end):
+        if not strict and (_negated(readable, start, end) or _not_an_action(readable, start)):
             continue
         phrase = readable[start:end]
         if phrase not in found:
@@ -198,10 +211,24 @@ def _negated(text: str, start: int, end: int) -> bool:
     return bool(_NEGATED.search(before)) or bool(re.match(r"\s+(?:nothing|none|no)\b", after))
 
 
-def tool_text(tool: dict[str, Any]) -> str:
-    """The prose a tool shows about itself: description and titles."""
+def _not_an_action(text: str, start: int) -> bool:
+    word = _WORD.match(text, start)
+    first = word.group(0) if word else ""
+    if first.startswith(QUALIFIERS) or first.endswith(NOUN_ENDINGS):
+        return True
+    if first.endswith("ed"):
+        before = _WORD.findall(text[max(0, start - 20):start])
+        return not before or before[-1] not in PASSIVE
+    return False
+
+
+def tool_text(tool: dict[str, Any], *, parameters: bool = False) -> str:
+    """The prose a tool shows about itself: description and titles, and with parameters=True its parameters' descriptions."""
     annotations = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else {}
     parts = [tool.get("description"), tool.get("title"), annotations.get("title")]
+    schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+    properties = schema.get("properties") if parameters and isinstance(schema.get("properties"), dict) else {}
+    parts += [p.get("description") for p in properties.values() if isinstance(p, dict)]
     return "\n".join(p for p in parts if isinstance(p, str))
 
 
@@ -227,6 +254,11 @@ def names_a_change(value: Any, confirming: bool = False) -> bool:
     if confirming and value.strip().lower() in AFFIRMATIVE_VALUES:
         return True
     return bool(name_changes(value)) or bool(_DESTRUCTIVE.search(readable_text(value)))
+
+
+def changing_parameter(name: str) -> bool:
+    """A parameter whose name clearly names a change (delete_id, overwrite_path): no value of it is safe to send."""
+    return bool(name_changes(name, strict=False))
 
 
 def confirming_parameter(name: str) -> bool:

@@ -258,3 +258,30 @@ def test_no_tool_definition_breaks_the_call_test(tool, schema):
     read_only_contradictions(tool)
     arguments = arguments_for({"type": "object", "properties": schema, "required": list(schema)[:2]})
     assert arguments is None or isinstance(arguments, dict)
+
+
+@pytest.mark.parametrize("description, refused, contradicts", [
+    ("Lists files, including deleted ones.", True, False),  # strict for a call; "deleted ones" is no action for a contradiction
+    ("The message is deleted after it is read.", True, True),  # a passive present: what the tool does
+    ("Returns items that were removed from the cart.", True, False),
+    ("Returns a permanent link.", True, False),
+    ("Returns the deletion status.", True, False),
+    ("Gets the removable drives.", True, False),
+    ("Gets the report and emails it to the team.", True, True),
+    ("Email address of the user.", False, False),  # a noun opening a sentence is not an imperative
+    ("Orders the item.", True, False),  # may say a change: not called, not a contradiction
+    ("Order history of the user.", False, False),
+])
+def test_descriptions_for_calls_and_for_contradictions(description, refused, contradicts):
+    assert callable_("get_item", description) is not refused
+    assert bool(read_only_contradictions({"name": "get_item", "description": description, "annotations": READ_ONLY})) is contradicts
+
+
+def test_parameters_that_speak_of_a_change_refuse_the_call():
+    schema = {"type": "object", "properties": {"id": {"type": "string", "description": "The record to delete."}}, "required": ["id"]}
+    assert safe_to_call({"name": "get_record", "annotations": READ_ONLY, "inputSchema": schema})[0] is False
+    assert arguments_for({"type": "object", "properties": {"delete_id": {"type": "string"}}, "required": ["delete_id"]}) is None
+    assert arguments_for({"type": "object", "properties": {"overwrite_path": {"type": "string"}}, "required": ["overwrite_path"]}) is None
+    switch = {"type": "object", "properties": {"delete_after": {"type": "boolean"}}, "required": ["delete_after"]}
+    assert arguments_for(switch) == {"delete_after": False}
+    assert arguments_for({"type": "object", "properties": {"order_by": {"enum": ["asc", "desc"]}}, "required": ["order_by"]}) == {"order_by": "asc"}

@@ -15,6 +15,7 @@ from typing import Any
 from pipeline.probe.schema_check import first_error
 from pipeline.tool_safety import (
     READ_VERBS,
+    changing_parameter,
     confirming_parameter,
     dry_run_parameter,
     name_changes,
@@ -51,7 +52,7 @@ def safe_to_call(tool: dict[str, Any]) -> tuple[bool, str]:
         return False, f"name says it changes things ({', '.join(mutating)})"
     if not set(name_words(name)) & READ_VERBS:
         return False, "no read verb in the name"
-    text = tool_text(tool)
+    text = tool_text(tool, parameters=True)
     if problem := script_problem(text):
         return False, f"description cannot be read: {problem}"
     if found := text_changes(text):
@@ -163,6 +164,8 @@ def _named(name: str, schema: dict[str, Any], depth: int) -> Any:
     if hint is not None and schema.get("type") == "string" and not any(k in schema for k in ("enum", "const", "default", "pattern", "format")):
         return hint
     dry = dry_run_parameter(name)
+    if not dry and changing_parameter(name) and schema.get("type") != "boolean":
+        raise Unsafe(f"parameter {name!r} names a change: no value of it is safe to send")
     return _value(schema, depth, confirming=not dry and confirming_parameter(name), dry=dry)
 
 

@@ -90,11 +90,16 @@ def tool_words_list() -> str:
         f"forms count, as do those of `wipe`, `drop`, `nuke`, `shred`): {words(t.GLUED_VERBS)}.",
         f"- **Description wording, anywhere** (regular expressions over the lower-cased text): {words(t.DESTRUCTIVE_PHRASES)}.",
         f"- **Verbs opening a sentence** (base form) **or a clause** (after `then` in any form; after a sentence start, `and`, `or` or "
-        f"`also` in any form followed by {words(t.OBJECT_WORDS)}): {words(t.CLAUSE_VERBS)}; of these, the ones that clearly say a change "
-        f"(for a contradiction, where a phrase after {words(t.NEGATIONS)} or `n't` in the three words before it, or followed by "
-        f"`nothing`, `none` or `no`, does not count): {words(t.CLEAR_CLAUSE_VERBS)}.",
-        f"- **Parameter names that confirm a change** (or hold any word above): {words(t.CONFIRM_WORDS)}; under them these values "
-        f"are affirmative: {words(t.AFFIRMATIVE_VALUES)}.",
+        f"`also` in any form followed by {words(t.OBJECT_WORDS)}): {words(t.CLAUSE_VERBS)}; **and only opening a clause**: "
+        f"{words(t.OBJECT_VERBS)}.",
+        f"- **For a contradiction**, only the clause verbs that clearly say a change, {words(t.CLEAR_CLAUSE_VERBS)}, and "
+        f"{words(t.CLEAR_OBJECT_VERBS)} opening a clause. A phrase does not count after {words(t.NEGATIONS)} or `n't` in the "
+        f"three words before it, or followed by `nothing`, `none` or `no`; nor when its first word starts with "
+        f"{words(t.QUALIFIERS)} or ends with {words(t.NOUN_ENDINGS)}; nor when it ends with `ed` without one of "
+        f"{words(t.PASSIVE)} before it.",
+        f"- **Parameter names that confirm a change** (or hold any name word above): {words(t.CONFIRM_WORDS)}; under them these values "
+        f"are affirmative: {words(t.AFFIRMATIVE_VALUES)}. A parameter that is not a boolean and whose name holds a word that says a "
+        f"change is never sent a value: its tool is not called.",
         f"- **Dry-run parameter names** (sent as true whenever the schema has them): {words(t.DRY_RUN_NAMES)}.",
     ])
 
