@@ -16,7 +16,7 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from pipeline import check, tool_safety
-from pipeline.probe.invoke import arguments_for, safe_to_call
+from pipeline.probe.invoke import arguments_for, call_plans, safe_to_call
 from pipeline.score import methodology, remote
 from pipeline.score.facts import Facts
 from pipeline.tool_safety import (
@@ -102,6 +102,13 @@ def test_descriptions_of_reads_pass(description):
     assert callable_("get_item", description) is True
 
 
+def test_a_name_listed_twice_with_different_definitions_is_never_called():
+    safe = {"name": "get_item", "annotations": READ_ONLY, "inputSchema": {"type": "object"}}
+    assert [t["name"] for t, _ in call_plans([safe, dict(safe)])] == ["get_item"]  # the same definition twice: called once
+    assert call_plans([safe, {**safe, "annotations": {}}]) == []
+    assert call_plans([{**safe, "description": "Deletes the item."}, safe]) == []
+
+
 def test_titles_are_read_with_the_description():
     tool = {"name": "get_page", "description": "Fetches the page.", "annotations": {**READ_ONLY, "title": "Delete the page"}}
     assert safe_to_call(tool)[0] is False
@@ -172,7 +179,7 @@ def test_the_prober_calls_no_tool_a_naming_trick_hides(tmp_path, settings):
     result = anyio.run(check._probe, check.target_server(None, command, NOW), command, {"TOOL_ZOO_CALLS": str(calls)}, settings, NOW)
     assert result.outcome.value == "ok", result.detail
     listed = {t["name"] for t in result.tools}
-    assert len(listed) == 29 and "get_and_d\u0435lete" in listed and "get\u200b_item" in listed  # every trick was listed, and refused
+    assert len(listed) == 30 and "get_and_d\u0435lete" in listed and "get\u200b_item" in listed  # every trick was listed, and refused
     made = [json.loads(line) for line in calls.read_text().splitlines()]
     assert {c["name"] for c in made} == {"get_status", "get_report"}
     assert [i.tool for i in result.invocations] == ["get_status", "get_report"]

@@ -60,6 +60,23 @@ def safe_to_call(tool: dict[str, Any]) -> tuple[bool, str]:
     return True, "read-only by annotation, name and description"
 
 
+def call_plans(tools: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The tools that may be called, each once, with their arguments. A name listed twice with different definitions is
+    never called: the server, not the definition we read, decides which of them runs."""
+    definitions: dict[str, list[dict[str, Any]]] = {}
+    for tool in tools:
+        definitions.setdefault(str(tool.get("name", "")), []).append(tool)
+    plans = []
+    for name, listed in definitions.items():
+        tool = listed[0]
+        if any(other != tool for other in listed[1:]) or not safe_to_call(tool)[0]:
+            continue
+        arguments = arguments_for(tool.get("inputSchema"))
+        if arguments is not None:
+            plans.append((tool, arguments))
+    return plans
+
+
 def arguments_for(schema: Any) -> dict[str, Any] | None:
     """Schema-valid arguments (required properties, and the optional ones that guard a mutation), or None when none can be
     built and checked, or when every value a property allows names a mutation."""
