@@ -244,15 +244,24 @@ def read_only_contradictions(tool: dict[str, Any]) -> list[str]:
     return found
 
 
+def affirms(value: Any) -> bool:
+    """True, a number other than 0, or a word such as "yes" or "force"."""
+    if isinstance(value, bool | int | float):
+        return bool(value)
+    return isinstance(value, str) and value.strip().lower() in AFFIRMATIVE_VALUES
+
+
 def names_a_change(value: Any, confirming: bool = False) -> bool:
-    """Does an argument value name a mutation (delete_all, "overwrite", "purge")? Under a confirming or mutating parameter
-    name, an affirmative value ("yes", true) does too."""
-    if isinstance(value, bool):
-        return value and confirming
+    """Does an argument value name a mutation (delete_all, "overwrite", {"op": "purge"}, {"force": true})? Under a
+    confirming or mutating parameter name, an affirmative value ("yes", true, 1) does too."""
+    if isinstance(value, dict):
+        return any(names_a_change(str(k)) or names_a_change(v, confirming or confirming_parameter(str(k))) for k, v in value.items())
+    if isinstance(value, list):
+        return any(names_a_change(v, confirming) for v in value)
+    if confirming and affirms(value):
+        return True
     if not isinstance(value, str):
         return False
-    if confirming and value.strip().lower() in AFFIRMATIVE_VALUES:
-        return True
     return bool(name_changes(value)) or bool(_DESTRUCTIVE.search(readable_text(value)))
 
 

@@ -163,6 +163,11 @@ def test_an_enum_value_naming_a_mutation_is_never_sent(values):
     ({"properties": {"confirmation": {"type": "string", "enum": ["yes", "no"]}}, "required": ["confirmation"]}, {"confirmation": "no"}),
     ({"properties": {"choice": {"anyOf": [{"const": "delete_all"}, {"const": "first"}]}}, "required": ["choice"]}, {"choice": "first"}),
     ({"properties": {"ops": {"type": "array", "items": {"enum": ["drop", "wipe"]}, "minItems": 1}}, "required": ["ops"]}, None),
+    ({"properties": {"confirm": {"enum": [1, 0]}}, "required": ["confirm"]}, {"confirm": 0}),
+    ({"properties": {"force": {"enum": [1]}}, "required": ["force"]}, None),
+    ({"properties": {"dry_run": {"enum": ["false", "true"]}}, "required": ["dry_run"]}, {"dry_run": "true"}),
+    ({"properties": {"op": {"enum": [{"action": "delete"}, {"confirm": True}, {"action": "read"}]}}, "required": ["op"]}, {"op": {"action": "read"}}),
+    ({"properties": {"options": {"type": "object", "default": {"overwrite": True}}}}, {"options": {}}),  # not left to the server's default
     ({"properties": {"limit": {"type": "integer", "default": 5}, "sort": {"enum": ["asc", "desc"]}}, "required": ["sort"]}, {"sort": "asc"}),
 ])
 def test_generated_arguments_never_confirm_or_name_a_mutation(schema, expected):

@@ -15,6 +15,7 @@ from typing import Any
 from pipeline.probe.schema_check import first_error
 from pipeline.tool_safety import (
     READ_VERBS,
+    affirms,
     changing_parameter,
     confirming_parameter,
     dry_run_parameter,
@@ -93,7 +94,7 @@ def arguments_for(schema: Any) -> dict[str, Any] | None:
 
 def _unsafe(value: Any, confirming: bool, dry: bool) -> bool:
     """A value that names a mutation, confirms one (confirm: true), or turns a dry run off."""
-    return value is False if dry else names_a_change(value, confirming)
+    return not affirms(value) if dry else names_a_change(value, confirming)
 
 
 def _value(schema: dict[str, Any], depth: int, confirming: bool = False, dry: bool = False) -> Any:
