@@ -59,25 +59,27 @@ DESTRUCTIVE_PHRASES = (
     r"processed|paid|spam|archived)", r"charg(?:e|es|ed|ing) (?:the|a|an|your|their|its|it|them) (?:\w+ )?(?:cards?|customers?|accounts?|"
     r"users?|fees?|payments?)",
 )
-# Verbs that, opening a sentence or a clause (and then …, and …s the …), say the tool does something to the world.
+# Verbs that, opening a sentence (base form) or a clause (and then …, and …s the …), say the tool does something to the world.
 CLAUSE_VERBS = frozenset({
-    "delete", "remove", "erase", "wipe", "purge", "destroy", "drop", "truncate", "overwrite", "write", "create", "insert", "update", "upsert",
-    "modify", "edit", "change", "rename", "move", "replace", "append", "save", "store", "persist", "send", "post", "publish", "upload", "push",
-    "commit", "merge", "deploy", "install", "uninstall", "execute", "run", "kill", "terminate", "reset", "clear", "cancel", "revoke", "grant",
-    "transfer", "pay", "charge", "refund", "buy", "purchase", "submit", "approve", "reject", "consume", "mark", "resolve", "close", "archive",
-    "lock", "unlock", "claim", "reserve", "acknowledge", "dequeue", "pop", "increment", "decrement", "subscribe", "unsubscribe", "enable",
-    "disable", "toggle", "trigger", "restart", "reboot", "notify", "invite", "reply", "set", "apply", "restore", "revert", "migrate",
-    "withdraw", "deposit", "spend", "sign", "mint", "log", "flush", "evict", "invalidate", "rotate", "refresh", "forget", "unset", "abort",
-    "regenerate", "reindex", "rebuild", "dispatch", "broadcast", "emit", "enqueue", "unlink", "detach", "deactivate", "activate", "suspend",
-    "pause", "ban", "kick", "mute", "dial", "vote", "register", "assign", "attach", "import", "sync",
+    "delete", "remove", "erase", "wipe", "purge", "destroy", "truncate", "overwrite", "write", "create", "insert", "upsert", "modify", "edit",
+    "rename", "replace", "append", "save", "persist", "send", "publish", "upload", "deploy", "install", "uninstall", "execute", "kill",
+    "terminate", "reset", "clear", "cancel", "revoke", "grant", "pay", "buy", "purchase", "submit", "approve", "reject", "consume", "resolve",
+    "unlock", "claim", "reserve", "acknowledge", "dequeue", "increment", "decrement", "subscribe", "unsubscribe", "enable", "disable",
+    "toggle", "trigger", "restart", "reboot", "notify", "invite", "apply", "restore", "revert", "migrate", "withdraw", "spend", "mint",
+    "flush", "evict", "invalidate", "rotate", "refresh", "forget", "unset", "abort", "regenerate", "reindex", "rebuild", "dispatch",
+    "broadcast", "emit", "enqueue", "unlink", "detach", "deactivate", "activate", "suspend", "ban", "kick", "mute", "assign", "attach",
 })
-# Verbs that are nouns as often (Email address …, Order history …): they count only opening a clause with an object
-# ("… and emails it", "Orders the item") or after "then", never as a sentence's first word alone.
-OBJECT_VERBS = frozenset({"email", "mail", "message", "text", "forward", "share", "call", "invoke", "page", "book", "order", "schedule",
-                          "start", "stop", "open", "launch", "spawn", "upgrade", "export"})
+# Verbs that are nouns as often (Email address …, Commit history …, Move list …): they count only opening a clause with an
+# object ("… and emails it", "Updates the record") or after "then", never as a sentence's first word alone.
+OBJECT_VERBS = frozenset({
+    "email", "mail", "message", "text", "forward", "share", "call", "invoke", "page", "book", "order", "schedule", "start", "stop", "open",
+    "launch", "spawn", "upgrade", "export", "change", "update", "log", "set", "store", "close", "mark", "post", "transfer", "charge",
+    "refund", "deposit", "archive", "lock", "sync", "import", "register", "reply", "vote", "pause", "dial", "commit", "push", "merge",
+    "sign", "run", "drop", "pop", "move",
+})
 # Of those, the ones that clearly say a change (the test for a contradicted read-only annotation).
-CLEAR_CLAUSE_VERBS = CLAUSE_VERBS & (CHANGE_WORDS | {"change"})
-CLEAR_OBJECT_VERBS = frozenset({"email", "mail", "forward"})
+CLEAR_CLAUSE_VERBS = CLAUSE_VERBS & CHANGE_WORDS
+CLEAR_OBJECT_VERBS = OBJECT_VERBS & (CHANGE_WORDS | {"change", "email", "mail", "forward"})
 # Description words that qualify or name a change rather than make one (a permanent link, deletion status, a removable
 # drive): no contradiction. Nor is a past participle unless a passive auxiliary stands before it ("is deleted", not "deleted items").
 QUALIFIERS = ("permanent", "irreversibl", "revocation")

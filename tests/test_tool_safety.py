@@ -97,6 +97,7 @@ def test_descriptions_that_speak_of_a_change_are_refused(description):
     "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.", "Returns a list of the charges on the account.",
     "Retrieve detailed metadata about a file or directory: size, creation time, last modified time, permissions.",
     "Obtient la météo du jour.", "Returns the value of π.", "Search for nodes in the knowledge graph based on a query",
+    "Commit history of a file.", "Move list of a chess game.", "Change log of the package.", "Update status of an order.",
 ])
 def test_descriptions_of_reads_pass(description):
     assert callable_("get_item", description) is True
