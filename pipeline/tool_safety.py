@@ -177,10 +177,10 @@ def script_problem(text: str) -> str | None:
     """Words the lists cannot read: a word mixing scripts (a Cyrillic е among Latin letters) or in a script other than Latin."""
     if text.isascii():
         return None
-    for word in re.findall(r"[^\W\d_]{2,}", text):
+    for word in re.findall(r"[^\W_]{2,}", text):
         if word.isascii():
             continue
-        scripts = {unicodedata.name(c, "?").split(" ")[0] for c in word}
+        scripts = {unicodedata.name(c, "?").split(" ")[0] for c in word if not ("0" <= c <= "9")}
         if len(scripts) > 1:
             return f"{word!r} mixes scripts"
         if scripts != {"LATIN"}:
