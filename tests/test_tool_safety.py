@@ -259,7 +259,8 @@ def test_every_word_list_is_printed_in_the_methodology():
 
 
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
-                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=20)
+                    lambda inner: st.lists(inner, min_size=1, max_size=4) | st.dictionaries(st.text(max_size=10), inner, min_size=1, max_size=4),
+                    max_leaves=20)
 SCHEMA_KEYS = st.sampled_from(["type", "properties", "required", "enum", "const", "default", "anyOf", "items", "minItems", "minimum",
                                "minLength", "maxLength", "confirm", "dry_run", "mode"])
 
