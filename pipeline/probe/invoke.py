@@ -68,7 +68,7 @@ def call_plans(tools: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[s
     for tool in tools:
         definitions.setdefault(str(tool.get("name", "")), []).append(tool)
     plans = []
-    for name, listed in definitions.items():
+    for listed in definitions.values():
         tool = listed[0]
         if any(other != tool for other in listed[1:]) or not safe_to_call(tool)[0]:
             continue
