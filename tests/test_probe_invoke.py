@@ -16,13 +16,15 @@ from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing
 from tests.support import NOW
 
 ZOO = Path(__file__).parent / "servers" / "tool_zoo.py"
-READ_ONLY = {"readOnlyHint": True, "destructiveHint": False}
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+TRICKS = Path(__file__).parent / "servers" / "naming_tricks.py"
 
 
 @pytest.mark.parametrize("tool, callable_", [
     ({"name": "get_weather", "annotations": READ_ONLY}, True),
     ({"name": "listFiles", "annotations": READ_ONLY}, True),
-    ({"name": "search-docs", "annotations": {"readOnlyHint": True}}, True),
+    ({"name": "search-docs", "annotations": {"readOnlyHint": True, "openWorldHint": False}}, True),
+    ({"name": "search-docs", "annotations": {"readOnlyHint": True}}, False),  # openWorldHint's default is true: it must say false
     ({"name": "get_weather"}, False),  # no annotations: never
     ({"name": "get_weather", "annotations": {"readOnlyHint": False}}, False),
     ({"name": "delete_file", "annotations": READ_ONLY}, False),  # the annotation says read-only, the name does not
@@ -130,7 +132,7 @@ def test_tool_text_checks_name_what_is_wrong_and_where():
     assert "U+200B" in checks["hidden_characters"].detail and "U+202E" in checks["hidden_characters"].detail
     assert checks["poisoning_markers"].passed is False and "ignore-instructions" in checks["poisoning_markers"].detail
     clean = {c.name: c.passed for c in tool_text_checks(tools[:1], None)}
-    assert clean == {"tool_names": True, "text_sizes": True, "hidden_characters": True, "poisoning_markers": True}
+    assert clean == {"tool_names": True, "text_sizes": True, "hidden_characters": True, "poisoning_markers": True, "annotation_consistency": True}
 
 
 def test_schema_patterns_are_checked_with_a_time_limit():

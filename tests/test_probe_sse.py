@@ -23,7 +23,7 @@ from pipeline.probe.sandbox import Running
 LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, allow_private=True)
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
 STREAM = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n"
-TOOL = {"name": "get_weather", "description": "Get the weather for a city.", "annotations": {"readOnlyHint": True},
+TOOL = {"name": "get_weather", "description": "Get the weather for a city.", "annotations": {"readOnlyHint": True, "openWorldHint": False},
         "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 
 

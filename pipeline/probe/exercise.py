@@ -13,7 +13,7 @@ from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult
 from pydantic import ValidationError
 
 from pipeline.models import CheckResult, FuzzCase, Invocation, ProbeResult
-from pipeline.probe.invoke import arguments_for, functional, fuzz_cases, missing_required, safe_to_call, wrong_type
+from pipeline.probe.invoke import call_plans, functional, fuzz_cases, missing_required, wrong_type
 from pipeline.probe.session import connection_closed, dump
 
 UNKNOWN_TOOL = "scoreboard_probe_no_such_tool"
@@ -70,12 +70,7 @@ async def _alive(client: Client) -> bool:
 async def exercise_tools(result: ProbeResult, client: Client) -> None:
     """Seed 000/003 invocation smoke test, functional outcome, error handling with bad arguments, and fuzzing,
     only ever on tools that are read-only by annotation and by name (pipeline.probe.invoke)."""
-    plans = []
-    for tool in result.tools or []:
-        safe, _ = safe_to_call(tool)
-        arguments = arguments_for(tool.get("inputSchema")) if safe else None
-        if arguments is not None:
-            plans.append((tool, arguments))
+    plans = call_plans(result.tools or [])
     result.invocations = []
     for tool, arguments in plans[:MAX_INVOKED]:
         outcome, payload, ms = await _call(client, tool["name"], arguments)

@@ -1,10 +1,10 @@
 """Which tools may be called, with what arguments, and how to read what comes back (seeds 000, 003).
 
-A tool is called only when it is read-only by its annotations AND by its name and description: a
-read verb in the name (get, list, search, read, fetch, describe, …), no mutating verb anywhere in the
-name (delete, write, send, create, update, execute, …), no destructive wording in the description,
-and not open-world (a tool that reaches outside may act on the world however it is annotated).
-Arguments are generated from the input schema and checked against it before any call. Pure.
+A tool is called only when its annotations say readOnlyHint: true and openWorldHint: false explicitly (the spec's
+default is open-world), not destructiveHint: true, and its own words agree (pipeline.tool_safety): a name of
+printable ASCII with a read verb and no word that says or may say it changes things, anywhere in the name; a
+description in words the lists can read, with no wording of a change. Arguments are generated from the input
+schema, never with a value that names a mutation, and checked against the schema before any call. Pure.
 """
 
 from __future__ import annotations
@@ -13,54 +13,74 @@ import re
 from typing import Any
 
 from pipeline.probe.schema_check import first_error
+from pipeline.tool_safety import (
+    READ_VERBS,
+    affirms,
+    changing_parameter,
+    confirming_parameter,
+    dry_run_parameter,
+    name_changes,
+    name_problem,
+    name_words,
+    names_a_change,
+    script_problem,
+    text_changes,
+    tool_text,
+)
 
-READ_VERBS = {"get", "list", "search", "read", "fetch", "describe", "find", "lookup", "query", "show", "view", "count", "echo", "status",
-              "info", "inspect", "check", "validate", "convert", "calculate", "compute", "resolve", "diff", "log", "tree", "explain", "sum"}
-MUTATING_VERBS = {
-    "delete", "remove", "rm", "write", "send", "create", "update", "execute", "exec", "run", "set", "put", "post", "patch", "insert", "drop",
-    "kill", "move", "mv", "rename", "upload", "publish", "push", "commit", "merge", "deploy", "install", "uninstall", "reset", "clear",
-    "purge", "destroy", "cancel", "approve", "pay", "transfer", "buy", "order", "book", "submit", "invite", "toggle", "trigger", "start",
-    "stop", "restart", "modify", "edit", "append", "save", "store", "register", "subscribe", "enable", "disable", "grant", "revoke", "add",
-    "checkout", "branch", "apply", "import", "sync", "notify", "reply", "close", "open", "archive", "upsert",
-    "replace", "truncate", "format", "shutdown", "reboot", "spawn", "invoke", "call", "transact", "mint", "sign", "tweet",
-}
-DESTRUCTIVE_WORDS = re.compile(r"\b(delet\w*|remov\w*|overwrit\w*|destroy\w*|drop\w*|wipe\w*|erase\w*|permanent\w*|irreversibl\w*|"
-                               r"send\w* (an? )?(e-?mail|message)|"
-                               r"execut\w* (arbitrary|shell|command)|run\w* (arbitrary|shell|command))\b", re.I)
 MAX_ARGUMENT_DEPTH = 4
 MAX_ITEMS = 64  # a schema asking for more items, or longer strings, than these is not one to build arguments for
 MAX_LENGTH = 10_000
 
 
-def words(name: str) -> list[str]:
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+class Unsafe(ValueError):
+    """No argument value can be chosen that does not name a mutation."""
 
 
 def safe_to_call(tool: dict[str, Any]) -> tuple[bool, str]:
-    """(callable, why): read-only by annotation and by name and description, and not open-world."""
+    """(callable, why): annotated read-only and closed-world explicitly, not destructive, and read-only by name and description."""
     annotations = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else {}
     name = str(tool.get("name", ""))
     if annotations.get("readOnlyHint") is not True:
         return False, "not annotated read-only"
     if annotations.get("destructiveHint") is True:
         return False, "annotated destructive"
-    if annotations.get("openWorldHint") is True:
-        return False, "open-world: it reaches outside the server"
-    tokens = words(name)
-    mutating = sorted(set(tokens) & MUTATING_VERBS)
-    if mutating:
+    if annotations.get("openWorldHint") is not False:
+        return False, "not annotated closed-world (openWorldHint: false; the spec's default is open-world)"
+    if problem := name_problem(name):
+        return False, problem
+    if mutating := name_changes(name):
         return False, f"name says it changes things ({', '.join(mutating)})"
-    if not set(tokens) & READ_VERBS:
+    if not set(name_words(name)) & READ_VERBS:
         return False, "no read verb in the name"
-    description = str(tool.get("description") or "")
-    if match := DESTRUCTIVE_WORDS.search(description):
-        return False, f"description says {match.group(0)!r}"
+    text = tool_text(tool, parameters=True)
+    if problem := script_problem(text):
+        return False, f"description cannot be read: {problem}"
+    if found := text_changes(text):
+        return False, f"description says {found[0]!r}"
     return True, "read-only by annotation, name and description"
 
 
+def call_plans(tools: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """The tools that may be called, each once, with their arguments. A name listed twice with different definitions is
+    never called: the server, not the definition we read, decides which of them runs."""
+    definitions: dict[str, list[dict[str, Any]]] = {}
+    for tool in tools:
+        definitions.setdefault(str(tool.get("name", "")), []).append(tool)
+    plans = []
+    for listed in definitions.values():
+        tool = listed[0]
+        if any(other != tool for other in listed[1:]) or not safe_to_call(tool)[0]:
+            continue
+        arguments = arguments_for(tool.get("inputSchema"))
+        if arguments is not None:
+            plans.append((tool, arguments))
+    return plans
+
+
 def arguments_for(schema: Any) -> dict[str, Any] | None:
-    """Schema-valid arguments (required properties only), or None when none can be built and checked."""
+    """Schema-valid arguments (required properties, and the optional ones that guard a mutation), or None when none can be
+    built and checked, or when every value a property allows names a mutation."""
     if not isinstance(schema, dict):
         return None
     try:
@@ -72,31 +92,42 @@ def arguments_for(schema: Any) -> dict[str, Any] | None:
     return value
 
 
-def _value(schema: dict[str, Any], depth: int) -> Any:
+def _unsafe(value: Any, confirming: bool, dry: bool) -> bool:
+    """A value that names a mutation, confirms one (confirm: true), or turns a dry run off."""
+    return not affirms(value) if dry else names_a_change(value, confirming)
+
+
+def _value(schema: dict[str, Any], depth: int, confirming: bool = False, dry: bool = False) -> Any:
     if depth > MAX_ARGUMENT_DEPTH:
         raise ValueError("schema too deep")
     if "const" in schema:
+        if _unsafe(schema["const"], confirming, dry):
+            raise Unsafe(f"the only value allowed, {schema['const']!r}, names a mutation")
         return schema["const"]
     if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
-    if "default" in schema:
+        for value in schema["enum"]:
+            if not _unsafe(value, confirming, dry):
+                return value
+        raise Unsafe("every value allowed names a mutation")
+    if "default" in schema and not _unsafe(schema["default"], confirming, dry):
         return schema["default"]
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list) and schema[key]:
-            return _value(schema[key][0], depth + 1)
+            return _first_branch(schema[key], depth, confirming, dry)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), kind[0] if kind else None)
     if kind == "object" or (kind is None and "properties" in schema):
         properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         required = [r for r in schema.get("required") or [] if isinstance(r, str)]
-        return {name: _named(name, properties.get(name) or {"type": "string"}, depth + 1) for name in required}
+        guards = [n for n, p in properties.items() if n not in required and isinstance(p, dict) and _guards(n, p)]
+        return {name: _named(name, _property(properties, name), depth + 1) for name in required + guards}
     if kind == "array":
         items = schema.get("items") if isinstance(schema.get("items"), dict) else {"type": "string"}
         count = int(schema.get("minItems") or 0)
         if count > MAX_ITEMS:
             raise ValueError(f"minItems {count} is more than {MAX_ITEMS}")
-        return [_value(items, depth + 1) for _ in range(count)]
+        return [_value(items, depth + 1, confirming, dry) for _ in range(count)]
     if kind == "integer" or kind == "number":
         low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
         high = schema.get("maximum", schema.get("exclusiveMaximum"))
@@ -105,10 +136,37 @@ def _value(schema: dict[str, Any], depth: int) -> Any:
             value = low
         return int(value) if kind == "integer" else float(value)
     if kind == "boolean":
-        return False
+        return dry  # false, except for a dry run
     if kind == "null":
         return None
     return _string(schema)
+
+
+def _property(properties: dict[str, Any], name: str) -> dict[str, Any]:
+    schema = properties.get(name, {"type": "string"})  # a required name with no schema takes any string
+    if not isinstance(schema, dict):
+        raise ValueError(f"the schema of {name!r} is not an object")
+    return schema
+
+
+def _first_branch(branches: list[Any], depth: int, confirming: bool, dry: bool) -> Any:
+    problem: Exception = ValueError("no usable branch")
+    for branch in branches:
+        if isinstance(branch, dict):
+            try:
+                return _value(branch, depth + 1, confirming, dry)
+            except (TypeError, ValueError) as exc:
+                problem = exc
+    raise problem
+
+
+def _guards(name: str, schema: dict[str, Any]) -> bool:
+    """An optional property sent anyway, with its safe value: a dry run, a boolean switch named for a mutation or a
+    confirmation, or any property whose default names a mutation (left out, the server would apply it)."""
+    if dry_run_parameter(name):
+        return True
+    confirming = confirming_parameter(name)
+    return (confirming and schema.get("type") == "boolean") or ("default" in schema and names_a_change(schema["default"], confirming))
 
 
 # Values a reader of the parameter's name would pass, where a generic "test" would fail for a reason that says
@@ -123,7 +181,10 @@ def _named(name: str, schema: dict[str, Any], depth: int) -> Any:
     hint = NAME_HINTS.get(name.lower())
     if hint is not None and schema.get("type") == "string" and not any(k in schema for k in ("enum", "const", "default", "pattern", "format")):
         return hint
-    return _value(schema, depth)
+    dry = dry_run_parameter(name)
+    if not dry and changing_parameter(name) and schema.get("type") != "boolean":
+        raise Unsafe(f"parameter {name!r} names a change: no value of it is safe to send")
+    return _value(schema, depth, confirming=not dry and confirming_parameter(name), dry=dry)
 
 
 def _string(schema: dict[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """What the prober says about the text a server hands to agents, as checks in its evidence (pure).
 
 Tool names must be unique, at most 64 characters of [A-Za-z0-9_.-]; descriptions and instructions are
-measured; hidden or control characters and tool-poisoning markers are named with where they stand.
+measured; hidden or control characters and tool-poisoning markers are named with where they stand; a read-only
+annotation that the tool's own name or description contradicts is an annotation inconsistency.
 The scoring rules read the same stored tools; these checks make the probe's own record say it.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from pipeline.models import CheckResult
 from pipeline.text import hidden_characters, injection_findings, tool_texts, where
+from pipeline.tool_safety import read_only_contradictions
 
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 LONG_DESCRIPTION = 10_000  # characters: past this a description crowds an agent's context
@@ -35,6 +37,7 @@ def tool_text_checks(tools: list[dict[str, Any]], instructions: str | None) -> l
             hidden.append(f"{where(owner, field)}: {', '.join(found[:5])}")
         if found := injection_findings(text):
             poisoned.append(f"{where(owner, field)}: {', '.join(found)}")
+    contradicted = [f"{t.get('name')}: {', '.join(found)}" for t in tools if (found := read_only_contradictions(t))]
     return [
         CheckResult(name="tool_names", outcome="valid" if not name_problems else "invalid", passed=not name_problems,
                     detail="; ".join(name_problems) or None),
@@ -43,4 +46,7 @@ def tool_text_checks(tools: list[dict[str, Any]], instructions: str | None) -> l
         CheckResult(name="hidden_characters", outcome="found" if hidden else "none", passed=not hidden, detail="; ".join(hidden)[:1000] or None),
         CheckResult(name="poisoning_markers", outcome="found" if poisoned else "none", passed=not poisoned,
                     detail="; ".join(poisoned)[:1000] or None),
+        CheckResult(name="annotation_consistency", passed=not contradicted,
+                    outcome=f"{len(contradicted)} read-only annotations contradicted" if contradicted else "consistent",
+                    detail="; ".join(contradicted)[:1000] or None),
     ]

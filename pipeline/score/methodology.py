@@ -74,6 +74,36 @@ def source_priority_table() -> str:
     return "\n".join(lines)
 
 
+def tool_words_list() -> str:
+    """Every word list the prober's call test and the annotation-consistency check use (pipeline.tool_safety), printed whole."""
+    from pipeline import tool_safety as t
+
+    def words(values) -> str:
+        return ", ".join(f"`{v}`" for v in sorted(values))
+
+    return "\n".join([
+        f"- **Read verbs** (one must stand in the name): {words(t.READ_VERBS)}.",
+        f"- **Words that say a change** (anywhere in a name: never called; beside readOnlyHint: true, a contradiction): {words(t.CHANGE_WORDS)}.",
+        f"- **Words that may say a change** (anywhere in a name: never called): {words(t.DOUBTFUL_WORDS)}.",
+        f"- **Pairs** (two name words in a row: never called): {words(' '.join(p) for p in t.CHANGE_PAIRS)}.",
+        f"- **Verbs found glued inside a longer name word** (unless `d` or `r` follows, as in deleted, consumer; their `-s` and `-ing` "
+        f"forms count, as do those of `wipe`, `drop`, `nuke`, `shred`): {words(t.GLUED_VERBS)}.",
+        f"- **Description wording, anywhere** (regular expressions over the lower-cased text): {words(t.DESTRUCTIVE_PHRASES)}.",
+        f"- **Verbs opening a sentence** (base form) **or a clause** (after `then` in any form; after a sentence start, `and`, `or` or "
+        f"`also` in any form followed by {words(t.OBJECT_WORDS)}): {words(t.CLAUSE_VERBS)}; **and only opening a clause**: "
+        f"{words(t.OBJECT_VERBS)}.",
+        f"- **For a contradiction**, only the clause verbs that clearly say a change, {words(t.CLEAR_CLAUSE_VERBS)}, and "
+        f"{words(t.CLEAR_OBJECT_VERBS)} opening a clause. A phrase does not count after {words(t.NEGATIONS)} or `n't` in the "
+        f"three words before it, or followed by `nothing`, `none` or `no`; nor when its first word starts with "
+        f"{words(t.QUALIFIERS)} or ends with {words(t.NOUN_ENDINGS)}; nor when it ends with `ed` without one of "
+        f"{words(t.PASSIVE)} before it.",
+        f"- **Parameter names that confirm a change** (or hold any name word above): {words(t.CONFIRM_WORDS)}; under them these values "
+        f"are affirmative: {words(t.AFFIRMATIVE_VALUES)}. A parameter that is not a boolean and whose name holds a word that says a "
+        f"change is never sent a value: its tool is not called.",
+        f"- **Dry-run parameter names** (sent as true whenever the schema has them): {words(t.DRY_RUN_NAMES)}.",
+    ])
+
+
 def _table(make: Callable[[Rubric], str], rubric: Rubric) -> Callable[[], str]:
     return lambda: make(rubric)
 
@@ -81,7 +111,7 @@ def _table(make: Callable[[Rubric], str], rubric: Rubric) -> Callable[[], str]:
 def generated() -> dict[str, Callable[[], str]]:
     """Every generated table by marker name: each registered rubric's, then the discovery priority."""
     tables = {f"{rubric.name}-{kind}": _table(TABLES[kind], rubric) for rubric in registry.rubrics() for kind in rubric.tables}
-    return {**tables, "discovery-priority": source_priority_table}
+    return {**tables, "discovery-priority": source_priority_table, "probe-tool-words": tool_words_list}
 
 
 def render(text: str) -> str:

@@ -137,7 +137,8 @@ def tool_success(facts: Facts) -> Outcome:
     """Tool success (25%): invocation rate × 0.6 + functional rate × 0.4, or whichever exists."""
     c = components(facts)
     if c.tool_success is None:
-        return unmeasured("no safe tool was called in 30 days", "expose a read-only tool (readOnlyHint) that the probe can call")
+        return unmeasured("no safe tool was called in 30 days",
+                          "expose a tool the probe may call: readOnlyHint: true, openWorldHint: false, a read verb in its name (deviation 34)")
     parts = []
     if c.invocation_rate is not None:
         parts.append(f"invoke {100 * c.invocation_rate:.0f}%")

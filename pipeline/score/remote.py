@@ -31,6 +31,7 @@ from pipeline.score.engine import (
 from pipeline.score.facts import Facts
 from pipeline.score.markers import findings
 from pipeline.score.tools import ToolView, tool_views
+from pipeline.tool_safety import read_only_contradictions
 
 RUBRIC = "remote"
 RULES_VERSION = "remote/1.0"
@@ -291,19 +292,27 @@ def marker_scan(facts: Facts) -> Outcome:
 
 @rule("tool_safety", 25)
 def annotation_gap(facts: Facts) -> Outcome:
-    """Share of implied-destructive tools that declare destructiveHint either way (absent means true)."""
+    """Share of implied-destructive tools that declare destructiveHint either way (absent means true); a read-only
+    annotation that the tool's own name or description contradicts counts as an undeclared one."""
     tools, why = _tools_or_why(facts)
     if why:
         return _zero(why)
     if not tools:
         return _zero("inconclusive: no tools captured")
-    risky = [v for v in tools if implied_destructive(v.tool)]
+    contradicted = [(v, found) for v in tools if (found := read_only_contradictions(v.tool))]
+    lying = {id(v) for v, _ in contradicted}
+    risky = [v for v in tools if id(v) in lying or implied_destructive(v.tool)]
     if not risky:
         return share(1, "no implied-destructive tools")
-    declared = [v for v in risky if isinstance(v.hints.get("destructiveHint"), bool)]
-    gap = [v.name for v in risky if not isinstance(v.hints.get("destructiveHint"), bool)]
-    return ratio(len(declared), len(risky), f"{len(declared)}/{len(risky)} implied-destructive tools declare destructiveHint",
-                 how_to_gain=("declare destructiveHint on: " + ", ".join(gap[:5])) if gap else None)
+    undeclared = [v.name for v in risky if id(v) not in lying and not isinstance(v.hints.get("destructiveHint"), bool)]
+    truthful = len(risky) - len(lying) - len(undeclared)
+    reason = f"{truthful}/{len(risky)} implied-destructive tools declare destructiveHint"
+    if contradicted:
+        shown = "; ".join(f"{v.name} ({', '.join(found[:2])})" for v, found in contradicted[:3])
+        reason += f"; read-only annotation contradicted by the tool's own words: {shown}"
+    gains = ([f"annotate truthfully (readOnlyHint: false, destructiveHint) or rename: {', '.join(v.name for v, _ in contradicted[:5])}"]
+             * bool(contradicted) + [f"declare destructiveHint on: {', '.join(undeclared[:5])}"] * bool(undeclared))
+    return ratio(truthful, len(risky), reason[:500], how_to_gain="; ".join(gains) or None)
 
 
 @rule("tool_safety", 25)
