@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from multiprocessing import get_context
@@ -17,6 +18,7 @@ from markupsafe import Markup
 
 from pipeline import ENGINE_VERSION
 from pipeline.assets import METHODOLOGY, STATIC
+from pipeline.lifetime import die_with_parent
 from pipeline.models import RubricInfo
 from pipeline.render import schemas
 from pipeline.render.contexts import methodology_html
@@ -42,13 +44,14 @@ class Snapshot:
     A process, not a thread: render workers are forked later, and a child forked while a thread holds SQLite's locks
     could deadlock; a thread started only after them would leave a small rebuild waiting for the copy. A fresh (spawned)
     interpreter, not a fork: a forked child shares the build's memory copy-on-write for the seconds the copy takes, and
-    every page the build then writes to is copied (measured: a 1% rebuild of 25,000 servers 1-3 s slower).
+    every page the build then writes to is copied (measured: a 1% rebuild of 25,000 servers 1-3 s slower). It dies with
+    the build's process, however that ends (pipeline.lifetime).
     """
 
     def __init__(self, source: str, target: Path) -> None:
         context = get_context("spawn")
         self.errors, sender = context.Pipe(duplex=False)
-        self.process = context.Process(target=_copy, args=(source, target, sender), name="snapshot", daemon=True)
+        self.process = context.Process(target=_copy, args=(source, target, sender, os.getpid()), name="snapshot", daemon=True)
         self.process.start()
         sender.close()
 
@@ -67,7 +70,8 @@ class Snapshot:
             self.process.join()
 
 
-def _copy(source: str, target: Path, errors: Connection) -> None:
+def _copy(source: str, target: Path, errors: Connection, parent: int) -> None:
+    die_with_parent(parent)
     try:
         snapshot(source, target)
     except Exception as error:  # noqa: BLE001 - the parent raises it, with this reason
