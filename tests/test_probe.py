@@ -201,8 +201,8 @@ def test_a_server_cannot_fill_the_disk_with_its_stderr(tmp_path):
         async with LocalProcessSandbox().start(raw_server_spec("stderr-flood"), python_installed()) as running:
             # A module planted where the server runs (by an earlier start of it) must not run before the limit is set.
             (running.cwd / "resource.py").write_text("raise SystemExit('a planted module ran')\n")
-            done = subprocess.run(guarded([running.command, *running.args], running.max_file_bytes), env=running.env, cwd=running.cwd, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=running.errlog, timeout=60)
+            done = subprocess.run(guarded([running.command, *running.args], running.max_file_bytes), env=running.env, cwd=running.cwd,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=running.errlog, timeout=60)
             running.errlog.flush()
             return done.returncode, running.stderr_path.stat().st_size
 
