@@ -1,9 +1,9 @@
 """Nothing the pipeline starts outlives it: every process it starts dies with it, even when it is killed with SIGKILL.
 
-Python's own children (render and score workers, the snapshot copy) call `die_with_parent` first thing: Linux's
+Python's own children (render and score workers) call `die_with_parent` first thing: Linux's
 PR_SET_PDEATHSIG has the kernel kill them when the process that started them dies, however it dies.
 
-Other programs (the servers a probe starts, installers, Datasette) are started through `guarded`, which runs them
+Other programs (the servers a probe starts, installers, the build's snapshot copy, Datasette) are started through `guarded`, which runs them
 under a guardian: this file, run as a script, with the standard library only. A death signal on the program itself
 would not be enough: a server started by `npx` is node, a grandchild, and a server may start daemons of its own that
 leave its process group or are orphaned on purpose. The guardian

@@ -13,23 +13,10 @@ from pathlib import Path
 from typing import Callable
 
 from pipeline.lifetime import descendants, guarded
-from tests.support import REPO, TEST_SERVERS, leftover_processes
+from tests.support import REPO, TEST_SERVERS, alive, leftover_processes
 
 DRIVER = TEST_SERVERS / "killed_pipeline.py"
 SPAWNER = TEST_SERVERS / "spawner.py"
-
-
-def alive(pids: list[int]) -> list[int]:
-    """Those of `pids` still running (an exited process its parent has not reaped yet is not)."""
-    running = []
-    for pid in pids:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in (b"Z", b"X"):
-            running.append(pid)
-    return running
 
 
 def sleepers(marker: str) -> list[str]:
@@ -69,7 +56,8 @@ def test_killing_the_probe_stage_kills_its_servers_and_all_they_started(tmp_path
 def test_killing_the_build_kills_its_render_workers_and_snapshot_process(tmp_path):
     process, marker = drive("render", tmp_path)
     workers = lambda: len(leftover_processes(marker)) >= 3  # noqa: E731 - the build and its two forked workers
-    assert kill_when_ready(process, lambda: workers() and any("spawn_main" in _cmdline(p) for p in descendants(process.pid)), marker) == []
+    copying = lambda: any("import snapshot" in _cmdline(p) for p in descendants(process.pid))  # noqa: E731 - the snapshot process
+    assert kill_when_ready(process, lambda: workers() and copying(), marker) == []
 
 
 def test_killing_the_score_stage_kills_its_workers(tmp_path):
