@@ -1,15 +1,18 @@
 """Nothing the pipeline starts outlives it: every process it starts dies with it, even when it is killed with SIGKILL.
 
-Python's own children (render and score workers) call `die_with_parent` first thing: Linux's
-PR_SET_PDEATHSIG has the kernel kill them when the process that started them dies, however it dies.
+Python's own children (render and score workers, forked) call `die_with_parent` first thing: Linux's PR_SET_PDEATHSIG
+has the kernel kill them when the process that started them dies, however it dies.
 
-Other programs (the servers a probe starts, installers, the build's snapshot copy, Datasette) are started through `guarded`, which runs them
-under a guardian: this file, run as a script, with the standard library only. A death signal on the program itself
-would not be enough: a server started by `npx` is node, a grandchild, and a server may start daemons of its own that
-leave its process group or are orphaned on purpose. The guardian
+Other programs (the servers a probe starts, installers, the build's snapshot copy, Datasette) are started through
+`guarded`, which runs them under a guardian: this file, run as a script, with the standard library only. A death signal
+on the program itself would not be enough: a server started by `npx` is node, a grandchild, and a server may start
+daemons of its own that leave its process group or are orphaned on purpose. (The snapshot copy is Python, but a spawned
+multiprocessing child imports the whole CLI before it could ask for a death signal: a build killed in that second
+would leave it running.) The guardian
 
-- asks for END_SIGNAL when the pipeline dies (PR_SET_PDEATHSIG), and is a child subreaper (PR_SET_CHILD_SUBREAPER), so
-  whatever the program starts and then abandons becomes the guardian's child instead of init's;
+- asks for END_SIGNAL when the pipeline dies (PR_SET_PDEATHSIG; then checks that its parent is still the pipeline, so
+  no start is left unguarded), and is a child subreaper (PR_SET_CHILD_SUBREAPER), so whatever the program starts and
+  then abandons becomes the guardian's child instead of init's;
 - forks, and the child (with a death signal of its own, SIGKILL, should the guardian be killed outright) execs the
   program, with the file-size limit the sandbox asks for (`max_file_bytes`, RLIMIT_FSIZE, inherited by everything it
   starts);
