@@ -27,13 +27,15 @@ def kill_when_ready(process: subprocess.Popen, ready: Callable[[], bool], marker
     """Once `ready()`, SIGKILL `process`; return the command lines of what it had started (or what carries `marker`)
     still running five seconds later."""
     deadline = time.monotonic() + 60
-    while not ready():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "what the test waits for never started"
-        time.sleep(0.05)
-    started = descendants(process.pid)
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(10)
+    try:
+        while not ready():
+            assert process.poll() is None, "it stopped before what the test waits for started"
+            assert time.monotonic() < deadline, "what the test waits for never started"
+            time.sleep(0.05)
+        started = descendants(process.pid)
+    finally:
+        process.kill()  # SIGKILL
+        process.wait(10)
     deadline = time.monotonic() + 5
     while (left := [_cmdline(pid) or str(pid) for pid in alive(started)] + leftover_processes(marker)) and time.monotonic() < deadline:
         time.sleep(0.05)
