@@ -10,13 +10,14 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import AsyncIterator
+from urllib.parse import urlsplit
 
 import anyio
 
 from pipeline.analyze import analyze_server
 from pipeline.analyze.fetch import LocalDirectoryFetcher
 from pipeline.config import Settings
-from pipeline.models import ProbeResult, ScoreCard, Server
+from pipeline.models import ProbeOutcome, ProbeResult, ScoreCard, Server
 from pipeline.net import target_kinds
 from pipeline.probe import probe_limits
 from pipeline.probe.deep import deep_probe
@@ -24,6 +25,38 @@ from pipeline.probe.sandbox import Running, scrubbed_environment
 from pipeline.score import score_all
 from pipeline.score.facts import Facts, RunRow, Snapshot
 from pipeline.store import content_hash
+
+# How `probe TARGET` and `check` end when the probe could not meet the server: a code per class of outcome, so CI can
+# tell a server that would not start from one it could not reach, and a gate from a fault.
+OUTCOME_EXITS: list[tuple[int, str, tuple[ProbeOutcome, ...]]] = [
+    (3, "could not be started", (ProbeOutcome.install_failed, ProbeOutcome.start_failed)),
+    (4, "could not be reached, or did not answer", (ProbeOutcome.unreachable, ProbeOutcome.timeout, ProbeOutcome.refused)),
+    (5, "could not be negotiated with, or broke the session", (ProbeOutcome.protocol_error, ProbeOutcome.http_error, ProbeOutcome.crashed)),
+    (6, "requires authorization", (ProbeOutcome.auth_required,)),
+    (7, "is rate limiting requests", (ProbeOutcome.rate_limited,)),
+    (8, "asks not to be probed", (ProbeOutcome.opted_out,)),
+]
+EXIT_BELOW_MIN_SCORE = 1
+NOT_MEASURED = "not measured"
+
+
+def exit_codes(gate: bool) -> list[tuple[int, str]]:
+    """Every exit code of `check` (`gate`: with its --min-score) or `probe TARGET` and what it means, in order (for --help
+    and the README)."""
+    gated = [(0, "the server was met (and, with --min-score, scored at least that)"),
+             (EXIT_BELOW_MIN_SCORE, "with --min-score: the rubric's score is below it, or missing")]
+    return [*(gated if gate else [(0, "the server was met")]),
+            (2, "usage error"),
+            *((code, f"the server {meaning} ({', '.join(o.value for o in outcomes)})") for code, meaning, outcomes in OUTCOME_EXITS),
+            (130, "interrupted")]
+
+
+def exit_for(probe: ProbeResult) -> tuple[int, str] | None:
+    """The exit code, and why, of a probe that could not meet the server (None when it did)."""
+    for code, meaning, outcomes in OUTCOME_EXITS:
+        if probe.outcome in outcomes:
+            return code, f"the server {meaning}: {probe.outcome.value}"
+    return None
 
 
 def target_server(url: str | None, command: list[str] | None, now: datetime) -> Server:
@@ -68,37 +101,37 @@ def probe_target(url: str | None, command: list[str] | None, settings: Settings,
     return anyio.run(_probe, target_server(url, command, now), command, {}, settings, now)
 
 
-def render_probe(probe: ProbeResult) -> str:
-    """What the prober saw, for a person: handshake, eras, endpoint facts, lists and every check."""
+def render_probe(probe: ProbeResult, url: str | None = None) -> str:
+    """What the prober saw, for a person: handshake, eras, endpoint facts, lists and every check. A fact the probe did
+    not establish (None) reads "not measured", never "no" or a dash."""
     lines = [f"outcome: {probe.outcome.value}" + (f" ({probe.detail})" if probe.detail else "") + f"; {probe.duration_ms:.0f} ms"]
     if probe.reachable:
-        lines.append(f"protocol: {probe.era} {probe.protocol_version} via {probe.handshake} over {probe.transport}; connect {probe.connect_ms:.0f} ms"
+        lines.append(f"protocol: {probe.era} {probe.protocol_version} via {probe.handshake} over {probe.transport}; connect {_ms(probe.connect_ms)}"
                      + (f", ping {probe.ping_ms:.0f} ms" if probe.ping_ms is not None else ""))
-    info = probe.server_info or {}
-    if info:
+    info = probe.server_info
+    if info is None:
+        lines.append(f"server: {NOT_MEASURED}")
+    elif info:
         shown = ", ".join(f"{k} {info[k]!r}" for k in ("name", "title", "version", "description", "websiteUrl") if info.get(k))
         icons = info.get("icons") or []
         lines.append(f"server: {shown}" + (f"; {len(icons)} icons ({', '.join(str(i.get('mimeType')) for i in icons[:4])})" if icons else ""))
     if probe.instructions:
         lines.append(f"instructions: {len(probe.instructions)} chars: {probe.instructions[:160]!r}")
-    if probe.capabilities is not None:
-        lines.append(f"capabilities: {', '.join(sorted(probe.capabilities)) or 'none'}")
-    if probe.eras is not None:
-        e = probe.eras
-        lines.append(f"eras: modern {_yes(e.modern)}, legacy {_yes(e.legacy)}; header routing {_yes(e.header_routing)}, "
-                     f"list cache hints {_yes(e.list_cache_hints)}")
-    if probe.http is not None:
-        h = probe.http
-        lines.append(f"endpoint: TLS {h.tls_version or '–'} (certificate {_yes(h.cert_valid)}), HSTS {_yes(h.hsts)}, "
-                     f"auth required {_yes(h.auth_required)} (protected-resource metadata {_yes(h.protected_resource_metadata)}, "
-                     f"authorization-server metadata {_yes(h.authorization_server_metadata)}),"
-                     f" server card {_yes(h.server_card)}, HTML setup page {_yes(h.html_setup_page)}")
-    for name in ("tools", "resources", "resource_templates", "prompts"):
+    lines.append(f"capabilities: {NOT_MEASURED if probe.capabilities is None else ', '.join(sorted(probe.capabilities)) or 'none'}")
+    eras = probe.eras.model_dump() if probe.eras is not None else {}
+    lines.append(f"eras: modern {_fact(eras.get('modern'))}, legacy {_fact(eras.get('legacy'))}; header routing {_fact(eras.get('header_routing'))}, "
+                 f"list cache hints {_fact(eras.get('list_cache_hints'))}")
+    if probe.transport != "stdio":
+        lines.append(_endpoint(probe, url))
+    for name, capability in (("tools", None), ("resources", "resources"), ("resource_templates", "resources"), ("prompts", "prompts")):
         items = getattr(probe, name)
         if items is not None:
             names = [str(i.get("name") or i.get("uri") or i.get("uriTemplate")) for i in items]
             listed = f": {', '.join(names[:12])}" + (" …" if len(names) > 12 else "") if names else ""
             lines.append(f"{name.replace('_', ' ')}: {len(items)}{listed}")
+        else:
+            offered = probe.capabilities is None or capability is None or capability in probe.capabilities  # tools are always asked for
+            lines.append(f"{name.replace('_', ' ')}: {NOT_MEASURED if offered else 'not offered'}")
     for check in probe.checks:
         state = "pass" if check.passed else "fail" if check.passed is False else "info"
         lines.append(f"  check {check.name}: {check.outcome} [{state}]" + (f" — {check.detail[:200]}" if check.detail else ""))
@@ -107,8 +140,28 @@ def render_probe(probe: ProbeResult) -> str:
     return "\n".join(lines)
 
 
-def _yes(value: bool | None) -> str:
-    return "–" if value is None else "yes" if value else "no"
+def _endpoint(probe: ProbeResult, url: str | None) -> str:
+    """The endpoint's HTTP facts; with no facts at all (the probe never got that far) each one is not measured."""
+    facts = probe.http.model_dump() if probe.http is not None else {}
+    if facts.get("tls_version"):
+        tls = f"TLS {facts['tls_version']} (certificate valid {_fact(facts.get('cert_valid'))}), HSTS {_fact(facts.get('hsts'))}"
+    elif url is not None and urlsplit(url).scheme == "http":
+        tls = "TLS none (plain HTTP)"
+    else:
+        tls = f"TLS {NOT_MEASURED}"
+    auth = f"auth required: {_fact(facts.get('auth_required'))}"
+    if facts.get("auth_required"):
+        auth += (f" (protected-resource metadata {_fact(facts.get('protected_resource_metadata'))}, "
+                 f"authorization-server metadata {_fact(facts.get('authorization_server_metadata'))})")
+    return f"endpoint: {tls}; {auth}; server card {_fact(facts.get('server_card'))}, HTML setup page {_fact(facts.get('html_setup_page'))}"
+
+
+def _fact(value: bool | None) -> str:
+    return NOT_MEASURED if value is None else "yes" if value else "no"
+
+
+def _ms(value: float | None) -> str:
+    return NOT_MEASURED if value is None else f"{value:.0f} ms"
 
 
 def run_check(url: str | None, command: list[str] | None, source: Path | None, extra_env: dict[str, str], settings: Settings,
@@ -129,10 +182,10 @@ def run_check(url: str | None, command: list[str] | None, source: Path | None, e
 def render_text(probe: ProbeResult, cards: list[ScoreCard]) -> str:
     lines = [f"probe: {probe.outcome.value}" + (f" ({probe.detail})" if probe.detail else "")]
     if probe.reachable:
-        lines.append(f"  {probe.era} {probe.protocol_version} via {probe.handshake}, {len(probe.tools or [])} tools, "
-                     f"connect {probe.connect_ms:.0f} ms")
+        tools = NOT_MEASURED if probe.tools is None else len(probe.tools)
+        lines.append(f"  {probe.era} {probe.protocol_version} via {probe.handshake}, tools {tools}, connect {_ms(probe.connect_ms)}")
     for card in cards:
-        value = "–" if card.composite is None else f"{card.composite:.1f}"
+        value = NOT_MEASURED if card.composite is None else f"{card.composite:.1f}"
         grade = f" {card.grade}" if card.grade else ""
         lines += ["", f"{card.rubric}: {value}{grade} ({card.visibility}, {card.dimension_indicator})"]
         if card.flags:
@@ -141,10 +194,10 @@ def render_text(probe: ProbeResult, cards: list[ScoreCard]) -> str:
             if card.extra.get(extra) is not None:
                 lines.append(f"  {extra.replace('_', ' ')}: {card.extra[extra]}")
         for dim in card.dimensions:
-            shown = "–" if dim.score is None else f"{dim.score:.1f}"
+            shown = f"{dim.score:.1f}" if dim.score is not None else "not applicable" if dim.status == "not_applicable" else NOT_MEASURED
             lines.append(f"  {dim.label}: {shown} [{dim.status.replace('_', ' ')}]")
             for r in (r for r in card.rules if r.dimension == dim.name):
-                points = f"{r.points:g}/{r.max_points:g}" if r.measured else "not measured"
+                points = f"{r.points:g}/{r.max_points:g}" if r.measured else NOT_MEASURED
                 lines.append(f"    {r.rule}: {points} — {r.reason}")
         gains = sorted((r for r in card.rules if r.how_to_gain), key=lambda r: r.points - r.max_points)
         if gains:

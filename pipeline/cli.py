@@ -16,6 +16,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.analyze import run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher
+from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.clean import terminal_text
 from pipeline.config import Settings
 from pipeline.discover import SnapshotDownloads, online_sources, run_discover, snapshot_sources
@@ -24,7 +25,7 @@ from pipeline.discover.downloads import DownloadCounter
 from pipeline.discover.http import USER_AGENT, SourceHTTP, source_client
 from pipeline.discover.local import DEFAULT_CATALOG, LocalCatalogSource
 from pipeline.judge import OfflineJudge, run_judge
-from pipeline.models import StageReport
+from pipeline.models import ProbeResult, StageReport
 from pipeline.net import LOOPBACK, PRIVATE, Reach
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installer
@@ -179,7 +180,20 @@ def _analyze(db: Database, settings: Settings, server_ids: tuple[str, ...]) -> N
     _stage(db, "analyze", {"servers": list(server_ids)}, lambda _: run_analyze(db, servers=servers, fetcher=fetcher, now=utcnow()))
 
 
-@cli.command()
+def _exit_codes_help(intro: str, gate: bool) -> str:
+    """The exit codes, for a command's --help (click keeps a paragraph that starts with \\b as it is)."""
+    return "\b\n" + intro + "\n" + "\n".join(f"  {code:<4} {meaning}" for code, meaning in exit_codes(gate))
+
+
+def _exit_unmet(probe_result: ProbeResult) -> None:
+    """Exit with the outcome's code when the probe could not meet the server."""
+    unmet = exit_for(probe_result)
+    if unmet is not None:
+        echo(f"exit {unmet[0]}: {unmet[1]}", err=True)
+        raise SystemExit(unmet[0])
+
+
+@cli.command(epilog=_exit_codes_help("Exit codes with TARGET or --stdio:", gate=False))
 @click.argument("target", required=False)
 @server_option
 @click.option("--stdio", "stdio_command", help='Probe one local server started by this command, e.g. --stdio "python server.py".')
@@ -204,7 +218,8 @@ def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], s
         if target and stdio_command:
             raise click.UsageError("give either TARGET or --stdio COMMAND")
         seen = probe_target(target, shlex.split(stdio_command) if stdio_command else None, settings, utcnow())
-        echo(json.dumps(seen.model_dump(mode="json"), indent=2, sort_keys=True) if as_json else render_probe(seen))
+        echo(json.dumps(seen.model_dump(mode="json"), indent=2, sort_keys=True) if as_json else render_probe(seen, target))
+        _exit_unmet(seen)
         return
     _probe(_open(settings), settings, server_ids, "deep")
 
@@ -288,7 +303,7 @@ def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: 
         handle.stop()
 
 
-@cli.command()
+@cli.command(epilog=_exit_codes_help("Exit codes:", gate=True))
 @click.argument("url", required=False)
 @click.option("--stdio", "stdio_command", help='Check a local server started by this command, e.g. --stdio "python server.py".')
 @click.option("--source", type=click.Path(path_type=Path, exists=True, file_okay=False), help="Also analyse this source directory.")
@@ -296,7 +311,7 @@ def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: 
 @click.option("--json", "as_json", is_flag=True, help="Print the probe and every score card as JSON.")
 @click.option("--rubric", type=click.Choice(registry.names()), default=registry.names()[0], show_default=True,
               help="The rubric --min-score applies to.")
-@click.option("--min-score", type=float, help="Exit 1 when the rubric's score is below this (or missing).")
+@click.option("--min-score", type=float, help="Exit 1 when the rubric's score is below this (or missing) and the server was met.")
 @click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")
 @pass_settings
 def check(settings: Settings, url: str | None, stdio_command: str | None, source: Path | None, env_pairs: tuple[str, ...], as_json: bool,
@@ -320,12 +335,13 @@ def check(settings: Settings, url: str | None, stdio_command: str | None, source
         echo(json.dumps({"probe": probe_result.model_dump(mode="json"), "scores": [c.as_json() for c in cards]}, indent=2, sort_keys=True))
     else:
         echo(render_text(probe_result, cards))
+    _exit_unmet(probe_result)
     if min_score is not None:
         chosen = next(c for c in cards if c.rubric == rubric)
         if chosen.composite is None or chosen.composite < min_score:
             shown = "no score" if chosen.composite is None else f"{chosen.composite:.1f}"
             echo(f"{rubric} score {shown} is below --min-score {min_score:g}", err=True)
-            raise SystemExit(1)
+            raise SystemExit(EXIT_BELOW_MIN_SCORE)
 
 
 @cli.command()

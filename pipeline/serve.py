@@ -1,4 +1,4 @@
-"""Serve the built site and Datasette over the database, both on localhost."""
+"""Serve the built site and Datasette over the database, both on localhost; Datasette ends with this process, however it ends."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 
+from pipeline.lifetime import end, guarded
 from pipeline.render.datasette import metadata
 
 
@@ -42,7 +43,7 @@ class Serving:
         self._metadata.unlink(missing_ok=True)
         self._http.shutdown()
         self._http.server_close()
-        self._datasette.terminate()
+        end(self._datasette.pid)  # its guardian ends it (and ignores SIGTERM)
         try:
             self._datasette.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -60,7 +61,7 @@ def start(site_dir: Path, db_path: Path, site_port: int = 0, datasette_port: int
     json.dump(metadata(Path(db_path).stem), described)
     described.close()
     datasette = subprocess.Popen(
-        [sys.executable, "-m", "datasette", "serve", str(db_path), "--host", "127.0.0.1", "--port", str(port), "--metadata", described.name],
+        guarded([sys.executable, "-m", "datasette", "serve", str(db_path), "--host", "127.0.0.1", "--port", str(port), "--metadata", described.name]),
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=log,

@@ -263,3 +263,16 @@ def leftover_processes(marker: str) -> list[str]:
         if marker in cmdline:
             found.append(cmdline)
     return found
+
+
+def alive(pids: list[int]) -> list[int]:
+    """Those of `pids` still running (an exited process its parent has not reaped yet is not)."""
+    running = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            running.append(pid)
+    return running

@@ -194,27 +194,26 @@ def test_a_server_cannot_fill_the_disk_with_its_stderr(tmp_path):
 
     import anyio
 
-    from pipeline.probe.sandbox import MAX_FILE_BYTES, LocalProcessSandbox, limited
+    from pipeline.lifetime import guarded
+    from pipeline.probe.sandbox import MAX_FILE_BYTES, LocalProcessSandbox
 
     async def flood():
         async with LocalProcessSandbox().start(raw_server_spec("stderr-flood"), python_installed()) as running:
             # A module planted where the server runs (by an earlier start of it) must not run before the limit is set.
             (running.cwd / "resource.py").write_text("raise SystemExit('a planted module ran')\n")
-            done = subprocess.run([running.command, *running.args], env=running.env, cwd=running.cwd, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=running.errlog, timeout=60)
+            done = subprocess.run(guarded([running.command, *running.args], running.max_file_bytes), env=running.env, cwd=running.cwd,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=running.errlog, timeout=60)
             running.errlog.flush()
             return done.returncode, running.stderr_path.stat().st_size
 
     code, size = anyio.run(flood)
     assert code != 0 and MAX_FILE_BYTES // 2 < size <= MAX_FILE_BYTES  # it flooded, up to the cap; a Python server then dies of "File too large"
-    command, args = limited("/bin/sh", ("-c", "exec yes > big.txt"), max_file_bytes=1000)
-    other = subprocess.run([command, *args], cwd=tmp_path, timeout=30)
+    other = subprocess.run(guarded(["/bin/sh", "-c", "exec yes > big.txt"], max_file_bytes=1000), cwd=tmp_path, timeout=30)
     assert other.returncode == -signal.SIGXFSZ and (tmp_path / "big.txt").stat().st_size == 1000  # others are stopped by the kernel
-    command, args = limited("/usr/bin/yes", ())
-    piped = subprocess.Popen([command, *args], stdout=subprocess.PIPE)
+    piped = subprocess.Popen(guarded(["/usr/bin/yes"]), stdout=subprocess.PIPE)
     piped.stdout.read(10)
     piped.stdout.close()
-    assert piped.wait(10) == -signal.SIGPIPE  # the shim hands the server the default SIGPIPE, not Python's "ignore"
+    assert piped.wait(10) == -signal.SIGPIPE  # the guardian hands the server the default SIGPIPE, not Python's "ignore"
 
 
 def test_real_installer_records_failures(tmp_path):

@@ -13,10 +13,11 @@ import httpx
 from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
+from pipeline.lifetime import descendants
 from pipeline.render import run_build
 from pipeline.score.registry import infos
 from pipeline.serve import free_port
-from tests.support import NOW, REPO, quiet
+from tests.support import NOW, REPO, alive, quiet
 
 
 def test_serve_prints_both_urls_and_both_answer(tmp_path):
@@ -50,10 +51,13 @@ def test_serve_prints_both_urls_and_both_answer(tmp_path):
         for query in ("top_servers", "recent_score_drops", "critical_flags", "tools_by_server", "failing_rule", "top_servers_by_transport"):
             answer = httpx.get(urls["datasette"] + f"scoreboard/{query}.json?_shape=array&limit=5&server_id=&rule=error_handling", timeout=10)
             assert answer.status_code == 200, (query, answer.text[:300])
+        started = descendants(process.pid)  # Datasette and its guardian
+        assert started
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=20)
     assert process.returncode == 0
+    assert alive(started) == []  # Datasette ended with it
 
 
 def test_serve_without_a_built_site_says_so(tmp_path):

@@ -1,7 +1,8 @@
 """Install local-catalog servers from their package registries into a cache directory.
 
 PyPI servers get one venv each (their dependencies may disagree); npm servers share one prefix.
-Installs are idempotent: a package already installed at the requested spec is not touched.
+Installs are idempotent: a package already installed at the requested spec is not touched. Installers run
+under a guardian (pipeline.lifetime), so an install and whatever its scripts start end with the pipeline.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from pipeline.identity import package_folder
+from pipeline.lifetime import end, guarded
 from pipeline.models import LaunchSpec
 
 OUTPUT_TAIL = 2000  # characters of installer output kept as the failure reason
@@ -112,14 +114,19 @@ class Installer:
         """Run an install step; return None on success or a short reason on failure."""
         env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "npm_config_update_notifier": "false"}
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=self.timeout, env=env, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return f"{what}: timed out after {self.timeout:.0f}s"
+            process = subprocess.Popen(guarded(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, stdin=subprocess.DEVNULL)
         except OSError as exc:
             return f"{what}: {exc}"
-        if done.returncode != 0:
-            output = (done.stderr or done.stdout or "").strip()
-            return f"{what}: exit {done.returncode}: {output[-OUTPUT_TAIL:]}"
+        with process:
+            try:
+                stdout, stderr = process.communicate(timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                end(process.pid)  # the installer and whatever its scripts started
+                process.communicate()
+                return f"{what}: timed out after {self.timeout:.0f}s"
+        if process.returncode != 0:
+            output = (stderr or stdout or "").strip()
+            return f"{what}: exit {process.returncode}: {output[-OUTPUT_TAIL:]}"
         return None
 
 

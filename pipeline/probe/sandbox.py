@@ -3,8 +3,9 @@
 `LocalProcessSandbox` is the default Sandbox. It scrubs the environment (no host secrets reach
 the server), gives each start a fresh working and home directory, caps the size of each file the
 server writes (its stderr log included, so no endless log can fill the disk; it is a cap per file,
-not a disk quota), and kills the whole process group afterwards. It does not cut the network or cap memory: that is the Docker/namespace
-sandbox's job (a later stage); the interface is the same.
+not a disk quota), and runs it under a guardian (pipeline.lifetime) that kills whatever the server
+started when it stops, or when the pipeline dies. It does not cut the network or cap memory: that
+is the Docker/namespace sandbox's job (a later stage); the interface is the same.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -24,24 +24,13 @@ from typing import AsyncIterator, Protocol, TextIO
 
 import anyio
 
+from pipeline.lifetime import end, guarded
 from pipeline.models import LaunchSpec, Transport
 from pipeline.probe.install import Installed
 
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 MAX_FILE_BYTES = 64 * 1024 * 1024  # any one file a server writes; past it the kernel stops the server (SIGXFSZ; a
 # Python server, which ignores that signal, gets "File too large" errors instead)
-# Sets RLIMIT_FSIZE, then becomes the server: the limit is inherited by the server and everything it starts.
-_FILE_LIMIT = """
-import os, resource, signal, sys
-limit = int(sys.argv[1])
-resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-for name in ("SIGXFSZ", "SIGPIPE"):  # Python ignores these, and exec would pass that on to the server
-    signal.signal(getattr(signal, name), signal.SIG_DFL)
-try:
-    os.execv(sys.argv[2], sys.argv[2:])
-except OSError as exc:
-    sys.exit(f"cannot execute {sys.argv[2]}: {exc}")
-"""
 
 
 class StartFailed(Exception):
@@ -60,6 +49,7 @@ class Running:
     url: str | None = None
     errlog: TextIO | None = None
     stderr_path: Path | None = None
+    max_file_bytes: int | None = None  # the cap on each file the server (and all it starts) writes
 
     def stderr_tail(self, cap: int) -> str | None:
         if self.stderr_path is None or not self.stderr_path.exists():
@@ -97,15 +87,15 @@ class LocalProcessSandbox:
             args = tuple(_expand(a, values) for a in spec.args)
             env = scrubbed_environment(installed.path_dirs, workdir)
             env.update({k: _expand(v, values) for k, v in spec.env.items()})
-            command, args = limited(str(installed.executable), args)
             running = Running(
                 transport=spec.transport,
-                command=command,
+                command=str(installed.executable),
                 args=args,
                 env=env,
                 cwd=workdir,
                 errlog=errlog,
                 stderr_path=scratch / "stderr.log",
+                max_file_bytes=MAX_FILE_BYTES,
             )
             if spec.transport != "stdio":
                 assert spec.url and port
@@ -118,12 +108,6 @@ class LocalProcessSandbox:
                 _kill_group(process)
             errlog.close()
             shutil.rmtree(scratch, ignore_errors=True)
-
-
-def limited(executable: str, args: tuple[str, ...], max_file_bytes: int = MAX_FILE_BYTES) -> tuple[str, tuple[str, ...]]:
-    """The command line that runs `executable` under the file-size limit. Python runs the shim isolated (-I), so
-    nothing in the server's working directory (a resource.py planted by an earlier start) is imported first."""
-    return sys.executable, ("-I", "-c", _FILE_LIMIT, str(max_file_bytes), executable, *args)
 
 
 def scrubbed_environment(path_dirs: tuple[str, ...], home: Path) -> dict[str, str]:
@@ -153,13 +137,13 @@ def _free_port() -> int:
 def _spawn(running: Running, errlog: TextIO) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
-            [running.command or "", *running.args],
+            guarded([running.command or "", *running.args], running.max_file_bytes),
             env=running.env,
             cwd=running.cwd,
             stdin=subprocess.DEVNULL,
             stdout=errlog,
             stderr=errlog,
-            start_new_session=True,  # its own process group, so children die with it
+            start_new_session=True,  # its own process group, whose SIGTERM is the server's to answer
         )
     except OSError as exc:
         raise StartFailed(f"cannot execute {running.command}: {exc}") from exc
@@ -180,17 +164,15 @@ async def _wait_for_port(process: subprocess.Popen[bytes], port: int, timeout: f
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=3)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
+    """SIGTERM to the server's group; then its guardian ends everything the server started; SIGKILL to the group last."""
+    for stop in (lambda: os.killpg(process.pid, signal.SIGTERM), lambda: end(process.pid), lambda: os.killpg(process.pid, signal.SIGKILL)):
+        if process.poll() is not None:
+            return
         try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
+            stop()
+            process.wait(timeout=3)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
             pass
-        process.wait(timeout=3)
 
 
 def _make_git_repository(path: Path) -> None:

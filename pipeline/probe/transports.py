@@ -14,6 +14,7 @@ cap counts decompressed bytes; `MessageCap.refused` says when an address was ref
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -28,6 +29,7 @@ from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from pipeline.lifetime import end, guarded
 from pipeline.net import AddressRefused, PinnedAsyncTransport, Reach
 from pipeline.probe.raw import USER_AGENT
 from pipeline.probe.sandbox import Running
@@ -121,9 +123,10 @@ def capped_http_client(cap: MessageCap, call_timeout: float, stream_timeout: flo
 @asynccontextmanager
 async def bounded_stdio(running: Running, cap: MessageCap):
     """The SDK's stdio transport, rebuilt with a cap on each line, undecodable bytes surfaced as bad messages rather
-    than a dead reader, and the server's whole process group stopped afterwards (npx and friends start children)."""
-    process = await anyio.open_process([running.command or "", *running.args], env=running.env, cwd=running.cwd,
-                                       stderr=running.errlog if running.errlog else subprocess.DEVNULL, start_new_session=True)
+    than a dead reader, and the server run under a guardian that stops all it started afterwards (npx and friends start
+    children), or when the pipeline dies."""
+    process = await anyio.open_process(guarded([running.command or "", *running.args], running.max_file_bytes), env=running.env,
+                                       cwd=running.cwd, stderr=running.errlog if running.errlog else subprocess.DEVNULL, start_new_session=True)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -189,23 +192,25 @@ def _parse(line: bytes) -> SessionMessage | Exception:
 
 
 async def _stop(process: Process) -> None:
-    """Close stdin (the polite way to end a stdio server), then SIGTERM, then SIGKILL its process group."""
+    """Close stdin (the polite way to end a stdio server), then SIGTERM its process group, then have its guardian
+    (pipeline.lifetime) kill the server and all it started, then SIGKILL the group."""
     if process.stdin is not None:
         try:
             await process.stdin.aclose()
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass
-    for sig in (None, signal.SIGTERM, signal.SIGKILL):
-        if sig is not None:
+    group = functools.partial(os.killpg, process.pid)
+    for stop in (None, functools.partial(group, signal.SIGTERM), functools.partial(end, process.pid), functools.partial(group, signal.SIGKILL)):
+        if stop is not None:
             try:
-                os.killpg(process.pid, sig)
+                stop()
             except (ProcessLookupError, PermissionError):
                 pass
         with anyio.move_on_after(EXIT_GRACE):
             await process.wait()
             break
     try:
-        os.killpg(process.pid, signal.SIGKILL)  # children the server left behind
+        os.killpg(process.pid, signal.SIGKILL)  # what is left of the group, should the guardian itself have been stopped
     except (ProcessLookupError, PermissionError):
         pass
     for pipe in (process.stdin, process.stdout, process.stderr):

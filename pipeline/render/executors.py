@@ -2,17 +2,21 @@
 
 `map(fn, tasks)` starts the work and returns its results, to iterate over and then close. A ForkPool's
 workers inherit `fn` (and the object it is bound to, with all the build's rows) and the tasks through fork:
-neither is pickled, only each task's result is, on its way back.
+neither is pickled, only each task's result is, on its way back. The workers die with the process that forked them,
+however it ends (pipeline.lifetime).
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import queue
 import traceback
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing import get_context
 from typing import Any, Protocol
+
+from pipeline.lifetime import die_with_parent
 
 
 class Results(Protocol):
@@ -46,7 +50,7 @@ class ForkPool:
         context = get_context("fork")
         tasks = list(tasks)  # inherited by the workers, as `fn` is: only each task's number goes between processes
         taken, done = context.Value("i", 0), context.Queue()
-        processes = [context.Process(target=_serve, args=(fn, tasks, taken, done), daemon=True)
+        processes = [context.Process(target=_serve, args=(fn, tasks, taken, done, os.getpid()), daemon=True)
                      for _ in range(min(self.workers, len(tasks)))]
         for process in processes:
             process.start()
@@ -81,7 +85,8 @@ class Running:
             process.join()
 
 
-def _serve(fn: Callable[[Any], Any], tasks: list[Any], taken: Any, done: Any) -> None:
+def _serve(fn: Callable[[Any], Any], tasks: list[Any], taken: Any, done: Any, parent: int) -> None:
+    die_with_parent(parent)
     # What the worker inherited (every row of the build) stays put: the collector no longer walks it, and walking
     # it would copy every page of it out of the shared memory. The collector itself is back on (the parent may
     # have paused it): rendering makes reference cycles.

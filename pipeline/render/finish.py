@@ -5,10 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from multiprocessing import get_context
-from multiprocessing.connection import Connection
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -17,6 +18,7 @@ from markupsafe import Markup
 
 from pipeline import ENGINE_VERSION
 from pipeline.assets import METHODOLOGY, STATIC
+from pipeline.lifetime import end, guarded
 from pipeline.models import RubricInfo
 from pipeline.render import schemas
 from pipeline.render.contexts import methodology_html
@@ -25,7 +27,6 @@ from pipeline.render.fingerprints import MANIFEST, Fingerprints
 from pipeline.render.plan import SitePlan
 from pipeline.render.rendering import json_file
 from pipeline.render.writer import SiteWriter
-from pipeline.store import snapshot
 
 LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibility", "dimension_indicator", "transport", "era",
                            "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
@@ -42,39 +43,46 @@ class Snapshot:
     runs beside all of it; a context manager, so a failed build stops the copy.
 
     A process, not a thread: render workers are forked later, and a child forked while a thread holds SQLite's locks
-    could deadlock; a thread started only after them would leave a small rebuild waiting for the copy. A fresh (spawned)
+    could deadlock; a thread started only after them would leave a small rebuild waiting for the copy. A fresh
     interpreter, not a fork: a forked child shares the build's memory copy-on-write for the seconds the copy takes, and
-    every page the build then writes to is copied (measured: a 1% rebuild of 25,000 servers 1-3 s slower).
+    every page the build then writes to is copied (measured: a 1% rebuild of 25,000 servers 1-3 s slower). Started under
+    a guardian (pipeline.lifetime), which is tied to the build before the interpreter has imported anything, so the copy
+    dies with the build however that ends, even killed in its first second.
     """
 
     def __init__(self, source: str, target: Path) -> None:
-        context = get_context("spawn")
-        self.errors, sender = context.Pipe(duplex=False)
-        self.process = context.Process(target=_copy, args=(source, target, sender), name="snapshot", daemon=True)
-        self.process.start()
-        sender.close()
+        # The copy imports the pipeline from wherever this process did.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.process = subprocess.Popen(guarded([sys.executable, "-c", _COPY, source, str(target)]), env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def wait(self) -> None:
-        self.process.join()
-        if self.process.exitcode != 0:
-            reason = self.errors.recv() if self.errors.poll() else f"exit code {self.process.exitcode}"
+        _, errors = self.process.communicate()
+        if self.process.returncode != 0:
+            reason = errors.strip().splitlines()[-1] if errors.strip() else f"exit code {self.process.returncode}"
             raise RuntimeError(f"database snapshot for download failed: {reason}")
 
     def __enter__(self) -> Snapshot:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        if self.process.is_alive():
-            self.process.terminate()
-            self.process.join()
+        if self.process.poll() is None:
+            end(self.process.pid)
+        self.process.wait()
+        self.process.stderr.close()
 
 
-def _copy(source: str, target: Path, errors: Connection) -> None:
-    try:
-        snapshot(source, target)
-    except Exception as error:  # noqa: BLE001 - the parent raises it, with this reason
-        errors.send(str(error))
-        raise SystemExit(1) from None
+_COPY = """
+import sys
+from pathlib import Path
+
+from pipeline.store import snapshot
+
+try:
+    snapshot(sys.argv[1], Path(sys.argv[2]))
+except Exception as error:
+    sys.exit(str(error))  # the last line of its stderr: the reason the build gives
+"""
 
 
 def csv_cell(value: object) -> object:

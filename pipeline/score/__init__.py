@@ -12,6 +12,7 @@ from sqlite_utils import Database
 
 from pipeline import store
 from pipeline.collector import without_cyclic_gc
+from pipeline.lifetime import die_with_parent
 from pipeline.models import ScoreCard, Server, StageReport
 from pipeline.progress import Progress
 from pipeline.score import registry
@@ -44,10 +45,11 @@ def _score_rows(facts_iter: Iterator[Facts], now: datetime) -> list[tuple[str, s
 _worker: dict = {}
 
 
-def _worker_init(path: str) -> None:
-    # Each worker reads its own connection; the parent alone writes.
+def _worker_init(path: str, parent: int) -> None:
+    # Each worker reads its own connection; the parent alone writes. It dies with the parent, however that ends.
     import sqlite3
 
+    die_with_parent(parent)
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     _worker["db"] = Database(conn)
     _worker["duplicates"] = None
@@ -65,7 +67,7 @@ def _worker_task(server_ids: list[str], now: datetime) -> list[tuple[str, str, b
 def _parallel(path: str, servers: Sequence[Server], now: datetime, workers: int) -> Iterator[tuple[str, str, bool, list[store.CardRow]]]:
     ids = [s.id for s in servers]
     tasks = [ids[i : i + TASK_SIZE] for i in range(0, len(ids), TASK_SIZE)]
-    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(path,)) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, initargs=(path, os.getpid())) as pool:
         # Bounded in flight, so results never pile up in memory faster than they are written.
         pending = set()
         queue = iter(tasks)
