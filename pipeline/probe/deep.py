@@ -94,6 +94,9 @@ async def deep_probe(server_id: str, running: Running, *, limits: Limits, total_
     return result
 
 
+BACKSTOP = 0.5  # seconds past the budget before the raw layer's steps are cut off unclassified
+
+
 async def negotiate_http(url: str, transport: str, limits: Limits) -> Negotiation:
     """Both eras over Streamable HTTP, or over legacy HTTP+SSE when the catalog says so, or when the endpoint refuses
     Streamable HTTP the way an SSE-only server does (the spec's backwards-compatibility rule)."""
@@ -120,7 +123,8 @@ async def _observe(result: ProbeResult, running: Running, limits: Limits) -> Neg
     the budget cut it short (what it cut short stays unknown)."""
     started = time.perf_counter()
     negotiation = None
-    with anyio.move_on_after(limits.wait() if limits.budget is None else limits.budget.left()):
+    # A backstop: every step waits within the budget already, and classifies what it saw when the budget ends.
+    with anyio.move_on_after((limits.wait() if limits.budget is None else limits.budget.left()) + BACKSTOP):
         negotiation = await negotiate_http(running.url or "", running.transport, limits)
         result.transport = negotiation.transport
         modern, legacy = negotiation.era in ("modern", "dual"), negotiation.era in ("legacy", "dual")

@@ -6,6 +6,7 @@ Run alone (`python hostile_http.py PORT`) or in a thread (`serving()`); the path
   /keepalive  answers every request with an event stream of keep-alive comments, never an event
   /sse        an HTTP+SSE endpoint whose stream sends keep-alives but never the `endpoint` event (a POST gets 405)
   /limited    HTTP 429 with Retry-After to every request
+  /limited-later  a JSON-RPC error to the first request, then 429 to every one after it
 Any other path (a well-known document, a setup page) is silent too.
 Every request received is counted (`Hostile.requests`), so a test can prove nothing more was sent.
 """
@@ -22,8 +23,9 @@ STREAM = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: 
 
 
 class Hostile:
-    def __init__(self) -> None:
+    def __init__(self, all_limited: bool = False) -> None:
         self.requests: list[str] = []  # "METHOD path" of every request, in order
+        self.all_limited = all_limited  # 429 to every request, whatever its path
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -40,7 +42,12 @@ class Hostile:
             writer.close()
 
     async def respond(self, method: str, path: str, writer: asyncio.StreamWriter) -> None:
-        if path.startswith("/limited"):
+        if path.startswith("/limited-later") and sum(r.endswith(path) for r in self.requests) == 1:
+            body = b'{"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "Method not found"}}'
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+            await writer.drain()
+        elif path.startswith("/limited") or self.all_limited:
             body = b'{"error": "slow down"}'
             writer.write(b"HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nRetry-After: 120\r\n"
                          + f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
@@ -65,9 +72,9 @@ class Hostile:
 
 
 @contextmanager
-def serving() -> Iterator[tuple[str, Hostile]]:
+def serving(all_limited: bool = False) -> Iterator[tuple[str, Hostile]]:
     """A fresh hostile server on a free loopback port, in a thread: (origin, its request log)."""
-    hostile = Hostile()
+    hostile = Hostile(all_limited)
     loop = asyncio.new_event_loop()
     server = loop.run_until_complete(asyncio.start_server(hostile.handle, "127.0.0.1", 0))
     thread = threading.Thread(target=loop.run_forever, daemon=True)
