@@ -18,6 +18,7 @@ from pipeline.config import Settings
 from pipeline.models import ProbeOutcome, Server
 from pipeline.probe import probe_server
 from pipeline.probe.deep import deep_probe
+from pipeline.probe.fast import raw_fast_probe
 from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import LocalProcessSandbox, Running
 from tests.servers.hostile_http import serving
@@ -79,6 +80,15 @@ def test_an_endpoint_that_cannot_be_reached_has_no_endpoint_facts():
         result, _ = probe(f"http://127.0.0.1:{closed.getsockname()[1]}/mcp")
     assert result.outcome is ProbeOutcome.unreachable
     assert (result.http.auth_required, result.http.server_card, result.http.html_setup_page) == (None, None, None)
+
+
+def test_the_health_check_of_a_silent_server_costs_one_wait_too():
+    with serving() as (origin, hostile):
+        started = time.monotonic()
+        result = anyio.run(lambda: raw_fast_probe("hostile", origin + "/silent", limits=Limits(timeout=CALL, allow_private=True), total_timeout=BUDGET,
+                                                  now=NOW))
+        assert result.outcome is ProbeOutcome.timeout and time.monotonic() - started < CALL + 1.5
+        assert hostile.requests == ["POST /silent"]  # `initialize` is not asked of a server that did not answer `server/discover`
 
 
 @pytest.mark.parametrize("path, transport, sent", [

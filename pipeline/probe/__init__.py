@@ -137,12 +137,13 @@ async def probe_server(
             asked = None
             limits = probe_limits(settings, allow_private=settings.allow_private)
             if kind == "deep":
-                limits = limits.within(Budget(timeout))  # the opt-out fetch is part of the probe's one budget
+                budget = Budget(timeout)  # the opt-out fetch is part of the probe's one budget
+                limits = limits.within(budget)
                 async with probe_client(limits) as client:
                     asked = await opt_out(client, server.remote_url, limits)
-                if limits.budget and limits.budget.retry_after is not None:  # after a 429 nothing more is sent
-                    limited = _failed(server, kind, now, ProbeOutcome.rate_limited, f"{OPT_OUT_PATH}: {limits.budget.halted}")
-                    limited.retry_after_s = retry_after(limits.budget.retry_after or None, time.time())
+                if budget.retry_after is not None:  # after a 429 nothing more is sent
+                    limited = _failed(server, kind, now, ProbeOutcome.rate_limited, f"{OPT_OUT_PATH}: {budget.halted}")
+                    limited.retry_after_s = retry_after(budget.retry_after or None, time.time())
                     return limited
             if asked:
                 failed = _failed(server, kind, now, ProbeOutcome.opted_out, f"the server asks not to be probed ({OPT_OUT_PATH}: {asked})")

@@ -64,7 +64,7 @@ async def deep_probe(server_id: str, running: Running, *, limits: Limits, total_
     observed = ProbeResult(server_id=server_id, kind="deep", started_at=now, duration_ms=0, transport=running.transport,
                            outcome=ProbeOutcome.protocol_error)
     try:
-        negotiation = await _observe(observed, running, limits)
+        negotiation = await _observe(observed, running, limits, budget)
     except Exception as exc:  # noqa: BLE001 - the raw layer classifies what servers do; this is what it did not foresee
         observed.outcome, observed.detail = ProbeOutcome.protocol_error, f"unclassified failure: {type(exc).__name__}: {exc}"[:1000]
         observed.duration_ms = (time.perf_counter() - started) * 1000
@@ -118,13 +118,13 @@ async def negotiate_http(url: str, transport: str, limits: Limits) -> Negotiatio
     return over_sse
 
 
-async def _observe(result: ProbeResult, running: Running, limits: Limits) -> Negotiation | None:
+async def _observe(result: ProbeResult, running: Running, limits: Limits, budget: Budget) -> Negotiation | None:
     """Dual-era negotiation and the endpoint's facts from the raw layer, into `result`; the negotiation, or None when
     the budget cut it short (what it cut short stays unknown)."""
     started = time.perf_counter()
     negotiation = None
     # A backstop: every step waits within the budget already, and classifies what it saw when the budget ends.
-    with anyio.move_on_after((limits.wait() if limits.budget is None else limits.budget.left()) + BACKSTOP):
+    with anyio.move_on_after(budget.left() + BACKSTOP):
         negotiation = await negotiate_http(running.url or "", running.transport, limits)
         result.transport = negotiation.transport
         modern, legacy = negotiation.era in ("modern", "dual"), negotiation.era in ("legacy", "dual")

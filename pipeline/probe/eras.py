@@ -61,7 +61,7 @@ class Negotiation:
     session_id: str | None = None
     header_routing: bool | None = None  # refuses a request whose Mcp-Method header is missing (modern only)
     list_cache_hints: bool | None = None  # tools/list carries ttlMs (modern only)
-    unasked: str | None = None  # why the legacy era was not asked after server/discover (then neither era is measured)
+    unasked: str | None = None  # why nothing was asked after the first request (no answer to it): neither era is measured
     problems: list[str] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
 

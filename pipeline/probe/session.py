@@ -152,7 +152,8 @@ async def run_session(
     except TimeoutError as exc:
         if connected and whole.cancel_called:
             result.checks.append(CheckResult(name="skipped", outcome="not measured", passed=None,
-                                             detail=f"skipped: the probe's {total_timeout:.3g} s ran out: what was not yet asked is not measured"))
+                                             detail="skipped: the probe's time budget ran out after the handshake: what was not yet asked"
+                                                    " is not measured"))
         elif not connected:
             result.outcome, result.detail = ProbeOutcome.timeout, f"no complete handshake within {handshake:.3g} s"
         else:
