@@ -128,9 +128,8 @@ async def run_session(
     body: Callable[[ProbeResult, Client], Awaitable[None]],
 ) -> ProbeResult:
     """Connect, record the handshake, run `body`; classify whatever goes wrong, within `total_timeout` (and each
-    message within `limits.max_bytes`). The handshake gets one call timeout, however many requests the SDK makes of it
-    (it falls back from a `server/discover` that timed out to `initialize`): a server that never answers costs one
-    wait, not two. When the time runs out after the handshake, what was found stands and the rest is not measured."""
+    message within `limits.max_bytes`). When the time runs out after the handshake, what was found stands and the rest
+    is not measured."""
     started = time.perf_counter()
     result = ProbeResult(
         server_id=server_id, kind=kind, started_at=now, duration_ms=0, transport=running.transport, outcome=ProbeOutcome.ok,
@@ -138,14 +137,11 @@ async def run_session(
     watcher = _StreamWatcher()
     cap = MessageCap(limits.max_bytes, limits.max_events)
     connected = False
-    handshake = min(limits.timeout, total_timeout)
     try:
         with anyio.fail_after(total_timeout) as whole:
-            deadline, whole.deadline = whole.deadline, anyio.current_time() + handshake  # the client's tasks live in this scope
             async with AsyncExitStack() as stack:
                 client = _client(running, limits, total_timeout, cap, watcher)
                 _, result.connect_ms = await timed(lambda: stack.enter_async_context(client))
-                whole.deadline = deadline
                 connected = True
                 record_handshake(result, client)
                 await body(result, client)
@@ -155,7 +151,7 @@ async def run_session(
                                              detail="skipped: the probe's time budget ran out after the handshake: what was not yet asked"
                                                     " is not measured"))
         elif not connected:
-            result.outcome, result.detail = ProbeOutcome.timeout, f"no complete handshake within {handshake:.3g} s"
+            result.outcome, result.detail = ProbeOutcome.timeout, f"no complete handshake within {total_timeout:.3g} s"
         else:
             result.outcome, result.detail = classify(exc, connected)
     except Exception as exc:  # noqa: BLE001 - every failure of an untrusted server is classified
