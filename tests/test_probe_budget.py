@@ -85,8 +85,8 @@ def test_an_endpoint_that_cannot_be_reached_has_no_endpoint_facts():
 def test_the_health_check_of_a_silent_server_costs_one_wait_too():
     with serving() as (origin, hostile):
         started = time.monotonic()
-        result = anyio.run(lambda: raw_fast_probe("hostile", origin + "/silent", limits=Limits(timeout=CALL, allow_private=True), total_timeout=BUDGET,
-                                                  now=NOW))
+        limits = Limits(timeout=CALL, allow_private=True)
+        result = anyio.run(lambda: raw_fast_probe("hostile", origin + "/silent", limits=limits, total_timeout=BUDGET, now=NOW))
         assert result.outcome is ProbeOutcome.timeout and time.monotonic() - started < CALL + 1.5
         assert hostile.requests == ["POST /silent"]  # `initialize` is not asked of a server that did not answer `server/discover`
 
