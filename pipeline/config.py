@@ -29,7 +29,7 @@ class Settings(BaseModel):
     start_timeout: float = 30.0  # spawn until an HTTP server accepts connections
     call_timeout: float = 10.0  # one request/response (SCOREBOARD_CALL_TIMEOUT)
     max_response_bytes: int = 5_000_000  # one response, SSE event or stdio message (SCOREBOARD_MAX_RESPONSE_BYTES)
-    probe_timeout: float = 60.0  # a whole deep probe of one server
+    probe_timeout: float = 12.0  # a whole deep probe of one server, every step within it (SCOREBOARD_PROBE_TIMEOUT)
     fast_probe_timeout: float = 15.0
     install_timeout: float = 600.0
     concurrency: int = 4
@@ -54,6 +54,7 @@ class Settings(BaseModel):
             "datasette_url": os.environ.get("SCOREBOARD_DATASETTE_URL"),
             "allow_private": os.environ.get("SCOREBOARD_ALLOW_PRIVATE"),
             "call_timeout": os.environ.get("SCOREBOARD_CALL_TIMEOUT"),
+            "probe_timeout": os.environ.get("SCOREBOARD_PROBE_TIMEOUT"),
             "max_response_bytes": os.environ.get("SCOREBOARD_MAX_RESPONSE_BYTES"),
             "github_token": os.environ.get("GITHUB_TOKEN"),
             "smithery_api_key": os.environ.get("SMITHERY_API_KEY"),

@@ -203,7 +203,7 @@ class HttpFacts(BaseModel):
     tls_version: str | None = None
     cert_valid: bool | None = None
     hsts: bool | None = None
-    auth_required: bool = False
+    auth_required: bool | None = None  # None: the endpoint never answered (not measured)
     protected_resource_metadata: bool | None = None  # RFC 9728 document found and valid
     authorization_server_metadata: bool | None = None  # RFC 8414 / OIDC
     server_card: bool | None = None  # /.well-known/mcp.json or a SEP-2127 server card

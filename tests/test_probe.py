@@ -105,7 +105,8 @@ def test_streamable_http_servers_get_raw_era_and_endpoint_evidence(probed_catalo
     assert [(e["method"], e["failure"]) for e in time_server.exchanges] == [("initialize", None), ("notifications/initialized", None)]
     sse = results["server-everything-sse"]  # the legacy HTTP+SSE transport: the same server, the same era, seen on the raw layer too
     assert (sse.eras.modern, sse.eras.legacy) == (False, True) and {c.name: c.outcome for c in sse.checks}["era_negotiation"] == "legacy"
-    assert [e["method"] for e in sse.exchanges][:3] == ["GET (event stream)", "server/discover", "initialize"]
+    # Each era on a stream of its own: a server settles a connection's era at its first request.
+    assert [e["method"] for e in sse.exchanges][:4] == ["GET (event stream)", "server/discover", "GET (event stream)", "initialize"]
     assert sse.exchanges[0]["status"] == 200 and sse.http.html_setup_page is False
 
 

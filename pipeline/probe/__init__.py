@@ -15,9 +15,11 @@ from sqlite_utils import Database
 
 from pipeline import store
 from pipeline.config import Settings
+from pipeline.http_headers import retry_after
 from pipeline.identity import is_public_endpoint, remote_key
 from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
 from pipeline.net import LOOPBACK
+from pipeline.probe.budget import Budget
 from pipeline.probe.deep import deep_probe
 from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.fast import fast_probe
@@ -143,8 +145,14 @@ async def probe_server(
             asked = None
             limits = probe_limits(settings, allow_private=settings.allow_private)
             if kind == "deep":
+                budget = Budget(timeout)  # the opt-out fetch is part of the probe's one budget
+                limits = limits.within(budget)
                 async with probe_client(limits) as client:
                     asked = await opt_out(client, server.remote_url, limits)
+                if budget.retry_after is not None:  # after a 429 nothing more is sent
+                    limited = _failed(server, kind, now, ProbeOutcome.rate_limited, f"{OPT_OUT_PATH}: {budget.halted}")
+                    limited.retry_after_s = retry_after(budget.retry_after or None, time.time())
+                    return limited
             if asked:
                 failed = _failed(server, kind, now, ProbeOutcome.opted_out, f"the server asks not to be probed ({OPT_OUT_PATH}: {asked})")
                 failed.delist = asked["delist"]

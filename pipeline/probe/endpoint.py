@@ -38,10 +38,15 @@ async def get_json(client: httpx.AsyncClient, url: str, limits: Limits, accept: 
 
 
 async def get_bytes(client: httpx.AsyncClient, url: str, limits: Limits, accept: str) -> tuple[int | None, str, bytes | None]:
-    """A bounded GET; a URL whose host the client may not dial is not fetched (a hostile server may point us anywhere)."""
+    """A bounded GET; a URL whose host the client may not dial is not fetched (a hostile server may point us anywhere),
+    nor is anything once the probe has stopped asking this server (status None: not fetched)."""
+    if limits.stopped():
+        return None, "", None
     try:
-        with anyio.fail_after(limits.timeout):
+        with anyio.fail_after(limits.wait()):
             async with client.stream("GET", url, headers={"User-Agent": limits.user_agent, "Accept": accept}) as response:
+                if response.status_code == 429 and limits.budget is not None:
+                    limits.budget.rate_limited(response.headers.get("retry-after"))
                 kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 if response.status_code != 200 or kind == "text/event-stream":
                     return response.status_code, kind, None  # an event stream (an SSE endpoint opened like a page) never ends
@@ -65,27 +70,34 @@ async def opt_out(client: httpx.AsyncClient, url: str, limits: Limits) -> dict[s
 
 
 async def endpoint_facts(client: httpx.AsyncClient, url: str, first: Exchange, limits: Limits) -> HttpFacts:
-    """Facts about the endpoint, given the first MCP exchange with it (its status and headers)."""
+    """Facts about the endpoint, given the first MCP exchange with it (its status and headers). A fact whose request
+    got no HTTP answer, or was not sent (the server had stopped answering, asked us to wait, or the budget was spent),
+    is None: not measured, never "no"."""
     secure = urlsplit(url).scheme == "https"
-    facts = HttpFacts()
+    answered = first.status is not None
+    # A 429 says nothing about a gate: auth stays unmeasured, like every other fact after it.
+    facts = HttpFacts(auth_required=first.status in (401, 403) if answered and first.status != 429 else None)
     if secure:
-        facts.tls_version, facts.cert_valid = await tls_facts(url, limits.timeout, limits.reach)
-        facts.hsts = "strict-transport-security" in first.headers if first.status is not None else None
+        facts.hsts = "strict-transport-security" in first.headers if answered else None
+    if limits.stopped():
+        return facts
+    if secure:
+        facts.tls_version, facts.cert_valid = await tls_facts(url, limits.wait(), limits.reach)
     if first.status in (401, 403):
-        facts.auth_required = True
         resource = await _protected_resource(client, url, first.headers.get("www-authenticate", ""), limits)
         facts.protected_resource_metadata = resource is not None
         # Without an RFC 9728 document, the 2025-03-26 rule applies: the MCP server's own origin is its authorization server.
         issuers = resource["authorization_servers"] if resource is not None else [_origin(url)]
         facts.authorization_server_metadata = await _authorization_server(client, issuers, limits)
-    facts.server_card = False
     for path in SERVER_CARD_PATHS:
-        _, _, card = await get_json(client, urljoin(url, path), limits)
+        status, _, card = await get_json(client, urljoin(url, path), limits)
         if isinstance(card, dict) and (card.get("name") or card.get("serverInfo")):
             facts.server_card = True
             break
+        if status is not None:
+            facts.server_card = False
     status, kind, _ = await get_bytes(client, url, limits, accept="text/html")
-    facts.html_setup_page = status == 200 and kind == "text/html"
+    facts.html_setup_page = status == 200 and kind == "text/html" if status is not None else None
     return facts
 
 

@@ -11,13 +11,15 @@ cannot have (an unknown one, or the modern one through `initialize`) is not take
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Awaitable, Literal, Protocol
+from typing import Any, AsyncIterator, Awaitable, Callable, Literal, Protocol
 
 import httpx
 
 from pipeline.models import ProbeOutcome
+from pipeline.probe.budget import Budget
 from pipeline.probe.raw import (
     CLIENT_INFO,
     HANDSHAKE_VERSION,
@@ -59,6 +61,7 @@ class Negotiation:
     session_id: str | None = None
     header_routing: bool | None = None  # refuses a request whose Mcp-Method header is missing (modern only)
     list_cache_hints: bool | None = None  # tools/list carries ttlMs (modern only)
+    unasked: str | None = None  # why nothing was asked after the first request (no answer to it): neither era is measured
     problems: list[str] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
 
@@ -114,16 +117,41 @@ async def try_legacy(send: Send, exchanges: list[Exchange], problems: list[str])
 
 async def negotiate(client: httpx.AsyncClient, url: str, limits: Limits = Limits()) -> Negotiation:
     """Both eras over Streamable HTTP."""
-    return await negotiate_over(http_sender(client, url, limits))
+    return await negotiate_over(http_sender(client, url, limits), budget=limits.budget)
 
 
-async def negotiate_over(send: Send, found: Negotiation | None = None) -> Negotiation:
-    """Both eras through `send`: `server/discover`, then `initialize` (+ spec readiness when the modern era answers)."""
+# Failures of a first request after which nothing more is asked: the address is not ours to dial, the server asked us
+# to wait, it did not answer at all, or the probe had already stopped asking. A second request would not differ.
+UNANSWERED = (Failure.refused_private, Failure.rate_limited, Failure.timeout, Failure.skipped)
+
+# Where the legacy era is asked: over Streamable HTTP the same sender (each request stands alone); over HTTP+SSE a
+# fresh event stream, since the era belongs to the connection (a server settles it at the connection's first request).
+LegacyChannel = Callable[[], AbstractAsyncContextManager[Send | None]]
+
+
+def same_channel(send: Send) -> LegacyChannel:
+    @asynccontextmanager
+    async def channel() -> AsyncIterator[Send]:
+        yield send
+
+    return channel
+
+
+async def negotiate_over(send: Send, found: Negotiation | None = None, *, budget: Budget | None = None,
+                         legacy_channel: LegacyChannel | None = None) -> Negotiation:
+    """Both eras: `server/discover` through `send`, then `initialize` through `legacy_channel` (by default `send` too),
+    then spec readiness through `send` when the modern era answers. A server that does not answer `server/discover`
+    at all (or refuses us by policy or rate limit) is asked nothing more: the other era is not measured."""
     found = found or Negotiation()
     modern = await try_modern(send, found.exchanges, found.problems)
-    if found.exchanges[-1].failure in (Failure.refused_private, Failure.rate_limited):
-        return found  # the address is not ours to dial, or the server asked us to wait: a second request would not differ
-    legacy, headers = await try_legacy(send, found.exchanges, found.problems)
+    first = found.exchanges[-1]
+    if first.failure is Failure.timeout and budget is not None:
+        budget.halt(f"the server did not answer server/discover ({first.detail})")
+    if first.failure in UNANSWERED:
+        found.unasked = first.detail or first.failure.value
+        return found
+    async with (legacy_channel or same_channel(send))() as legacy_send:
+        legacy, headers = await try_legacy(legacy_send, found.exchanges, found.problems) if legacy_send is not None else (None, {})
     found.session_id = headers.get("Mcp-Session-Id")
     if modern is not None:
         await _spec_readiness(send, found)
@@ -149,10 +177,14 @@ def refused_streamable(exchanges: list[Exchange]) -> bool:
 async def _spec_readiness(send: Send, found: Negotiation) -> None:
     """Header routing (a request without Mcp-Method must be refused) and list-cache hints (ttlMs on tools/list)."""
     unrouted = await send("tools/list", {"_meta": modern_meta()}, request_id=3, headers={"MCP-Protocol-Version": MODERN_VERSION})
+    if unrouted.failure is Failure.skipped:
+        return  # not measured
     found.exchanges.append(unrouted)
     # Over HTTP+SSE the refusal comes on the stream, so the POST's status says nothing there.
     found.header_routing = (unrouted.error or {}).get("code") == HEADER_MISMATCH and (found.transport == "sse" or unrouted.status == 400)
     listed = await send("tools/list", {"_meta": modern_meta()}, request_id=4, headers=_modern_headers("tools/list"))
+    if listed.failure is Failure.skipped:
+        return
     found.exchanges.append(listed)
     if listed.ok and isinstance(listed.response["result"], dict):  # type: ignore[index]
         found.list_cache_hints = "ttlMs" in listed.response["result"]  # type: ignore[index]

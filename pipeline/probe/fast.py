@@ -16,7 +16,8 @@ import httpx
 from mcp import Client
 
 from pipeline.models import ProbeOutcome, ProbeResult
-from pipeline.probe.eras import Send, http_sender, refused_streamable, try_legacy, try_modern
+from pipeline.probe.budget import Budget
+from pipeline.probe.eras import UNANSWERED, Send, http_sender, refused_streamable, try_legacy, try_modern
 from pipeline.probe.failures import record_failure
 from pipeline.probe.legacy_sse import open_stream
 from pipeline.probe.raw import NAMED_STATES, Exchange, Limits, probe_client
@@ -44,6 +45,7 @@ async def raw_fast_probe(server_id: str, url: str, *, transport: str = "streamab
     HTTP as an SSE-only server does is checked over HTTP+SSE. Timings are the exchanges' own (over SSE, connecting
     includes opening the stream); a gate, a rate limit or a refusal is a named state."""
     started = time.perf_counter()
+    limits = limits.within(Budget(total_timeout))  # each exchange waits at most what is left of the whole check
     result = ProbeResult(server_id=server_id, kind="fast", started_at=now, duration_ms=0, transport=transport, outcome=ProbeOutcome.ok)
     exchanges: list[Exchange] = []
     problems: list[str] = []
@@ -75,7 +77,7 @@ async def _health_check(result: ProbeResult, url: str, transport: str, limits: L
         if await try_modern(send, exchanges, problems) is not None:
             result.era, result.protocol_version, result.handshake = "modern", MODERN_VERSIONS[0], "server/discover"
             result.connect_ms = opened + exchanges[-1].ms
-        elif exchanges[-1].outcome not in NAMED_STATES:
+        elif exchanges[-1].outcome not in NAMED_STATES and exchanges[-1].failure not in UNANSWERED:  # gated, rate limited or silent: no more
             legacy, headers = await try_legacy(send, exchanges, problems)
             if legacy is not None:
                 result.era, result.protocol_version, result.handshake = "legacy", legacy["protocolVersion"], "initialize"
@@ -84,7 +86,7 @@ async def _health_check(result: ProbeResult, url: str, transport: str, limits: L
                 exchanges.append(ping)
                 result.ping_ms = ping.ms if ping.ok else None
                 if "Mcp-Session-Id" in headers and transport != "sse":  # end the session we opened, as a client should
-                    with anyio.move_on_after(limits.timeout):
+                    with anyio.move_on_after(limits.wait()):
                         try:
                             await client.delete(url, headers=headers)
                         except httpx.HTTPError:

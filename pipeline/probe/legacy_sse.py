@@ -20,7 +20,7 @@ import anyio
 import httpx
 
 from pipeline.net import AddressRefused
-from pipeline.probe.eras import Negotiation, negotiate_over
+from pipeline.probe.eras import UNANSWERED, Negotiation, Send, negotiate_over
 from pipeline.probe.raw import (
     TRANSPORT_ERRORS,
     Exchange,
@@ -33,6 +33,7 @@ from pipeline.probe.raw import (
     read_failure,
     recorded,
     rpc_body,
+    skipped,
 )
 
 STREAM = "GET (event stream)"
@@ -54,6 +55,8 @@ class SseStream:
                    headers: dict[str, str] | None = None) -> Exchange:
         """POST one message to the endpoint and wait on the stream for its answer (eras.Send)."""
         found = Exchange(method=method, url=self.endpoint or self.url)
+        if skipped(found, self.limits):
+            return found
         if self.endpoint is None or self.ended:
             # Nothing could come back: no endpoint was named, or the stream that carries answers is gone.
             why = "no endpoint to post to" if self.endpoint is None else "the event stream had ended"
@@ -62,8 +65,9 @@ class SseStream:
         if request_id is not None:
             self.waiters[request_id] = anyio.Event()
         sent = {"User-Agent": self.limits.user_agent, "Content-Type": "application/json", **(headers or {})}
+        wait = self.limits.wait()
         try:
-            with recorded(found, f"no answer on the event stream within {self.limits.timeout:g} s"), anyio.fail_after(self.limits.timeout):
+            with recorded(found, f"no answer on the event stream within {wait:.3g} s"), anyio.fail_after(wait):
                 async with self.client.stream("POST", self.endpoint, content=rpc_body(method, params, request_id), headers=sent) as response:
                     found.status = response.status_code
                     found.headers = kept_headers(response)
@@ -78,6 +82,7 @@ class SseStream:
         finally:
             if request_id is not None:
                 self.waiters.pop(request_id, None)
+        self.limits.heed(found)
         return found
 
     async def _read(self) -> None:
@@ -107,6 +112,7 @@ class SseStream:
             raise Stopped(Failure.redirect_loop, f"more than {self.limits.max_redirects} redirects: {' -> '.join(self.get.redirects[:5])}")
         except Stopped as stop:
             self.get.failure, self.get.detail = stop.failure, stop.detail
+            self.limits.heed(self.get)
         except AddressRefused as refused:
             self.get.failure, self.get.detail = Failure.refused_private, str(refused)
         except TRANSPORT_ERRORS as exc:
@@ -167,15 +173,22 @@ class SseStream:
 
 @asynccontextmanager
 async def open_stream(client: httpx.AsyncClient, url: str, limits: Limits) -> AsyncIterator[SseStream]:
-    """An open event stream, once its endpoint is known (or the stream failed, or the deadline passed); closed on exit."""
+    """An open event stream, once its endpoint is known (or the stream failed, or the deadline passed); closed on exit.
+    A stream that never names its endpoint is a server that does not answer: the probe asks it nothing more."""
     stream = SseStream(client, url, limits)
+    if skipped(stream.get, limits):
+        yield stream
+        return
     async with anyio.create_task_group() as group:
         group.start_soon(stream._read)
-        with anyio.move_on_after(limits.timeout):
+        wait = limits.wait()
+        with anyio.move_on_after(wait):
             await stream.ready.wait()
         if not stream.ready.is_set():
-            stream.get.failure, stream.get.detail = Failure.timeout, f"no endpoint event within {limits.timeout:g} s"
-            stream.get.ms = limits.timeout * 1000
+            stream.get.failure, stream.get.detail = Failure.timeout, f"no endpoint event within {wait:.3g} s"
+            stream.get.ms = wait * 1000
+            if limits.budget is not None:
+                limits.budget.halt(f"the server did not answer ({stream.get.detail})")
         try:
             yield stream
         finally:
@@ -183,11 +196,23 @@ async def open_stream(client: httpx.AsyncClient, url: str, limits: Limits) -> As
 
 
 async def negotiate_sse(client: httpx.AsyncClient, url: str, limits: Limits) -> Negotiation:
-    """Both eras over legacy HTTP+SSE. `client` must allow two connections: the stream and one POST at a time."""
+    """Both eras over legacy HTTP+SSE, each on a stream of its own: a server settles the era of a connection at its
+    first request, so `initialize` after `server/discover` on one stream would find it modern already. `client` must
+    allow three connections: two streams and one POST at a time."""
     found = Negotiation(transport="sse")
+
+    @asynccontextmanager
+    async def fresh_stream() -> AsyncIterator[Send | None]:
+        async with open_stream(client, url, limits) as legacy:
+            if legacy.get.failure is not Failure.skipped:
+                found.exchanges.append(legacy.get)
+            yield legacy.send if legacy.endpoint is not None else None
+
     async with open_stream(client, url, limits) as stream:
         found.exchanges.append(stream.get)
         if stream.endpoint is None:
+            if stream.get.failure in UNANSWERED:
+                found.unasked = stream.get.detail
             return found
-        await negotiate_over(stream.send, found)
+        await negotiate_over(stream.send, found, budget=limits.budget, legacy_channel=fresh_stream)
     return found

@@ -15,7 +15,7 @@ import json
 import ssl
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Iterator
 from urllib.parse import urljoin
@@ -26,6 +26,7 @@ import httpx
 from pipeline import ENGINE_VERSION
 from pipeline.models import ProbeOutcome
 from pipeline.net import LOOPBACK, PRIVATE, AddressRefused, PinnedAsyncTransport, Reach, Resolver, system_resolver
+from pipeline.probe.budget import Budget
 
 USER_AGENT = f"mcp-scoreboard-probe/{ENGINE_VERSION}"
 MODERN_VERSION = "2026-07-28"
@@ -46,11 +47,28 @@ class Limits:
     user_agent: str = USER_AGENT  # the scoreboard's name, and (from the run's settings) where to read about its probes
     allowed: frozenset[str] = frozenset()  # non-public kinds this probe may dial: the named target's own (net.target_kinds)
     resolver: Resolver = system_resolver
+    budget: Budget | None = field(default=None, compare=False)  # the whole probe's time, shared by its steps
 
     @property
     def reach(self) -> Reach:
         """Where this probe's clients may connect (never link-local or metadata addresses, whatever is allowed)."""
         return Reach(self.allowed | (frozenset({LOOPBACK, PRIVATE}) if self.allow_private else frozenset()), self.resolver)
+
+    def within(self, budget: Budget) -> "Limits":
+        return replace(self, budget=budget)
+
+    def wait(self) -> float:
+        """How long the next exchange may take: its own timeout, or what is left of the probe's budget if less."""
+        return self.timeout if self.budget is None else min(self.timeout, self.budget.left())
+
+    def stopped(self) -> str | None:
+        """Why nothing more is to be sent to this server in this probe (None: go on)."""
+        return self.budget.stopped() if self.budget is not None else None
+
+    def heed(self, found: "Exchange") -> None:
+        """After a 429 nothing more goes to the server in this probe."""
+        if found.failure is Failure.rate_limited and self.budget is not None:
+            self.budget.rate_limited(found.headers.get("retry-after"))
 
 
 class Failure(str, Enum):
@@ -70,6 +88,7 @@ class Failure(str, Enum):
     no_response = "no_response"  # the stream ended without the response to our request
     dropped = "dropped"  # the connection broke in the middle of a response
     bad_encoding = "bad_encoding"  # a Content-Encoding we did not ask for, or a body that does not decompress
+    skipped = "skipped"  # not sent: the server had stopped answering or asked us to wait, or the probe's budget was spent
 
 
 OUTCOMES = {
@@ -79,6 +98,7 @@ OUTCOMES = {
     Failure.wrong_content_type: ProbeOutcome.protocol_error, Failure.invalid_json: ProbeOutcome.protocol_error,
     Failure.notification_flood: ProbeOutcome.protocol_error, Failure.no_response: ProbeOutcome.protocol_error, Failure.dropped: ProbeOutcome.crashed,
     Failure.bad_encoding: ProbeOutcome.protocol_error,
+    Failure.skipped: ProbeOutcome.timeout,
 }
 
 
@@ -129,10 +149,11 @@ NAMED_STATES = (ProbeOutcome.auth_required, ProbeOutcome.rate_limited, ProbeOutc
 def telling_failure(exchanges: list[Exchange]) -> Exchange | None:
     """The exchange that best says why a server could not be met: a named state first, then the latest
     transport failure, then the latest JSON-RPC refusal (an expected one, like a legacy server's answer to
-    `server/discover`, comes earlier and gives way)."""
-    return (next((e for e in exchanges if e.outcome in NAMED_STATES), None)
-            or next((e for e in reversed(exchanges) if e.failure is not None), None)
-            or next((e for e in reversed(exchanges) if not e.ok), None))
+    `server/discover`, comes earlier and gives way). A request never sent says less than any that was."""
+    sent = [e for e in exchanges if e.failure is not Failure.skipped] or exchanges
+    return (next((e for e in sent if e.outcome in NAMED_STATES), None)
+            or next((e for e in reversed(sent) if e.failure is not None), None)
+            or next((e for e in reversed(sent) if not e.ok), None))
 
 
 class Stopped(Exception):
@@ -182,11 +203,23 @@ async def exchange(
 ) -> Exchange:
     """POST one JSON-RPC message and read until its response (or, for a notification, the status)."""
     found = Exchange(method=method, url=url)
+    if skipped(found, limits):
+        return found
     sent = {"User-Agent": limits.user_agent, "Accept": "application/json, text/event-stream", "Content-Type": "application/json", **(headers or {})}
-    with recorded(found, f"no complete answer within {limits.timeout:g} s"):
-        with anyio.fail_after(limits.timeout):
+    wait = limits.wait()
+    with recorded(found, f"no complete answer within {wait:.3g} s"):
+        with anyio.fail_after(wait):
             await _post(client, url, rpc_body(method, params, request_id), sent, request_id, found, limits)
+    limits.heed(found)
     return found
+
+
+def skipped(found: Exchange, limits: Limits) -> bool:
+    """Mark `found` as not sent when the probe has stopped asking this server; whether it has."""
+    why = limits.stopped()
+    if why is not None:
+        found.failure, found.detail = Failure.skipped, f"skipped: {why}"
+    return why is not None
 
 
 def rpc_body(method: str, params: dict[str, Any] | None, request_id: int | None) -> bytes:

@@ -128,7 +128,8 @@ async def run_session(
     body: Callable[[ProbeResult, Client], Awaitable[None]],
 ) -> ProbeResult:
     """Connect, record the handshake, run `body`; classify whatever goes wrong, within `total_timeout` (and each
-    message within `limits.max_bytes`)."""
+    message within `limits.max_bytes`). When the time runs out after the handshake, what was found stands and the rest
+    is not measured."""
     started = time.perf_counter()
     result = ProbeResult(
         server_id=server_id, kind=kind, started_at=now, duration_ms=0, transport=running.transport, outcome=ProbeOutcome.ok,
@@ -137,13 +138,22 @@ async def run_session(
     cap = MessageCap(limits.max_bytes, limits.max_events)
     connected = False
     try:
-        with anyio.fail_after(total_timeout):
+        with anyio.fail_after(total_timeout) as whole:
             async with AsyncExitStack() as stack:
                 client = _client(running, limits, total_timeout, cap, watcher)
                 _, result.connect_ms = await timed(lambda: stack.enter_async_context(client))
                 connected = True
                 record_handshake(result, client)
                 await body(result, client)
+    except TimeoutError as exc:
+        if connected and whole.cancel_called:
+            result.checks.append(CheckResult(name="skipped", outcome="not measured", passed=None,
+                                             detail="skipped: the probe's time budget ran out after the handshake: what was not yet asked"
+                                                    " is not measured"))
+        elif not connected:
+            result.outcome, result.detail = ProbeOutcome.timeout, f"no complete handshake within {total_timeout:.3g} s"
+        else:
+            result.outcome, result.detail = classify(exc, connected)
     except Exception as exc:  # noqa: BLE001 - every failure of an untrusted server is classified
         result.outcome, result.detail = classify(exc, connected)
     if cap.refused and result.outcome != ProbeOutcome.ok:

@@ -20,7 +20,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.shared.message import SessionMessage
 
 from pipeline.probe.eras import try_legacy
-from pipeline.probe.raw import Exchange, Failure, Limits, Stopped
+from pipeline.probe.raw import Exchange, Failure, Limits, Stopped, skipped
 from pipeline.probe.sandbox import Running
 from pipeline.probe.transports import MessageCap, bounded_stdio
 
@@ -35,12 +35,15 @@ class StdioChannel:
     async def send(self, method: str, params: dict[str, Any] | None = None, *, request_id: int | None = 1,
                    headers: dict[str, str] | None = None) -> Exchange:  # headers: stdio has none
         found = Exchange(method=method, url="stdio")
+        if skipped(found, self.limits):
+            return found
         if self.gone is not None:
             found.failure, found.detail = self.gone.failure, f"the server had already stopped: {self.gone.detail}"
             return found
         started = time.perf_counter()
+        wait = self.limits.wait()
         try:
-            with anyio.fail_after(self.limits.timeout):
+            with anyio.fail_after(wait):
                 extra = {"params": params} if params is not None else {}  # JSON-RPC has no null params: leave them out
                 message = (mcp_types.JSONRPCRequest(jsonrpc="2.0", id=request_id, method=method, **extra) if request_id is not None
                            else mcp_types.JSONRPCNotification(jsonrpc="2.0", method=method, **extra))
@@ -50,7 +53,7 @@ class StdioChannel:
         except Stopped as stop:
             found.failure, found.detail = stop.failure, stop.detail
         except TimeoutError:
-            found.failure, found.detail = Failure.timeout, "; ".join(filter(None, [f"no answer within {self.limits.timeout:g} s", found.detail]))
+            found.failure, found.detail = Failure.timeout, "; ".join(filter(None, [f"no answer within {wait:.3g} s", found.detail]))
         except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
             if self.cap.exceeded:
                 found.failure, found.detail = Failure(self.cap.kind), self.cap.exceeded

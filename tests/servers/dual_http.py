@@ -1,4 +1,5 @@
-"""A well-behaved MCPServer over Streamable HTTP, for negotiation tests: `python dual_http.py PORT [json]`."""
+"""A well-behaved MCPServer, for negotiation tests: `python dual_http.py PORT [json | sse]` (Streamable HTTP, stateless
+with JSON answers, or the legacy HTTP+SSE transport at /sse)."""
 
 import sys
 
@@ -13,5 +14,8 @@ def now(zone: str = "UTC") -> str:
 
 
 if __name__ == "__main__":
-    json_mode = len(sys.argv) > 2 and sys.argv[2] == "json"
-    server.run("streamable-http", port=int(sys.argv[1]), stateless_http=json_mode, json_response=json_mode)
+    mode = sys.argv[2] if len(sys.argv) > 2 else "sse-responses"
+    if mode == "sse":
+        server.run("sse", port=int(sys.argv[1]))
+    else:
+        server.run("streamable-http", port=int(sys.argv[1]), stateless_http=mode == "json", json_response=mode == "json")

@@ -4,7 +4,8 @@ Faults: silent, garbage, exit-early, bad-version, bad-schema, crash-on-list, slo
 endless-line (bytes without end, no newline), bad-bytes (an undecodable line before each answer), modern-only
 (answers server/discover at 2026-07-28 and refuses initialize), flood (answers initialize with log notifications
 for ever), hostile-schemas (a read-only tool whose outputSchema pattern backtracks catastrophically on the result
-it returns, and one that asks for a billion items), stderr-flood (writes to stderr for ever), good.
+it returns, and one that asks for a billion items), stderr-flood (writes to stderr for ever), mute-after-initialize
+(answers the handshake, then nothing), good.
 """
 
 import json
@@ -30,8 +31,9 @@ if FAULT == "exit-early":
     sys.stderr.write("fatal: missing configuration FOO_API_KEY\n")
     sys.exit(3)
 
+initialized = False
 for line in sys.stdin:
-    if FAULT == "silent":
+    if FAULT == "silent" or (FAULT == "mute-after-initialize" and initialized):
         continue
     if FAULT == "garbage":
         sys.stdout.write("this is not json {{{\n")
@@ -54,6 +56,7 @@ for line in sys.stdin:
         while True:
             send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "still starting"}})
     elif method == "initialize":
+        initialized = True
         version = "1999-01-01" if FAULT == "bad-version" else "2025-06-18"
         send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": version, "capabilities": {"tools": {}},
                                                       "serverInfo": {"name": "raw-" + FAULT, "version": "0.0.1"}}})
