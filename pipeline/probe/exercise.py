@@ -30,9 +30,6 @@ _STAND_INS = ("Server returned an error response", "Failed to parse JSON respons
 def _stand_in(exc: MCPError) -> bool:
     return exc.message.startswith(_STAND_INS)
 
-MAX_INVOKED = 8  # safe tools called once each (invocation smoke test)
-MAX_FUZZED = 2  # safe tools sent seed 000's fuzz cases
-
 
 async def _call(client: Client, name: str, arguments: dict[str, Any]) -> tuple[str, Any, float]:
     """("ok" | "is_error" | "jsonrpc_error" | "timeout" | "crash", the result dict or the error text, ms)."""
@@ -71,7 +68,11 @@ async def exercise_tools(result: ProbeResult, client: Client) -> None:
     """Seed 000/003 invocation smoke test, functional outcome, error handling with bad arguments, and fuzzing,
     only ever on tools that are read-only by annotation and by name (pipeline.probe.invoke)."""
     plans = []
+    named: set[str] = set()
     for tool in result.tools or []:
+        if not isinstance(tool.get("name"), str) or tool["name"] in named:
+            continue  # a tool is called by its name, once: one without a usable name is not called, a duplicate name only once
+        named.add(tool["name"])
         safe, _ = safe_to_call(tool)
         arguments = arguments_for(tool.get("inputSchema")) if safe else None
         if arguments is not None:
@@ -111,7 +112,7 @@ async def check_unknown_tool(checks: list[CheckResult], client: Client, listed: 
 
     Safe: no server tool runs (the name is one the server did not list). JSON-RPC error and isError result both
     count as handled."""
-    names = {t.get("name") for t in listed or []}
+    names = {t.get("name") for t in listed or [] if isinstance(t.get("name"), str)}
     name = UNKNOWN_TOOL
     while name in names:
         name += "_"

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from pipeline import ENGINE_VERSION
 from pipeline.models import CheckResult, ProbeOutcome, ProbeResult
+from pipeline.probe.listing import Tapped
 from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import Running
 from pipeline.probe.transports import MessageCap, bounded_stdio, capped_http_client
@@ -118,7 +119,7 @@ class _StreamWatcher:
 
 def _client(running: Running, limits: Limits, total_timeout: float, cap: MessageCap, watcher: _StreamWatcher) -> Client:
     return Client(
-        _transport(running, cap, limits, total_timeout), mode="auto", read_timeout_seconds=limits.timeout, cache=None,
+        Tapped(_transport(running, cap, limits, total_timeout)), mode="auto", read_timeout_seconds=limits.timeout, cache=None,
         client_info=CLIENT_INFO, message_handler=watcher,
     )
 
