@@ -100,3 +100,77 @@ def test_a_tool_list_with_bad_schemas_keeps_every_tool_and_names_each_problem(ov
     assert "tools[700] has no name" in names.detail and "tools[701] name is not a string: 42" in names.detail
     # Only the one read-only tool with a usable name is called, and once, though two tools bear its name.
     assert [(i.tool, i.outcome) for i in result.invocations] == [("get_item_0", "ok")]
+
+
+def test_a_connection_lost_in_a_fuzz_call_is_a_fuzz_crash_of_that_tool(over):
+    """The server dies on an oversized argument (a stdio server exits with code 7; over HTTP the connection drops):
+    the handshake, the lists and the checks done before stand, and the server stays reachable."""
+    running = over("fuzz-crash")
+    result, took = probe(running)
+    checks = {c.name: c for c in result.checks}
+    assert result.outcome is ProbeOutcome.ok and result.reachable, result.detail
+    assert result.era == "legacy" and len(result.tools) == 1 and checks["tools/list"].passed and checks["schema_validity"].passed
+    assert [(i.tool, i.outcome) for i in result.invocations] == [("get_echo", "ok")]
+    assert [(f.tool, f.case, f.outcome) for f in result.fuzz] == [("get_echo", "oversized_string", "crash")]
+    if running.transport == "stdio":
+        assert result.exit_code == EXIT_CODE
+        assert result.detail == f"the server exited with code {EXIT_CODE} during a fuzz call to get_echo (oversized_string)"
+    assert took < 10
+
+
+def test_a_pagination_loop_keeps_each_item_once_and_calls_each_tool_once(over):
+    result, _ = probe(over("paged-loop"))
+    checks = {c.name: c for c in result.checks}
+    assert result.outcome is ProbeOutcome.ok, result.detail
+    assert [t["name"] for t in result.tools] == ["get_a", "get_b", "get_c"]
+    assert [r["uri"] for r in result.resources] == ["file:///get_a", "file:///get_b", "file:///get_c"]
+    assert [p["name"] for p in result.prompts] == ["get_a", "get_b", "get_c"]
+    for name in ("tools/list", "resources/list", "prompts/list"):
+        assert checks[name].passed and "pagination loop: cursor 'b' repeated" in checks[name].detail, checks[name]
+        assert "2 " in checks[name].detail and "repeated from earlier pages, kept once" in checks[name].detail
+    assert checks["tool_names"].passed, checks["tool_names"].detail  # no false duplicates
+    assert sorted(i.tool for i in result.invocations) == ["get_a", "get_b", "get_c"]  # no tool called twice
+
+
+def test_a_failing_resource_template_list_is_named_as_that_method(over):
+    result, _ = probe(over("templates-fail"))
+    checks = {c.name: c for c in result.checks}
+    assert result.outcome is ProbeOutcome.ok, result.detail
+    assert checks["resources/list"].passed and checks["resources/list"].detail == "1 resources"
+    assert [r["uri"] for r in result.resources] == ["file:///readme"]
+    assert checks["resources/templates/list"].passed is False and "templates are broken" in checks["resources/templates/list"].detail
+    assert result.resource_templates is None
+
+
+def test_a_stdio_banner_is_unparseable_output_and_the_server_is_measured_normally():
+    """1,500 log lines before the first answer: more than the 1,000 notifications that make a flood, but not JSON-RPC."""
+    result, _ = probe(stdio("banner"))
+    checks = {c.name: c for c in result.checks}
+    assert result.outcome is ProbeOutcome.ok and result.tools and checks["tools/list"].passed, result.detail
+    assert checks["invalid_messages"].passed is False and checks["invalid_messages"].outcome.endswith("unparseable")
+    assert "message_bounds" not in checks and result.exit_code is None
+
+
+def test_endless_lines_that_are_not_json_are_unparseable_output_not_a_flood():
+    result, took = probe(stdio("babble"))
+    checks = {c.name: c for c in result.checks}
+    assert result.outcome is ProbeOutcome.protocol_error
+    assert result.detail == "unparseable output: 10,000 lines that are not JSON-RPC came in a row without an answer"
+    assert checks["message_bounds"].outcome == "unparseable_output"
+    assert took < 3  # the call timeout is 3 s: cut at its bound, not waited out
+
+
+@pytest.mark.parametrize("fault, outcome, code, where", [
+    ("exit-early", ProbeOutcome.start_failed, 3, "before the handshake"),
+    ("crash-on-list", ProbeOutcome.crashed, 1, "during tools/list"),
+])
+def test_a_stdio_server_that_exits_leaves_its_exit_code(fault, outcome, code, where):
+    running = Running(transport="stdio", command=sys.executable, args=(str(TEST_SERVERS / "raw_stdio.py"), fault), env={"PATH": "/usr/bin:/bin"})
+    result, _ = probe(running)
+    assert result.outcome is outcome and result.exit_code == code
+    assert result.detail.startswith(f"the server exited with code {code} {where}"), result.detail
+
+
+def test_a_server_stopped_by_the_prober_has_no_exit_code_of_its_own():
+    result, _ = probe(stdio("paged-loop"))
+    assert result.outcome is ProbeOutcome.ok and result.exit_code is None and result.detail is None

@@ -35,11 +35,13 @@ EXIT_GRACE = 1.0  # seconds a stdio server gets to exit once its stdin closes, t
 
 @dataclass
 class MessageCap:
-    """The most one message may weigh and how many may come in a row without an answer; which bound was passed first
-    (`kind`: "too_large" or "notification_flood") and how (None while none has)."""
+    """The most one message may weigh and how many messages, or lines that are not JSON-RPC, may come in a row without
+    an answer; which bound was passed first (`kind`: "too_large", "notification_flood" or "unparseable_output") and how
+    (None while none has)."""
 
     limit: int = 5_000_000
     max_unanswered: int = 1_000
+    max_unparseable: int = 10_000  # lines that are not JSON-RPC: a verbose banner is measured, endless babble is not
     exceeded: str | None = None
     kind: str | None = None
 
@@ -54,7 +56,7 @@ class MessageCap:
 
     def babbled(self) -> None:
         if self.exceeded is None:
-            self.exceeded, self.kind = f"{self.max_unanswered:,} lines that are not JSON-RPC came in a row without an answer", "unparseable_output"
+            self.exceeded, self.kind = f"{self.max_unparseable:,} lines that are not JSON-RPC came in a row without an answer", "unparseable_output"
 
 
 @dataclass
@@ -192,7 +194,7 @@ async def bounded_stdio(running: Running, cap: MessageCap, exited: ServerExit | 
                         # messages that are not answers (notifications, requests to us) are a flood past their bound.
                         unparseable = 0 if answer else unparseable + isinstance(message, Exception)
                         unanswered = 0 if answer else unanswered + isinstance(message, SessionMessage)
-                        if unparseable > cap.max_unanswered:
+                        if unparseable > cap.max_unparseable:
                             cap.babbled()
                             return
                         if unanswered > cap.max_unanswered:

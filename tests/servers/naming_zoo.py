@@ -5,8 +5,8 @@ The same answers are served over Streamable HTTP by tests/test_probe_naming.py (
 Faults: many-tools (1,000 tools, a few with invalid schemas, bad or duplicate names, one entry not an object),
 fuzz-crash (a read-only tool that dies on an oversized argument: the process exits with code 7, or the HTTP
 connection drops), paged-loop (tools, resources and prompts whose cursors loop and whose pages repeat items),
-templates-fail (resources/list answers, resources/templates/list fails), banner (log lines on stdout before and
-between answers), babble (endless lines that are not JSON after initialize).
+templates-fail (resources/list answers, resources/templates/list fails), banner (1,500 log lines on stdout before
+the first answer, and one before each), babble (endless lines that are not JSON after initialize).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def main(fault: str) -> None:
         sys.stdout.flush()
 
     if fault == "banner":
-        print("Starting naming-banner v0.0.1 ...\nListening on stdio\n[info] ready", flush=True)
+        print("Starting naming-banner v0.0.1 ...", *(f"[debug] loaded module {i}" for i in range(1500)), "[info] ready", sep="\n", flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         if fault == "babble" and request.get("method") == "initialize":
