@@ -26,7 +26,7 @@ def _listed(noun: str) -> Callable[[Listing], tuple[bool, str]]:
 def schema_validity(tools: list[dict[str, Any]]) -> CheckResult:
     """Each tool's schemas judged on their own: every invalid one is named, by the tool's name or its place in the list."""
     invalid = [(tool_label(tool, index), problems) for index, tool in enumerate(tools) if (problems := schema_problems(tool))]
-    return CheckResult(name="schema_validity", outcome="valid" if not invalid else "invalid", passed=not invalid,
+    return CheckResult(name="schema_validity", outcome=f"{len(invalid)} of {len(tools)} invalid" if invalid else "valid", passed=not invalid,
                        detail="; ".join(f"{label}: {', '.join(p)}" for label, p in invalid)[:2000] or None)
 
 
