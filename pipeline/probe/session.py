@@ -172,10 +172,12 @@ def _name_outcome(result: ProbeResult, running: Running, cap: MessageCap, exited
         result.outcome, result.detail = ProbeOutcome.protocol_error, f"{(cap.kind or '').replace('_', ' ')}: {cap.exceeded}"
     elif result.outcome == ProbeOutcome.ok and crashed:
         # The handshake worked, but the server died under a later request: that is a crash.
-        result.outcome, result.detail = ProbeOutcome.crashed, f"{exited.describe() or 'the server went away'} during {crashed.name}: {crashed.detail}"
+        lost = exited.describe() or "the server went away"
+        result.outcome, result.detail = ProbeOutcome.crashed, f"{lost} during {crashed.name}: {crashed.detail}"
     elif result.outcome == ProbeOutcome.timeout and not connected and watcher.count:
         # It wrote, but nothing it wrote was JSON-RPC: not a silent server.
-        result.outcome, result.detail = ProbeOutcome.protocol_error, f"unparseable output: {watcher.count} lines that are not JSON-RPC, and no handshake"
+        result.outcome = ProbeOutcome.protocol_error
+        result.detail = f"unparseable output: {watcher.count} lines that are not JSON-RPC, and no handshake"
     elif exited.code is not None and result.outcome in (ProbeOutcome.ok, ProbeOutcome.start_failed):
         where = _lost_in(result) or ("before the handshake" if not connected else "after the checks")
         result.detail = "; ".join(filter(None, [f"{exited.describe()} {where}", result.detail if result.outcome != ProbeOutcome.ok else None]))

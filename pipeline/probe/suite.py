@@ -17,6 +17,7 @@ from pipeline.probe.listing import Listing, list_all
 from pipeline.probe.session import classify, dump
 from pipeline.probe.tooltext import tool_label, tool_text_checks
 
+
 def _listed(noun: str) -> Callable[[Listing], tuple[bool, str]]:
     """A list that came back passes, with what was wrong with it (a loop, items the SDK objected to) in its detail:
     the items themselves are judged by the checks that follow."""
