@@ -134,14 +134,14 @@ async def list_all(client: Client, method: str, fetch: Callable[[str | None], Aw
         items = page.get(wire)
         if not isinstance(items, list):
             raise RuntimeError(f"{method} result has no list of {wire}: {problem or type(items).__name__}")
+        where = f"page {number + 1}: " if number else ""
         if problem:
-            listing.problems.append(f"page {number + 1}: {problem}" if number else problem)
+            listing.problems.append(where + problem)
         listing.pages.append({k: v for k, v in page.items() if k != wire})
         keys_here: set[str] = set()
         for index, item in enumerate(items):
             if not isinstance(item, dict):
-                listing.problems.append(f"{wire}[{index}] is not an object: {str(item)[:60]!r}" if not number else
-                                        f"page {number + 1} {wire}[{index}] is not an object: {str(item)[:60]!r}")
+                listing.problems.append(f"{where}{wire}[{index}] is not an object: {str(item)[:60]!r}")
                 continue
             name = item.get(key)
             if isinstance(name, str) and name in seen_keys:
