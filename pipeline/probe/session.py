@@ -66,8 +66,11 @@ def classify(exc: BaseException, connected: bool) -> tuple[ProbeOutcome, str]:
             return ProbeOutcome.timeout, text
         if exc.message == "Server returned an error response":
             return ProbeOutcome.http_error, text
-        if connection_closed(exc) or DROPPED in exc.message:
+        if connection_closed(exc):
             return (ProbeOutcome.crashed if connected else ProbeOutcome.start_failed), text
+        if DROPPED in exc.message:  # an HTTP connection lost without an answer (pipeline.probe.transports.ConnectionDropped)
+            return (ProbeOutcome.crashed if connected else ProbeOutcome.unreachable if "ConnectError" in exc.message
+                    else ProbeOutcome.protocol_error), text
         return ProbeOutcome.protocol_error, text
     # The SDK speaks HTTP through its own httpx fork, so match transport errors by name as well as type.
     names = {cls.__name__ for cls in type(exc).__mro__}

@@ -4,9 +4,10 @@ The same answers are served over Streamable HTTP by tests/test_probe_naming.py (
 
 Faults: many-tools (1,000 tools, a few with invalid schemas, bad or duplicate names, one entry not an object),
 fuzz-crash (a read-only tool that dies on an oversized argument: the process exits with code 7, or the HTTP
-connection drops), paged-loop (tools, resources and prompts whose cursors loop and whose pages repeat items),
-templates-fail (resources/list answers, resources/templates/list fails), banner (1,500 log lines on stdout before
-the first answer, and one before each), babble (endless lines that are not JSON after initialize).
+connection drops), drop-on-list (dies the same way when asked for its tools), paged-loop (tools, resources and
+prompts whose cursors loop and whose pages repeat items), templates-fail (resources/list answers,
+resources/templates/list fails), banner (1,500 log lines on stdout before the first answer, and one before each),
+babble (endless lines that are not JSON after initialize).
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def answer(fault: str, request: dict):
         result = {"protocolVersion": "2025-06-18", "capabilities": capabilities(fault), "serverInfo": {"name": "naming-" + fault, "version": "0.0.1"}}
     elif method == "ping":
         result = {}
+    elif method == "tools/list" and fault == "drop-on-list":
+        return "die"
     elif method == "tools/list" and fault == "many-tools":
         result = {"tools": many_tools()}
     elif method in ("tools/list", "resources/list", "prompts/list", "resources/templates/list") and fault == "paged-loop":
