@@ -49,6 +49,7 @@ def schema_problems(tool: dict[str, Any]) -> list[str]:
             problems.append(f"{key} invalid: {exc.message[:200]}")
     return problems
 
+
 async def run_checks(result: ProbeResult, client: Client) -> None:
     caps = result.capabilities or {}
     checks = result.checks
@@ -66,30 +67,19 @@ async def run_checks(result: ProbeResult, client: Client) -> None:
         return listing
 
     await _check(checks, "tools/list", tools, _listed("tools"))
-    if "resources" in caps and not _busy(result):
+    others = (("resources/list", "resources", "resources", client.list_resources),
+              ("resources/templates/list", "resource_templates", "resource templates", client.list_resource_templates),
+              ("prompts/list", "prompts", "prompts", client.list_prompts))
+    for method, field, noun, fetch in others:
+        if method.split("/")[0] not in caps or _busy(result):
+            continue
 
-        async def resources() -> Listing:
-            listing = await list_all(client, "resources/list", lambda cursor: client.list_resources(cursor=cursor))
-            result.resources = listing.items
+        async def listed(method: str = method, field: str = field, fetch: Callable[..., Any] = fetch) -> Listing:
+            listing = await list_all(client, method, lambda cursor: fetch(cursor=cursor))
+            setattr(result, field, listing.items)
             return listing
 
-        await _check(checks, "resources/list", resources, _listed("resources"))
-    if "resources" in caps and not _busy(result):
-
-        async def templates() -> Listing:
-            listing = await list_all(client, "resources/templates/list", lambda cursor: client.list_resource_templates(cursor=cursor))
-            result.resource_templates = listing.items
-            return listing
-
-        await _check(checks, "resources/templates/list", templates, _listed("resource templates"))
-    if "prompts" in caps and not _busy(result):
-
-        async def prompts() -> Listing:
-            listing = await list_all(client, "prompts/list", lambda cursor: client.list_prompts(cursor=cursor))
-            result.prompts = listing.items
-            return listing
-
-        await _check(checks, "prompts/list", prompts, _listed("prompts"))
+        await _check(checks, method, listed, _listed(noun))
 
     if result.tools is not None:
         checks.append(schema_validity(result.tools))
