@@ -42,7 +42,11 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             writer.write(_reply(json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "no"}}).encode(),
                                 status="400 Bad Request"))
         else:
-            reply = answer(path.decode().strip("/"), request)
+            fault, _, how = path.decode().strip("/").partition("/")
+            reply = answer(fault, request)
+            if reply == "die" and how == "mid-body":  # the headers and part of the body, then the connection drops
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"")
+                await writer.drain()
             if reply == "die":
                 writer.transport.abort()  # the connection drops in the middle of the call
                 return
@@ -116,6 +120,12 @@ def test_a_connection_lost_in_a_fuzz_call_is_a_fuzz_crash_of_that_tool(over):
         assert result.exit_code == EXIT_CODE
         assert result.detail == f"the server exited with code {EXIT_CODE} during a fuzz call to get_echo (oversized_string)"
     assert took < 10
+
+
+def test_an_http_answer_cut_off_mid_body_is_a_fuzz_crash_too(http_zoo):
+    result, _ = probe(Running(transport="streamable-http", url=f"{http_zoo}/fuzz-crash/mid-body"))
+    assert result.outcome is ProbeOutcome.ok and len(result.tools) == 1, result.detail
+    assert [(f.tool, f.case, f.outcome) for f in result.fuzz] == [("get_echo", "oversized_string", "crash")]
 
 
 def test_a_server_lost_while_listing_its_tools_is_a_crash_with_the_handshake_kept(over):
