@@ -127,7 +127,7 @@ async def list_all(client: Client, method: str, fetch: Callable[[str | None], Aw
     listing = Listing()
     seen_cursors: set[str] = set()
     seen_keys: set[str] = set()
-    repeated = 0
+    repeated, not_objects = 0, []
     cursor: str | None = None
     for number in range(MAX_PAGES):
         page, problem = await _page(client, tap, method, cursor, fetch)
@@ -141,7 +141,7 @@ async def list_all(client: Client, method: str, fetch: Callable[[str | None], Aw
         keys_here: set[str] = set()
         for index, item in enumerate(items):
             if not isinstance(item, dict):
-                listing.problems.append(f"{where}{wire}[{index}] is not an object: {str(item)[:60]!r}")
+                not_objects.append(f"{where}{wire}[{index}]")
                 continue
             name = item.get(key)
             if isinstance(name, str) and name in seen_keys:
@@ -163,6 +163,8 @@ async def list_all(client: Client, method: str, fetch: Callable[[str | None], Aw
         seen_cursors.add(cursor)
     else:
         listing.problems.append(f"pagination stopped after {MAX_PAGES} pages")
+    if not_objects:
+        listing.problems.append(f"not objects, not kept: {len(not_objects)} ({', '.join(not_objects[:5])})")
     if repeated:
         listing.problems.append(f"{repeated} {wire} repeated from earlier pages, kept once")
     return listing
