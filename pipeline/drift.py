@@ -20,18 +20,27 @@ def _schema_of(tool: dict[str, Any], key: str) -> dict[str, Any]:
     return tool.get(key) if isinstance(tool.get(key), dict) else {}
 
 
+def _properties(schema: dict[str, Any]) -> dict[str, Any]:
+    return schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+
+
+def _required(schema: dict[str, Any]) -> set[str]:
+    """The names a schema requires (a tool's schemas are kept as the server sent them, well formed or not)."""
+    required = schema.get("required")
+    return {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+
+
 def breaking_changes(before: dict[str, Any], after: dict[str, Any]) -> int:
     """Input: a parameter removed, newly required, or retyped. Output: a declared field removed."""
     count = 0
     old_in, new_in = _schema_of(before, "inputSchema"), _schema_of(after, "inputSchema")
-    old_props, new_props = old_in.get("properties") or {}, new_in.get("properties") or {}
+    old_props, new_props = _properties(old_in), _properties(new_in)
     for name, schema in old_props.items():
         if name not in new_props:
             count += 1
         elif isinstance(schema, dict) and isinstance(new_props[name], dict) and schema.get("type") != new_props[name].get("type"):
             count += 1
-    count += len(set(new_in.get("required") or []) - set(old_in.get("required") or []))
-    old_out = (_schema_of(before, "outputSchema").get("properties") or {})
-    new_out = (_schema_of(after, "outputSchema").get("properties") or {})
+    count += len(_required(new_in) - _required(old_in))
+    old_out, new_out = _properties(_schema_of(before, "outputSchema")), _properties(_schema_of(after, "outputSchema"))
     count += len(set(old_out) - set(new_out))
     return count

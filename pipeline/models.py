@@ -257,6 +257,7 @@ class ProbeResult(BaseModel):
     apps: AppsFacts | None = None
     package_version: str | None = None
     stderr_tail: str | None = None
+    exit_code: int | None = None  # a stdio server that exited by itself: its status (negative: the signal that killed it)
     delist: bool = False  # the server's opt-out file asks to be taken off the scoreboard too
     retry_after_s: float | None = None  # rate limited: how long the server asked us to wait before the next probe
     exchanges: list[dict[str, Any]] | None = None  # the raw layer's HTTP exchanges (status, kept headers, timings, failure)

@@ -83,10 +83,11 @@ def tool_texts(tools: list[dict[str, Any]] | None, instructions: str | None = No
             value = tool.get(key)
             if isinstance(value, str):
                 texts.append((name, key, value))
-        annotations = tool.get("annotations") or {}
+        annotations = tool.get("annotations") if isinstance(tool.get("annotations"), dict) else {}
         if isinstance(annotations.get("title"), str):
             texts.append((name, "annotations.title", annotations["title"]))
-        properties = (tool.get("inputSchema") or {}).get("properties") or {}
+        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+        properties = schema.get("properties") or {}
         if isinstance(properties, dict):
             for param, schema in properties.items():
                 if isinstance(schema, dict) and isinstance(schema.get("description"), str):

@@ -166,7 +166,7 @@ def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed
     assert {k: v.outcome.value for k, v in outcome.items()} == {
         "exit-early": "start_failed",
         "silent": "timeout",
-        "garbage": "timeout",
+        "garbage": "protocol_error",
         "bad-version": "protocol_error",
         "crash-on-list": "crashed",
         "bad-schema": "ok",
@@ -180,7 +180,11 @@ def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed
     assert "did not listen" in outcome["http-never-listens"].detail
     assert "EADDRINUSE" in outcome["http-exits"].detail
     assert "No matching distribution" in outcome["uninstallable"].detail
-    assert {c.name: c.outcome for c in outcome["bad-schema"].checks}["tools/list"] == "protocol_error"
+    bad_schema = {c.name: c for c in outcome["bad-schema"].checks}  # the one tool with a bad schema is kept and named
+    assert bad_schema["tools/list"].passed and not bad_schema["schema_validity"].passed and outcome["bad-schema"].tools[0]["name"] == "get_thing"
+    assert outcome["garbage"].detail.startswith("unparseable output")
+    assert (outcome["exit-early"].exit_code, outcome["crash-on-list"].exit_code) == (3, 1)
+    assert outcome["crash-on-list"].detail.startswith("the server exited with code 1 during tools/list")
     assert {c.name: c.passed for c in outcome["garbage"].checks}["invalid_messages"] is False
     assert "Unsupported protocol version" in outcome["bad-version"].detail
     assert report.failures == 9 and report.counts["ok"] == 2

@@ -483,3 +483,40 @@ def test_scoreboard_visibility_levels_for_local_and_remote_servers():
     assessed = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, analysis=analysis(),
                                                  probe=probe(outcome=ProbeOutcome.start_failed, checks=[])))
     assert assessed.visibility == "assessed"
+
+
+ODD_TOOLS = [  # tools as a server may send them: the probe keeps each as sent, and every rule must read them
+    {"name": "get_a", "inputSchema": [1, 2], "outputSchema": ["x"]},
+    {"name": "get_b", "inputSchema": "object", "annotations": ["readOnlyHint"], "_meta": [1]},
+    {"description": "A tool with no name.", "inputSchema": {"type": "object", "properties": [1], "required": "x"}},
+    {"name": 42, "description": 7, "title": {"a": 1}, "inputSchema": {"type": "object", "properties": {"p": "str", "q": {"description": 5}}}},
+    {"name": "get_c", "inputSchema": None, "annotations": {"readOnlyHint": "yes", "title": 5}},
+    {"name": "get_d", "inputSchema": {"type": "object", "required": [{"x": 1}], "properties": {"p": {"enum": "abc", "items": 5}}}},
+]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "streamable-http"])
+def test_every_rubric_reads_tools_however_oddly_formed(transport):
+    from pipeline.models import CheckResult
+    from pipeline.render.evidence import schema_drift, tool_rows
+    from pipeline.score import registry
+
+    facts = review_facts(tools=[GOOD_TOOL, *ODD_TOOLS], transport=transport)
+    facts.probe.checks += [CheckResult(name="schema_validity", outcome="invalid", passed=False, detail="get_a: inputSchema is not an object schema"),
+                           CheckResult(name="tool_names", outcome="invalid", passed=False, detail="tools[3] has no name")]
+    odder = [dict(t, inputSchema={"type": "object", "properties": 5, "required": 5}) for t in ODD_TOOLS]
+    facts.snapshots = [Snapshot(NOW - timedelta(days=15), "a", [GOOD_TOOL, *ODD_TOOLS]), Snapshot(NOW - timedelta(days=5), "b", [GOOD_TOOL, *odder])]
+    for rubric in registry.rubrics():
+        rubric.score(facts)  # no rule raises
+    assert len(tool_rows(facts.tools, {}, [])) == 7
+    assert schema_drift(None, facts.tools, [{"captured_at": "x", "previous": ODD_TOOLS, "tools": odder}])["changes"][0]["changed"]
+
+
+def test_schema_validity_counts_every_invalid_tool_the_probe_found_however_long_its_detail():
+    from pipeline.models import CheckResult
+
+    facts = review_facts(tools=[GOOD_TOOL] * 400)
+    detail = ("x: inputSchema missing; " * 300)[:2000]  # cut short: it names fewer than 300 tools
+    facts.probe.checks = [CheckResult(name="schema_validity", outcome="300 of 400 invalid", passed=False, detail=detail)]
+    found = scoreboard.schema_validity(facts)
+    assert (found.part / found.whole, found.reason) == (pytest.approx(0.25), "100/400 tools have valid schemas")

@@ -146,3 +146,23 @@ def test_rescoring_is_deterministic_and_offline(db, tmp_path):
     assert first == second and len(first) == 4 * CATALOG_SIZE
     card = next(r for r in first if r["server_id"] == "mcp-server-time" and r["rubric"] == "scoreboard")
     assert _json.loads(card["rules"]) and card["rules_version"] == scoreboard.RULES_VERSION
+
+
+def test_tools_stored_as_the_server_sent_them_are_judged_and_scored(db):
+    """The probe keeps each tool as sent (a non-object schema, no name, a number for a name or description): the judge
+    and every rubric read them from the store without failing."""
+    from pipeline import store
+    from pipeline.discover import run_discover
+    from pipeline.discover.local import LocalCatalogSource
+    from pipeline.judge import OfflineJudge, run_judge
+    from pipeline.score import run_score
+    from tests.support import TOOL, quiet
+    from tests.test_rubrics import ODD_TOOLS
+
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
+    store.record_probe(db, probe(tools=[TOOL, *ODD_TOOLS]).model_copy(update={"server_id": "mcp-server-time"}), None)
+    servers = [s for s in store.active_servers(db) if s.id == "mcp-server-time"]
+    judged = run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=quiet(1))
+    assert judged.counts["judged"] == 1 + len(ODD_TOOLS)
+    run_score(db, servers=servers, now=NOW, progress=quiet(1))
+    assert db.execute("select count(*) from scores where server_id = 'mcp-server-time'").fetchone()[0] == 4

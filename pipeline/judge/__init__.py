@@ -51,7 +51,7 @@ def run_judge(
                 done = store.judged_hashes(db, server.id, provider.model)
                 for tool in tools:
                     digest = store.content_hash(tool)
-                    if (tool.get("name", ""), digest) in done:
+                    if (str(tool.get("name", "")), digest) in done:
                         report.counts["unchanged"] += 1
                         continue
                     verdict = provider.judge_tool(tool)

@@ -15,7 +15,7 @@ class OfflineJudge:
     offline = True
 
     def judge_tool(self, tool: dict[str, Any]) -> dict[str, Any]:
-        description = (tool.get("description") or "").strip()
+        description = str(tool.get("description") or "").strip()  # a tool is kept as the server sent it
         schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
         properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
         clarity = 0.0

@@ -63,10 +63,12 @@ def safe_to_call(tool: dict[str, Any]) -> tuple[bool, str]:
 
 def call_plans(tools: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """The tools that may be called, each once, with their arguments. A name listed twice with different definitions is
-    never called: the server, not the definition we read, decides which of them runs."""
+    never called: the server, not the definition we read, decides which of them runs; nor is a tool whose name is not a
+    string (it cannot be called by it)."""
     definitions: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
-        definitions.setdefault(str(tool.get("name", "")), []).append(tool)
+        if isinstance(tool.get("name"), str):
+            definitions.setdefault(tool["name"], []).append(tool)
     plans = []
     for listed in definitions.values():
         tool = listed[0]

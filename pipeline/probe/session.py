@@ -25,18 +25,19 @@ from pydantic import ValidationError
 
 from pipeline import ENGINE_VERSION
 from pipeline.models import CheckResult, ProbeOutcome, ProbeResult
+from pipeline.probe.listing import Tapped
 from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import Running
-from pipeline.probe.transports import MessageCap, bounded_stdio, capped_http_client
+from pipeline.probe.transports import DROPPED, MessageCap, ServerExit, bounded_stdio, capped_http_client
 
 MODERN_VERSIONS = ("2026-07-28",)
 CLIENT_INFO = Implementation(name="mcp-scoreboard", version=ENGINE_VERSION)
 
 
-def _transport(running: Running, cap: MessageCap, limits: Limits, total_timeout: float):
+def _transport(running: Running, cap: MessageCap, exited: ServerExit, limits: Limits, total_timeout: float):
     """The SDK transport for `running`, every message bounded by `cap` (pipeline.probe.transports)."""
     if running.transport == "stdio":
-        return bounded_stdio(running, cap)
+        return bounded_stdio(running, cap, exited)
     clients = capped_http_client(cap, limits.timeout, total_timeout, limits.user_agent, limits.reach)
     if running.transport == "sse":
         return sse_client(running.url or "", timeout=limits.timeout, sse_read_timeout=total_timeout, httpx_client_factory=clients)
@@ -67,6 +68,9 @@ def classify(exc: BaseException, connected: bool) -> tuple[ProbeOutcome, str]:
             return ProbeOutcome.http_error, text
         if connection_closed(exc):
             return (ProbeOutcome.crashed if connected else ProbeOutcome.start_failed), text
+        if DROPPED in exc.message:  # an HTTP connection lost without an answer (pipeline.probe.transports.ConnectionDropped)
+            return (ProbeOutcome.crashed if connected else ProbeOutcome.unreachable if "ConnectError" in exc.message
+                    else ProbeOutcome.protocol_error), text
         return ProbeOutcome.protocol_error, text
     # The SDK speaks HTTP through its own httpx fork, so match transport errors by name as well as type.
     names = {cls.__name__ for cls in type(exc).__mro__}
@@ -116,9 +120,9 @@ class _StreamWatcher:
         )
 
 
-def _client(running: Running, limits: Limits, total_timeout: float, cap: MessageCap, watcher: _StreamWatcher) -> Client:
+def _client(running: Running, limits: Limits, total_timeout: float, cap: MessageCap, exited: ServerExit, watcher: _StreamWatcher) -> Client:
     return Client(
-        _transport(running, cap, limits, total_timeout), mode="auto", read_timeout_seconds=limits.timeout, cache=None,
+        Tapped(_transport(running, cap, exited, limits, total_timeout)), mode="auto", read_timeout_seconds=limits.timeout, cache=None,
         client_info=CLIENT_INFO, message_handler=watcher,
     )
 
@@ -136,11 +140,12 @@ async def run_session(
     )
     watcher = _StreamWatcher()
     cap = MessageCap(limits.max_bytes, limits.max_events)
+    exited = ServerExit()
     connected = False
     try:
         with anyio.fail_after(total_timeout) as whole:
             async with AsyncExitStack() as stack:
-                client = _client(running, limits, total_timeout, cap, watcher)
+                client = _client(running, limits, total_timeout, cap, exited, watcher)
                 _, result.connect_ms = await timed(lambda: stack.enter_async_context(client))
                 connected = True
                 record_handshake(result, client)
@@ -158,7 +163,17 @@ async def run_session(
         result.outcome, result.detail = classify(exc, connected)
     if cap.refused and result.outcome != ProbeOutcome.ok:
         result.outcome, result.detail = ProbeOutcome.refused, cap.refused  # the address, not the server, ended it
+    _name_outcome(result, running, cap, exited, watcher, connected)
+    result.duration_ms = (time.perf_counter() - started) * 1000
+    return result
+
+
+def _name_outcome(result: ProbeResult, running: Running, cap: MessageCap, exited: ServerExit, watcher: _StreamWatcher, connected: bool) -> None:
+    """What ended the session, named: a bound the prober set, a server that exited (with its status) or dropped the
+    connection, lines that were not JSON-RPC. A server lost in a tool call (a fuzz case, say) is a crash of that call:
+    the handshake, lists and checks done before it stand."""
     crashed = next((c for c in result.checks if c.outcome == ProbeOutcome.crashed.value), None)
+    result.exit_code = exited.code
     if cap.exceeded:
         result.checks.append(CheckResult(name="message_bounds", outcome=cap.kind or "", passed=False, detail=cap.exceeded))
     # Over Streamable HTTP a bound fails one exchange; over stdio and SSE (whose one stream carries every answer), or
@@ -172,10 +187,30 @@ async def run_session(
         result.outcome, result.detail = ProbeOutcome.protocol_error, f"{(cap.kind or '').replace('_', ' ')}: {cap.exceeded}"
     elif result.outcome == ProbeOutcome.ok and crashed:
         # The handshake worked, but the server died under a later request: that is a crash.
-        result.outcome, result.detail = ProbeOutcome.crashed, f"server exited during {crashed.name}: {crashed.detail}"
+        lost = exited.describe() or "the server went away"
+        result.outcome, result.detail = ProbeOutcome.crashed, f"{lost} during {crashed.name}: {crashed.detail}"
+    elif result.outcome == ProbeOutcome.timeout and not connected and watcher.count:
+        # It wrote, but nothing it wrote was JSON-RPC: not a silent server.
+        result.outcome = ProbeOutcome.protocol_error
+        result.detail = f"unparseable output: {watcher.count} lines that are not JSON-RPC, and no handshake"
+    elif exited.code is not None and result.outcome in (ProbeOutcome.ok, ProbeOutcome.start_failed):
+        where = _lost_in(result) or ("before the handshake" if not connected else "after the checks")
+        result.detail = "; ".join(filter(None, [f"{exited.describe()} {where}", result.detail if result.outcome != ProbeOutcome.ok else None]))
     result.checks.append(watcher.check())
-    result.duration_ms = (time.perf_counter() - started) * 1000
-    return result
+
+
+def _lost_in(result: ProbeResult) -> str | None:
+    """Where a server that went away mid-session was lost: the tool call or check that never got its answer."""
+    for call in result.invocations or []:
+        if call.outcome == "crash":
+            return f"during a call to {call.tool}"
+    for check in result.checks:
+        if check.outcome == "crash":
+            return f"during {check.name}"
+    for case in result.fuzz or []:
+        if case.outcome == "crash":
+            return f"during a fuzz call to {case.tool} ({case.case})"
+    return None
 
 def record_handshake(result: ProbeResult, client: Client) -> None:
     result.protocol_version = client.protocol_version

@@ -6,34 +6,29 @@ nothing more.
 from __future__ import annotations
 
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import jsonschema
 from mcp import Client
 
 from pipeline.models import AppsFacts, CheckResult, EraFacts, ProbeOutcome, ProbeResult
 from pipeline.probe.exercise import check_unknown_tool, exercise_tools
+from pipeline.probe.listing import Listing, list_all
 from pipeline.probe.session import classify, dump
-from pipeline.probe.tooltext import tool_text_checks
-
-MAX_LIST_PAGES = 20  # pagination is bounded; a cursor seen twice ends it as a loop
+from pipeline.probe.tooltext import tool_label, tool_text_checks
 
 
-async def _list_all(fetch: Callable[[str | None], Awaitable[Any]], field: str) -> tuple[list[dict[str, Any]], str | None]:
-    """Follow nextCursor, bounded in pages, stopping on a repeated cursor."""
-    items: list[dict[str, Any]] = []
-    cursor: str | None = None
-    seen: set[str] = set()
-    for _ in range(MAX_LIST_PAGES):
-        page = await fetch(cursor)
-        items.extend(dump(item) for item in getattr(page, field))
-        cursor = page.next_cursor
-        if not cursor:
-            return items, None
-        if cursor in seen:
-            return items, f"pagination loop: cursor {cursor[:60]!r} repeated"
-        seen.add(cursor)
-    return items, f"pagination stopped after {MAX_LIST_PAGES} pages"
+def _listed(noun: str) -> Callable[[Listing], tuple[bool, str]]:
+    """A list that came back passes, with what was wrong with it (a loop, items the SDK objected to) in its detail:
+    the items themselves are judged by the checks that follow."""
+    return lambda listing: (True, listing.summary(noun))
+
+
+def schema_validity(tools: list[dict[str, Any]]) -> CheckResult:
+    """Each tool's schemas judged on their own: every invalid one is named, by the tool's name or its place in the list."""
+    invalid = [(tool_label(tool, index), problems) for index, tool in enumerate(tools) if (problems := schema_problems(tool))]
+    return CheckResult(name="schema_validity", outcome=f"{len(invalid)} of {len(tools)} invalid" if invalid else "valid", passed=not invalid,
+                       detail="; ".join(f"{label}: {', '.join(p)}" for label, p in invalid)[:2000] or None)
 
 
 def schema_problems(tool: dict[str, Any]) -> list[str]:
@@ -54,6 +49,7 @@ def schema_problems(tool: dict[str, Any]) -> list[str]:
             problems.append(f"{key} invalid: {exc.message[:200]}")
     return problems
 
+
 async def run_checks(result: ProbeResult, client: Client) -> None:
     caps = result.capabilities or {}
     checks = result.checks
@@ -63,52 +59,30 @@ async def run_checks(result: ProbeResult, client: Client) -> None:
         if checks[-1].passed:
             result.ping_ms = checks[-1].ms
 
-    async def tools() -> None:
-        hints: list[bool] = []
-
-        async def page(cursor: str | None) -> Any:
-            listed = await client.list_tools(cursor=cursor)
-            hints.append(listed.ttl_ms is not None)
-            return listed
-
-        result.tools, problem = await _list_all(page, "tools")
+    async def tools() -> Listing:
+        listing = await list_all(client, "tools/list", lambda cursor: client.list_tools(cursor=cursor))
+        result.tools = listing.items
         if result.era == "modern":  # seed 003's list-cache hint, as the session saw it (stdio has no raw list)
-            result.eras = EraFacts(list_cache_hints=any(hints))
-        if problem:
-            raise RuntimeError(problem)
+            result.eras = EraFacts(list_cache_hints=any("ttlMs" in page for page in listing.pages))
+        return listing
 
-    await _check(checks, "tools/list", tools, lambda _: (True, f"{len(result.tools or [])} tools"))
-    if "resources" in caps and not _busy(result):
+    await _check(checks, "tools/list", tools, _listed("tools"))
+    others = (("resources/list", "resources", "resources", client.list_resources),
+              ("resources/templates/list", "resource_templates", "resource templates", client.list_resource_templates),
+              ("prompts/list", "prompts", "prompts", client.list_prompts))
+    for method, field, noun, fetch in others:
+        if method.split("/")[0] not in caps or _busy(result):
+            continue
 
-        async def resources() -> None:
-            result.resources, problem = await _list_all(lambda c: client.list_resources(cursor=c), "resources")
-            result.resource_templates, problem2 = await _list_all(
-                lambda c: client.list_resource_templates(cursor=c), "resource_templates"
-            )
-            if problem or problem2:
-                raise RuntimeError(problem or problem2)
+        async def listed(method: str = method, field: str = field, fetch: Callable[..., Any] = fetch) -> Listing:
+            listing = await list_all(client, method, lambda cursor: fetch(cursor=cursor))
+            setattr(result, field, listing.items)
+            return listing
 
-        await _check(checks, "resources/list", resources, lambda _: (True, f"{len(result.resources or [])} resources"))
-    if "prompts" in caps and not _busy(result):
-
-        async def prompts() -> None:
-            result.prompts, problem = await _list_all(lambda c: client.list_prompts(cursor=c), "prompts")
-            if problem:
-                raise RuntimeError(problem)
-
-        await _check(checks, "prompts/list", prompts, lambda _: (True, f"{len(result.prompts or [])} prompts"))
+        await _check(checks, method, listed, _listed(noun))
 
     if result.tools is not None:
-        invalid = {t.get("name", "?"): schema_problems(t) for t in result.tools}
-        invalid = {name: p for name, p in invalid.items() if p}
-        checks.append(
-            CheckResult(
-                name="schema_validity",
-                outcome="valid" if not invalid else "invalid",
-                passed=not invalid,
-                detail="; ".join(f"{n}: {', '.join(p)}" for n, p in sorted(invalid.items()))[:2000] or None,
-            )
-        )
+        checks.append(schema_validity(result.tools))
     if result.tools is not None:
         checks.extend(tool_text_checks(result.tools, result.instructions))
     if not _busy(result):

@@ -5,9 +5,10 @@ response (a JSON body, one stdout line) whole, however large. These keep its pro
 what one message may weigh: over HTTP, each response body, or each SSE event on a stream; over stdio,
 each line. A message past the cap ends that exchange (Streamable HTTP) or the session (stdio, where the
 line cannot be skipped; legacy SSE, whose one stream carries every answer). Over stdio a run of
-messages that are not answers (notifications, requests to us, lines that are not JSON-RPC) is capped
-as well. `MessageCap.exceeded` says which bound was passed, so the probe
-records "too large" or "notification flood" rather than a vague failure. Over HTTP the session dials
+messages that are not answers (notifications, requests to us) is capped as well, and so, apart, is a
+run of lines that are not JSON-RPC. `MessageCap.exceeded` says which bound was passed, so the probe
+records "too large", "notification flood" or "unparseable output" rather than a vague failure; and a
+stdio server that exits by itself leaves its exit status (`ServerExit`). Over HTTP the session dials
 only pinned, allowed addresses and reads bodies decompressed in bounded steps (pipeline.net), so the
 cap counts decompressed bytes; `MessageCap.refused` says when an address was refused.
 """
@@ -39,11 +40,13 @@ EXIT_GRACE = 1.0  # seconds a stdio server gets to exit once its stdin closes, t
 
 @dataclass
 class MessageCap:
-    """The most one message may weigh and how many may come in a row without an answer; which bound was passed first
-    (`kind`: "too_large" or "notification_flood") and how (None while none has)."""
+    """The most one message may weigh and how many messages, or lines that are not JSON-RPC, may come in a row without
+    an answer; which bound was passed first (`kind`: "too_large", "notification_flood" or "unparseable_output") and how
+    (None while none has)."""
 
     limit: int = 5_000_000
     max_unanswered: int = 1_000
+    max_unparseable: int = 10_000  # lines that are not JSON-RPC: a verbose banner is measured, endless babble is not
     exceeded: str | None = None
     kind: str | None = None
     refused: str | None = None  # an address the session was not allowed to dial
@@ -57,9 +60,44 @@ class MessageCap:
         if self.exceeded is None:
             self.exceeded, self.kind = f"{self.max_unanswered:,} messages came in a row without an answer", "notification_flood"
 
+    def babbled(self) -> None:
+        if self.exceeded is None:
+            self.exceeded, self.kind = f"{self.max_unparseable:,} lines that are not JSON-RPC came in a row without an answer", "unparseable_output"
+
+
+@dataclass
+class ServerExit:
+    """How a stdio server ended when it ended by itself, before the prober stopped it: its exit status (negative: the
+    signal that killed it), or None when it did not."""
+
+    code: int | None = None
+
+    def describe(self) -> str | None:
+        if self.code is None:
+            return None
+        return f"the server was killed by signal {-self.code}" if self.code < 0 else f"the server exited with code {self.code}"
+
 
 class ResponseTooLarge(httpx2.StreamError):
     """Raised into the SDK's read of a response past the cap; it fails that request, not the run."""
+
+
+class ConnectionDropped(httpx2.StreamError):
+    """Raised into the SDK's read of a response whose connection dropped; like ResponseTooLarge, it fails that request
+    (the SDK's "Failed to parse JSON response: ...", which the prober counts as a crash), not the whole session."""
+
+
+_DROPS = (httpx2.NetworkError, httpx2.RemoteProtocolError)
+DROPPED = "the connection dropped"  # how ConnectionDropped begins, in the SDK's error for that request
+
+
+class _Dropped(httpx2.AsyncByteStream):
+    def __init__(self, exc: Exception) -> None:
+        self.exc = exc
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        raise ConnectionDropped(f"{DROPPED} ({type(self.exc).__name__}: {self.exc})")
+        yield b""  # an async generator that raises on its first step
 
 
 class _CappedStream(httpx2.AsyncByteStream):
@@ -67,6 +105,13 @@ class _CappedStream(httpx2.AsyncByteStream):
         self.inner, self.cap, self.events = inner, cap, events
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._capped():
+                yield chunk
+        except _DROPS as exc:
+            raise ConnectionDropped(f"{DROPPED} mid-response ({type(exc).__name__}: {exc})") from exc
+
+    async def _capped(self) -> AsyncIterator[bytes]:
         size, last = 0, b""
         async for chunk in self.inner:
             if self.events:
@@ -101,6 +146,9 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
         except AddressRefused as refused:
             self.cap.refused = self.cap.refused or str(refused)
             raise httpx2.ConnectError(str(refused), request=request) from refused
+        except _DROPS as exc:
+            # The SDK would let this end its whole transport (the session, every check done): one request failed.
+            return httpx2.Response(200, headers={"content-type": "application/json"}, stream=_Dropped(exc), request=request)
         events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
         return httpx2.Response(response.status_code, headers=response.headers, stream=_CappedStream(response.stream, self.cap, events),
                                extensions=response.extensions, request=request)
@@ -121,19 +169,23 @@ def capped_http_client(cap: MessageCap, call_timeout: float, stream_timeout: flo
 
 
 @asynccontextmanager
-async def bounded_stdio(running: Running, cap: MessageCap):
-    """The SDK's stdio transport, rebuilt with a cap on each line, undecodable bytes surfaced as bad messages rather
-    than a dead reader, and the server run under a guardian that stops all it started afterwards (npx and friends start
-    children), or when the pipeline dies."""
+async def bounded_stdio(running: Running, cap: MessageCap, exited: ServerExit | None = None):
+    """The SDK's stdio transport, rebuilt with a cap on each line, lines that are not JSON-RPC surfaced as bad messages
+    rather than a dead reader (and bounded apart from notifications: a banner is not a flood), the server's exit status
+    kept in `exited` when it ended by itself, and the server run under a guardian that stops all it started afterwards
+    (npx and friends start children), or when the pipeline dies."""
     process = await anyio.open_process(guarded([running.command or "", *running.args], running.max_file_bytes), env=running.env,
                                        cwd=running.cwd, stderr=running.errlog if running.errlog else subprocess.DEVNULL, start_new_session=True)
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
 
+    server_ended = False  # the server closed its stdout or stopped reading: it may have exited by itself
+
     async def read() -> None:
+        nonlocal server_ended
         assert process.stdout is not None
         pending = bytearray()
-        unanswered = 0
+        unanswered = unparseable = 0
         async with read_writer:  # closing it tells the session the connection is gone
             try:
                 async for chunk in process.stdout:
@@ -149,7 +201,13 @@ async def bounded_stdio(running: Running, cap: MessageCap):
                         message = _parse(line)
                         answer = isinstance(message, SessionMessage) and isinstance(message.message,
                                                                                     (mcp_types.JSONRPCResponse, mcp_types.JSONRPCError))
-                        unanswered = 0 if answer else unanswered + 1
+                        # Lines that are not JSON-RPC (a banner, log lines) are unparseable output, bounded on their own;
+                        # messages that are not answers (notifications, requests to us) are a flood past their bound.
+                        unparseable = 0 if answer else unparseable + isinstance(message, Exception)
+                        unanswered = 0 if answer else unanswered + isinstance(message, SessionMessage)
+                        if unparseable > cap.max_unparseable:
+                            cap.babbled()
+                            return
                         if unanswered > cap.max_unanswered:
                             cap.flooded()
                             return
@@ -157,16 +215,19 @@ async def bounded_stdio(running: Running, cap: MessageCap):
                     if len(pending) > cap.limit:
                         cap.over("a message")
                         return
+                server_ended = True
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError):
                 return
 
     async def write() -> None:
+        nonlocal server_ended
         assert process.stdin is not None
         async with write_reader:
             try:
                 async for message in write_reader:
                     await process.stdin.send((message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode())
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+                server_ended = True
                 await read_writer.aclose()  # the server stopped reading: pending requests must not wait for ever
 
     try:
@@ -177,6 +238,11 @@ async def bounded_stdio(running: Running, cap: MessageCap):
                 yield read_stream, write_stream
             finally:
                 with anyio.CancelScope(shield=True):
+                    if server_ended:  # its exit status is the server's own only if it exits before we stop it
+                        with anyio.move_on_after(EXIT_GRACE):
+                            await process.wait()
+                        if exited is not None:
+                            exited.code = process.returncode
                     await _stop(process)
                 group.cancel_scope.cancel()
     finally:

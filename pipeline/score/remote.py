@@ -153,7 +153,8 @@ def ui_hint_bonus(facts: Facts) -> Outcome:
     if facts.probe is None or not facts.probe.reachable:
         return share(0, "no handshake")
     extensions = (facts.probe.capabilities or {}).get("extensions") or {}
-    linked = any(((t.get("_meta") or {}).get("ui") or (t.get("_meta") or {}).get("ui/resourceUri")) for t in facts.tools or [])
+    metas = [t["_meta"] for t in facts.tools or [] if isinstance(t.get("_meta"), dict)]  # a tool is as the server sent it
+    linked = any(meta.get("ui") or meta.get("ui/resourceUri") for meta in metas)
     has = "io.modelcontextprotocol/ui" in extensions or linked
     return share(1 if has else 0, "UI hints present" if has else "no UI hints (no signal)")
 
@@ -268,7 +269,7 @@ def _words(text: str) -> list[str]:
 
 def implied_destructive(tool: dict[str, Any]) -> bool:
     """A tool whose name, or the verb its description opens with, suggests a change, unless it claims to be read-only."""
-    if (tool.get("annotations") or {}).get("readOnlyHint") is True:
+    if isinstance(tool.get("annotations"), dict) and tool["annotations"].get("readOnlyHint") is True:
         return False
     opening = _FIRST_WORD.search(str(tool.get("description") or ""))
     if opening and opening.group(0).lower() in _MUTATING:

@@ -141,10 +141,17 @@ def schema_validity(facts: Facts) -> Outcome:
     if not tools:
         return unmeasured("no tools to validate")
     check = facts.check("schema_validity")
-    invalid = len([part for part in (check.detail or "").split("; ") if part]) if check and not check.passed else 0
+    invalid = _invalid_schemas(check.outcome, check.detail) if check and not check.passed else 0
     valid = (len(tools) - invalid) / len(tools)
     return share(valid, f"{len(tools) - invalid}/{len(tools)} tools have valid schemas", evidence=facts.probe_ref,
                  how_to_gain=None if valid == 1 else f"fix: {(check.detail if check else '')[:200]}")
+
+
+def _invalid_schemas(outcome: str, detail: str | None) -> int:
+    """How many tools the probe found with invalid schemas: its outcome counts them ("3 of 1000 invalid"); evidence
+    stored before it did names one tool per "; "-separated part of a detail that may have been cut short."""
+    count = outcome.split(" of ", 1)[0]
+    return int(count) if count.isdigit() else len([part for part in (detail or "").split("; ") if part])
 
 
 @rule("protocol_compliance", 20)
