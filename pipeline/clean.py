@@ -76,7 +76,9 @@ def isolate_bidi(text: str) -> str:
 
 
 def terminal_text(text: str) -> str:
-    """Text safe to print on a terminal: escape sequences and controls removed (tab and newline kept), lone surrogates replaced."""
+    """Text safe to print on a terminal: escape sequences and controls removed (tab and newline kept), lone surrogates replaced,
+    and each line that holds bidi controls isolated (a terminal reorders line by line)."""
     if text.isascii() and text.isprintable():
         return text
-    return _SURROGATE.sub(REPLACEMENT, _TERMINAL.sub("", text))
+    text = _SURROGATE.sub(REPLACEMENT, _TERMINAL.sub("", text))
+    return "\n".join(isolate_bidi(line) for line in text.split("\n")) if _BIDI.search(text) else text

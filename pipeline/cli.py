@@ -17,7 +17,7 @@ from pipeline import store
 from pipeline.analyze import run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher
 from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
-from pipeline.clean import terminal_text
+from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
 from pipeline.discover import SnapshotDownloads, online_sources, run_discover, snapshot_sources
 from pipeline.discover import sources as registered
@@ -218,7 +218,7 @@ def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], s
         if target and stdio_command:
             raise click.UsageError("give either TARGET or --stdio COMMAND")
         seen = probe_target(target, shlex.split(stdio_command) if stdio_command else None, settings, utcnow())
-        echo(json.dumps(seen.model_dump(mode="json"), indent=2, sort_keys=True) if as_json else render_probe(seen, target))
+        echo(json.dumps(store.cleaned_json(seen), indent=2, sort_keys=True) if as_json else render_probe(seen, target))
         _exit_unmet(seen)
         return
     _probe(_open(settings), settings, server_ids, "deep")
@@ -332,7 +332,7 @@ def check(settings: Settings, url: str | None, stdio_command: str | None, source
     command = shlex.split(stdio_command) if stdio_command else None
     probe_result, cards = run_check(url, command, source, dict(p.split("=", 1) for p in env_pairs), settings, utcnow())
     if as_json:
-        echo(json.dumps({"probe": probe_result.model_dump(mode="json"), "scores": [c.as_json() for c in cards]}, indent=2, sort_keys=True))
+        echo(json.dumps({"probe": store.cleaned_json(probe_result), "scores": [clean(c.as_json()) for c in cards]}, indent=2, sort_keys=True))
     else:
         echo(render_text(probe_result, cards))
     _exit_unmet(probe_result)

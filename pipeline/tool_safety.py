@@ -174,7 +174,8 @@ def readable_text(text: str) -> str:
 
 
 def script_problem(text: str) -> str | None:
-    """Words the lists cannot read: a word mixing scripts (a Cyrillic е among Latin letters) or in a script other than Latin."""
+    """Words the lists cannot read: a word mixing scripts (a Cyrillic е among Latin letters), in a script other than Latin, or
+    with any letter outside ASCII (the lists are English)."""
     if text.isascii():
         return None
     for word in re.findall(r"[^\W_]{2,}", text):
@@ -185,6 +186,8 @@ def script_problem(text: str) -> str | None:
             return f"{word!r} mixes scripts"
         if scripts != {"LATIN"}:
             return f"{word!r} is not in Latin script"
+        # The word lists are English: "löscht" or "elimina" would pass them unread, so a letter outside ASCII is refused.
+        return f"{word!r} is not in English letters (the word lists cannot read it)"
     return None
 
 

@@ -5,13 +5,16 @@ Fixtures live in conftest.py; everything here is a plain name a test file import
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
 import re
 import socket
+import ssl
 import subprocess
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -276,3 +279,55 @@ def alive(pids: list[int]) -> list[int]:
         if state not in (b"Z", b"X"):
             running.append(pid)
     return running
+
+
+@contextmanager
+def threaded_server(handler, context: ssl.SSLContext | None = None):
+    """A raw asyncio server (a hostile HTTP server written by hand) on 127.0.0.1 in a thread of its own; yields its port.
+    Handlers still sleeping or streaming for ever when it stops are cancelled."""
+    loop = asyncio.new_event_loop()
+    server = loop.run_until_complete(asyncio.start_server(handler, "127.0.0.1", 0, ssl=context))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.sockets[0].getsockname()[1]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        server.close()
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:  # (gather of nothing would look for the main thread's loop)
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.close()
+
+
+def self_signed_tls(folder: Path, name: str) -> tuple[ssl.SSLContext, Path]:
+    """A TLS server context for a self-signed certificate naming `name` (a host name or an IP address), and the
+    certificate's file (for a client that should trust it). Needs `cryptography`: the test is skipped without it."""
+    import datetime as dt
+    import ipaddress
+
+    import pytest
+
+    x509 = pytest.importorskip("cryptography.x509", reason="cryptography is needed to make a test certificate")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    try:
+        alternative = x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        alternative = x509.DNSName(name)
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([alternative]), critical=False).sign(key, hashes.SHA256()))
+    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    return context, folder / "cert.pem"

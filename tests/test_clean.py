@@ -94,6 +94,8 @@ def test_terminal_escape_sequences_are_stripped():
     assert terminal_text("\x1b[31mred\x1b[0m \x1b]0;title\x07x \x1b]8;;https://e.example\x1b\\link\x1b]8;;\x1b\\ \x9b2Jy") == "red x link y"
     assert terminal_text("over\rwrite\x08\x07 tab\tand\nnewline \ud800") == "overwrite tab\tand\nnewline \ufffd"
     assert terminal_text("an unterminated \x1b]0;title\nstill shown") == "an unterminated 0;title\nstill shown"
+    # A terminal reorders line by line: each line with a bidi override is isolated on its own, the others are untouched.
+    assert terminal_text("tool: \u202egnp.exe\nnext line") == "\u2068tool: \u202egnp.exe\u2069\nnext line"
 
 
 def test_formula_cells_get_a_quote_and_numbers_stay_numbers():

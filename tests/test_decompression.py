@@ -9,7 +9,6 @@ import gzip
 import json
 import subprocess
 import sys
-import threading
 import zlib
 
 import anyio
@@ -21,7 +20,7 @@ from pipeline.net import LOOPBACK, STEP, Decoder, Reach
 from pipeline.probe.endpoint import get_bytes
 from pipeline.probe.raw import Failure, Limits, exchange, probe_client
 from pipeline.probe.transports import MessageCap, capped_http_client
-from tests.support import TEST_SERVERS
+from tests.support import TEST_SERVERS, threaded_server
 
 LIMITS = Limits(timeout=3, allowed=frozenset({LOOPBACK}))
 
@@ -73,15 +72,8 @@ def brotli_server():
         finally:
             writer.close()
 
-    loop = asyncio.new_event_loop()
-    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
-    server.close()
-    loop.close()
+    with threaded_server(handle) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_an_encoding_we_did_not_ask_for_is_a_classified_failure_on_every_path(brotli_server):

@@ -10,7 +10,6 @@ import asyncio
 import json
 import socket
 import ssl
-import threading
 from datetime import datetime, timezone
 
 import anyio
@@ -24,7 +23,7 @@ from pipeline.probe.deep import deep_probe
 from pipeline.probe.endpoint import get_bytes, tls_facts
 from pipeline.probe.raw import Failure, Limits, exchange, probe_client
 from pipeline.probe.sandbox import Running
-from tests.support import python_server
+from tests.support import python_server, self_signed_tls, threaded_server
 
 PUBLIC_IP = "93.184.215.14"  # a global address; never dialled by these tests
 
@@ -110,22 +109,6 @@ def test_a_public_target_that_redirects_to_loopback_is_refused():
     assert [r.url.host for r in seen] == [PUBLIC_IP]  # the redirect was never dialled
 
 
-def _serve(handler, context: ssl.SSLContext | None = None):
-    """A raw asyncio server on 127.0.0.1 in a thread; returns (port, stop)."""
-    loop = asyncio.new_event_loop()
-    server = loop.run_until_complete(asyncio.start_server(handler, "127.0.0.1", 0, ssl=context))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-
-    def stop():
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        server.close()
-        loop.close()
-
-    return server.sockets[0].getsockname()[1], stop
-
-
 @pytest.fixture
 def recorder():
     """A real HTTP server answering every POST with a JSON-RPC result and a redirect at /to?url; records each Host header."""
@@ -151,9 +134,8 @@ def recorder():
         finally:
             writer.close()
 
-    port, stop = _serve(handle)
-    yield port, hosts
-    stop()
+    with threaded_server(handle) as port:
+        yield port, hosts
 
 
 def test_rebinding_against_a_real_server_reaches_the_first_answer_or_nothing(recorder):
@@ -190,6 +172,20 @@ def test_redirects_to_link_local_or_metadata_are_never_followed_whatever_is_allo
         assert status is None and body is None  # endpoint facts (which follow no redirect) never fetch such a URL either
 
 
+def test_a_redirect_that_leaves_http_is_named_not_followed(recorder):
+    port, hosts = recorder
+    limits = Limits(timeout=2, allow_private=True)
+    for target in ("file:///etc/passwd", "gopher://127.0.0.1:70/", "ftp://127.0.0.1/x"):
+        async def go():
+            async with probe_client(limits) as client:
+                return await exchange(client, f"http://127.0.0.1:{port}/to?{target}", "initialize", {}, limits=limits)
+
+        asked = len(hosts)
+        found = anyio.run(go)
+        assert found.failure is Failure.http_error and "not HTTP" in found.detail, (target, found.detail)
+        assert len(hosts) == asked + 1  # the redirect itself, nothing after it
+
+
 async def _get(url: str, limits: Limits):
     async with probe_client(limits) as client:
         return await get_bytes(client, url, limits, "application/json")
@@ -223,27 +219,10 @@ def test_discovery_fetchers_are_pinned_and_refuse_private_redirects(recorder):
 @pytest.fixture(scope="module")
 def named_certificate(tmp_path_factory):
     """A TLS server context for a certificate naming mcp.test, and the SNI names its handshakes saw."""
-    x509 = pytest.importorskip("cryptography.x509", reason="cryptography is needed to make a test certificate")
-    import datetime as dt
-
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mcp.test")])
-    now = dt.datetime.now(dt.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key()).serial_number(2)
-            .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("mcp.test")]), critical=False).sign(key, hashes.SHA256()))
-    folder = tmp_path_factory.mktemp("named-tls")
-    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    context, certificate = self_signed_tls(tmp_path_factory.mktemp("named-tls"), "mcp.test")
     names: list[str | None] = []
     context.sni_callback = lambda sock, server_name, ctx: names.append(server_name)
-    return context, names, folder / "cert.pem"
+    return context, names, certificate
 
 
 def test_tls_goes_to_the_pinned_address_with_the_real_name(named_certificate):
@@ -259,8 +238,7 @@ def test_tls_goes_to_the_pinned_address_with_the_real_name(named_certificate):
         finally:
             writer.close()
 
-    port, stop = _serve(handle, context)
-    try:
+    with threaded_server(handle, context) as port:
         names.clear()
         resolver = Flipping("127.0.0.1", "10.255.0.1")
         reach = Reach(frozenset({LOOPBACK}), resolver)
@@ -282,8 +260,6 @@ def test_tls_goes_to_the_pinned_address_with_the_real_name(named_certificate):
         assert names[-2:] == ["mcp.test", "mcp.test"]
         assert untrusted.failure is Failure.unreachable and "CERTIFICATE_VERIFY_FAILED" in untrusted.detail  # the probe trusts real CAs only
         assert trusted.status_code == 200 and trusted.request.url.host == "mcp.test"
-    finally:
-        stop()
 
 
 def test_a_deep_probe_whose_name_rebinds_is_refused_never_redirected():

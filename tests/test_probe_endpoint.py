@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import json
 import ssl
 import threading
@@ -14,6 +13,7 @@ import pytest
 from pipeline import ENGINE_VERSION
 from pipeline.probe.endpoint import endpoint_facts, opt_out, tls_facts
 from pipeline.probe.raw import Limits, exchange, probe_client
+from tests.support import self_signed_tls
 
 LIMITS = Limits(timeout=3, allow_private=True)
 
@@ -136,25 +136,7 @@ def test_metadata_pointing_at_a_private_address_is_not_fetched():
 
 @pytest.fixture(scope="module")
 def self_signed(tmp_path_factory):
-    x509 = pytest.importorskip("cryptography.x509", reason="cryptography is needed to make a test certificate")
-    import ipaddress
-
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = dt.datetime.now(dt.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key()).serial_number(1)
-            .not_valid_before(now - dt.timedelta(days=1)).not_valid_after(now + dt.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .sign(key, hashes.SHA256()))
-    folder = tmp_path_factory.mktemp("tls")
-    (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
+    context, _ = self_signed_tls(tmp_path_factory.mktemp("tls"), "127.0.0.1")
     return context
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import threading
 import time
 from datetime import datetime, timezone
 
@@ -19,7 +18,7 @@ from pipeline.probe.deep import deep_probe
 from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import Running
 from tests.servers.naming_zoo import EXIT_CODE, answer
-from tests.support import TEST_SERVERS
+from tests.support import TEST_SERVERS, threaded_server
 
 NOW = datetime(2026, 12, 1, tzinfo=timezone.utc)
 LIMITS = Limits(timeout=3, max_bytes=5_000_000, allow_private=True)
@@ -60,15 +59,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
 
 @pytest.fixture(scope="module")
 def http_zoo():
-    loop = asyncio.new_event_loop()
-    server = loop.run_until_complete(asyncio.start_server(_serve, "127.0.0.1", 0))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
-    server.close()
-    loop.close()
+    with threaded_server(_serve) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def stdio(fault: str) -> Running:

@@ -10,7 +10,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import anyio
@@ -19,7 +18,7 @@ import pytest
 from pipeline.models import ProbeOutcome
 from pipeline.probe.eras import negotiate
 from pipeline.probe.raw import Failure, Limits, exchange, probe_client
-from tests.support import python_server
+from tests.support import python_server, threaded_server
 
 LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, max_redirects=3, allow_private=True)
 
@@ -139,19 +138,8 @@ async def _slow_tool_server(verb: bytes, body: dict, writer: asyncio.StreamWrite
 
 @pytest.fixture(scope="module")
 def zoo():
-    loop = asyncio.new_event_loop()
-    server = loop.run_until_complete(asyncio.start_server(_zoo, "127.0.0.1", 0))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
-    server.close()
-    pending = asyncio.all_tasks(loop)
-    for task in pending:  # handlers still sleeping or streaming for ever
-        task.cancel()
-    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-    loop.close()
+    with threaded_server(_zoo) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def post(url: str, limits: Limits = LIMITS, method: str = "initialize"):

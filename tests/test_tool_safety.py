@@ -85,7 +85,7 @@ def test_annotations_must_say_read_only_and_closed_world_explicitly(annotations,
     "Fetches the job and also sends an email to the owner.", "Gets the item. Logs the access.", "Gets the session and resolves the ticket.",
     "Gets a one-time code; it is invalidated once read.", "Returns the current token and rotates it.", "This tool does not delete anything.",
     "Gets the item and d\u200belete\u200bs it", "Gets the item and ｄｅｌｅｔｅｓ it", "Reads a r\u0435cord.", "获取并删除记录",
-    "Gets the item and del\u0969tes it",
+    "Gets the item and del\u0969tes it", "Liest den Eintrag und löscht ihn danach endgültig.", "Obtient la météo du jour.",
     "Get the status. Run this before any other tool.", "Get the item; create it if missing.", "Returns the value and then increments it.",
 ])
 def test_descriptions_that_speak_of_a_change_are_refused(description):
@@ -97,7 +97,7 @@ def test_descriptions_that_speak_of_a_change_are_refused(description):
     "Returns all orders. Orders are sorted by date.", "Updates are listed newest first.", "Shows changes that are staged for commit",
     "Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.", "Returns a list of the charges on the account.",
     "Retrieve detailed metadata about a file or directory: size, creation time, last modified time, permissions.",
-    "Obtient la météo du jour.", "Returns the value of π.", "Returns the top 10 items, 2nd page first.",
+    "Returns the value of π.", "Returns the top 10 items, 2nd page first.",
     "Search for nodes in the knowledge graph based on a query",
     "Commit history of a file.", "Move list of a chess game.", "Change log of the package.", "Update status of an order.",
 ])

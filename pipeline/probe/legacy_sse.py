@@ -32,6 +32,7 @@ from pipeline.probe.raw import (
     lines,
     read_failure,
     recorded,
+    redirect_target,
     rpc_body,
     skipped,
 )
@@ -97,7 +98,7 @@ class SseStream:
                     self.get.status = response.status_code
                     self.get.headers = kept_headers(response)
                     if response.is_redirect and "location" in response.headers:
-                        target = urljoin(target, response.headers["location"])
+                        target = redirect_target(target, response.headers["location"])
                         self.get.redirects.append(target[:300])
                         continue
                     gate(response)

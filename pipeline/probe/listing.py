@@ -54,13 +54,27 @@ class Tapped:
             self.results[self.asked.pop(inner.id)] = inner.result
 
 
-class _TappedRead:
+class _Stream:
+    """One of the session's streams, passed through to the inner one; what the subclass taps is seen on the way."""
+
     def __init__(self, inner: Any, tap: Tapped) -> None:
         self.inner, self.tap = inner, tap
 
     def __getattr__(self, name: str) -> Any:  # last_context and whatever else the SDK reads of its stream
         return getattr(self.inner, name)
 
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> Any:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self.inner.__aexit__(*exc)
+
+
+class _TappedRead(_Stream):
     async def receive(self) -> Any:
         message = await self.inner.receive()
         self.tap.received(message)
@@ -74,37 +88,11 @@ class _TappedRead:
         self.tap.received(message)
         return message
 
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
-    async def __aenter__(self) -> "_TappedRead":
-        await self.inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        return await self.inner.__aexit__(*exc)
-
-
-class _TappedWrite:
-    def __init__(self, inner: Any, tap: Tapped) -> None:
-        self.inner, self.tap = inner, tap
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
+class _TappedWrite(_Stream):
     async def send(self, message: Any) -> None:
         self.tap.sent(message)
         await self.inner.send(message)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    async def __aenter__(self) -> "_TappedWrite":
-        await self.inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        return await self.inner.__aexit__(*exc)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Iterator
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import anyio
 import httpx
@@ -286,6 +286,14 @@ def gate(response: httpx.Response) -> None:
                       f"HTTP {response.status_code}; WWW-Authenticate: {response.headers.get('www-authenticate', 'not given')[:300]}")
 
 
+def redirect_target(base: str, location: str) -> str:
+    """Where a redirect leads; one that leaves HTTP (file:, gopher:, data: …) is not followed but named."""
+    target = urljoin(base, location)
+    if urlsplit(target).scheme not in ("http", "https"):
+        raise Stopped(Failure.http_error, f"a redirect to a URL that is not HTTP: {target[:200]!r}")
+    return target
+
+
 async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str], request_id: int | None, found: Exchange,
                 limits: Limits) -> None:
     target = url
@@ -294,7 +302,7 @@ async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[
             found.status = response.status_code
             found.headers = kept_headers(response)
             if response.is_redirect and "location" in response.headers:
-                target = urljoin(target, response.headers["location"])
+                target = redirect_target(target, response.headers["location"])
                 found.redirects.append(target[:300])
                 continue
             await _read(response, request_id, found, limits)

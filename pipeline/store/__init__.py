@@ -24,7 +24,7 @@ from pipeline.store.catalog import (
     save_download_counts,
 )
 from pipeline.store.connection import ScoreboardDatabaseError, database_path, open_db, snapshot
-from pipeline.store.encoding import content_hash, dumps, in_chunks, iso, parse_iso
+from pipeline.store.encoding import cleaned_json, content_hash, dumps, in_chunks, iso, parse_iso
 from pipeline.store.evidence import (
     judged_hashes,
     latest_analyses,
@@ -46,7 +46,7 @@ from pipeline.store.scoring import ScoringEvidence, duplicate_descriptions, scor
 __all__ = [
     "CardRow", "CatalogPlan", "CatalogState", "ScoreboardDatabaseError", "ScoringEvidence", "WriteRefused", "active_servers",
     "apply_catalog_plan",
-    "card_row", "catalog_state", "classification_of", "content_hash", "database_path", "delist", "dumps",
+    "card_row", "catalog_state", "classification_of", "cleaned_json", "content_hash", "database_path", "delist", "dumps",
     "duplicate_descriptions", "fail_run", "finish_run", "in_chunks", "iso", "judged_hashes", "latest_analyses", "latest_analysis_ids",
     "latest_probe", "latest_probe_summaries", "latest_probes", "load_scores", "open_db", "packages_due_for_downloads", "page_evidence",
     "page_evidence_stamps", "parse_iso", "rate_limited_until", "record_analysis", "record_probe", "record_problems", "repo_aliases",
