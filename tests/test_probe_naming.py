@@ -49,6 +49,8 @@ async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             if reply == "die":
                 writer.transport.abort()  # the connection drops in the middle of the call
                 return
+            if reply == "hang":
+                await asyncio.sleep(3600)
             writer.write(_reply(json.dumps(reply).encode()))
         await writer.drain()
     except (ConnectionError, asyncio.IncompleteReadError):
@@ -67,9 +69,9 @@ def stdio(fault: str) -> Running:
     return Running(transport="stdio", command=sys.executable, args=(str(TEST_SERVERS / "naming_zoo.py"), fault), env={"PATH": "/usr/bin:/bin"})
 
 
-def probe(running: Running, limits: Limits = LIMITS):
+def probe(running: Running, limits: Limits = LIMITS, budget: float = 20):
     started = time.monotonic()
-    result = anyio.run(lambda: deep_probe("naming", running, limits=limits, total_timeout=20, now=NOW))
+    result = anyio.run(lambda: deep_probe("naming", running, limits=limits, total_timeout=budget, now=NOW))
     return result, time.monotonic() - started
 
 
@@ -187,3 +189,12 @@ def test_a_stdio_server_that_exits_leaves_its_exit_code(fault, outcome, code, wh
 def test_a_server_stopped_by_the_prober_has_no_exit_code_of_its_own():
     result, _ = probe(stdio("paged-loop"))
     assert result.outcome is ProbeOutcome.ok and result.exit_code is None and result.detail is None
+
+
+def test_a_call_that_is_never_answered_is_that_calls_timeout_within_the_budget(over):
+    """The call waits its timeout or what is left of the probe's budget (less a reserve), whichever is less: a hang is
+    recorded as that call's timeout, not lost with the session when the budget ends it."""
+    result, seconds = probe(over("hang-call"), Limits(timeout=10, allow_private=True), budget=5)
+    assert result.outcome is ProbeOutcome.ok, result.detail
+    assert [(i.tool, i.outcome) for i in result.invocations] == [("get_echo", "timeout")]
+    assert seconds < 6

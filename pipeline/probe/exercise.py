@@ -4,9 +4,11 @@ arguments and fuzz cases, only ever on tools that are safe to call (pipeline.pro
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
+import anyio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult
@@ -31,13 +33,31 @@ def _stand_in(exc: MCPError) -> bool:
     return exc.message.startswith(_STAND_INS)
 
 
+RESERVE = 1.0  # seconds of the probe's time kept back from a call, so a call that hangs is recorded as that call's timeout
+
+
+def _time_left() -> float:
+    """Seconds until the probe's deadline (the session runs under one), less the reserve; infinite outside a deadline."""
+    return anyio.current_effective_deadline() - anyio.current_time() - RESERVE
+
+
+def _call_timeout(client: Client) -> float | None:
+    """A call waits the session's read timeout, or less when the probe's budget would end first: a server that never
+    answers a call is then that call's timeout, not a probe cut short with the call unrecorded."""
+    left = _time_left()
+    if math.isinf(left):
+        return client.read_timeout_seconds
+    return max(0.1, left if client.read_timeout_seconds is None else min(client.read_timeout_seconds, left))
+
+
 async def _call(client: Client, name: str, arguments: dict[str, Any]) -> tuple[str, Any, float]:
     """("ok" | "is_error" | "jsonrpc_error" | "timeout" | "crash", the result dict or the error text, ms)."""
     started = time.perf_counter()
     try:
         # Sent as a plain request: the SDK's call_tool would check the result against the tool's outputSchema with
         # Python's `re`, which a hostile pattern can stall for ever; functional() checks it with bounded patterns.
-        reply = await client.session.send_request(CallToolRequest(params=CallToolRequestParams(name=name, arguments=arguments)), CallToolResult)
+        reply = await client.session.send_request(CallToolRequest(params=CallToolRequestParams(name=name, arguments=arguments)), CallToolResult,
+                                                  request_read_timeout_seconds=_call_timeout(client))
         payload = dump(reply)
         outcome = "is_error" if reply.is_error else "ok"
     except MCPError as exc:
@@ -54,9 +74,10 @@ async def _call(client: Client, name: str, arguments: dict[str, Any]) -> tuple[s
 
 
 async def _alive(client: Client) -> bool:
-    """Does the session still answer at all? (A timeout again is not proof of death.)"""
+    """Does the session still answer at all? (A timeout again, or no time left to ask, is not proof of death.)"""
     try:
-        await client.list_tools()
+        with anyio.move_on_after(max(0.1, _time_left() + RESERVE / 2)):
+            await client.list_tools()
     except MCPError as exc:
         return not connection_closed(exc)
     except Exception:  # noqa: BLE001 - closed streams and broken pipes: gone

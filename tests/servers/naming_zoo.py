@@ -7,7 +7,7 @@ fuzz-crash (a read-only tool that dies on an oversized argument: the process exi
 connection drops), drop-on-list (dies the same way when asked for its tools), paged-loop (tools, resources and
 prompts whose cursors loop and whose pages repeat items), templates-fail (resources/list answers,
 resources/templates/list fails), banner (1,500 log lines on stdout before the first answer, and one before each),
-babble (endless lines that are not JSON after initialize).
+babble (endless lines that are not JSON after initialize), hang-call (a read-only tool whose calls are never answered).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def capabilities(fault: str) -> dict:
 
 
 def answer(fault: str, request: dict):
-    """The JSON-RPC answer to `request`: a dict, None (no answer), or "die" (exit, or drop the connection)."""
+    """The JSON-RPC answer to `request`: a dict, None (no answer), "die" (exit, or drop the connection) or "hang" (never answer)."""
     method, rid, params = request.get("method"), request.get("id"), request.get("params") or {}
     if rid is None:
         return None
@@ -77,7 +77,7 @@ def answer(fault: str, request: dict):
         result = {"tools": many_tools()}
     elif method in ("tools/list", "resources/list", "prompts/list", "resources/templates/list") and fault == "paged-loop":
         result = page(method, params.get("cursor"))
-    elif method == "tools/list" and fault == "fuzz-crash":
+    elif method == "tools/list" and fault in ("fuzz-crash", "hang-call"):
         result = {"tools": [{"name": "get_echo", "description": "Get the text back.", "annotations": READ_ONLY,
                              "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}
     elif method == "tools/list":
@@ -88,6 +88,8 @@ def answer(fault: str, request: dict):
         return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "templates are broken"}}
     elif method == "tools/call" and fault == "fuzz-crash" and len(str(params.get("arguments", {}).get("text", ""))) > 1000:
         return "die"
+    elif method == "tools/call" and fault == "hang-call" and params.get("name") == "get_echo":
+        return "hang"
     elif method == "tools/call" and fault in ("fuzz-crash", "paged-loop", "many-tools"):
         result = {"content": [{"type": "text", "text": f"the thing from {params.get('name')}"}]}
     if result is None:
@@ -110,7 +112,7 @@ def main(fault: str) -> None:
         reply = answer(fault, request)
         if reply == "die":
             sys.exit(EXIT_CODE)
-        if reply is not None:
+        if reply not in (None, "hang"):
             if fault == "banner":
                 print(f"[info] handling {request.get('method')}", flush=True)
             send(reply)
