@@ -10,7 +10,9 @@ run of lines that are not JSON-RPC. `MessageCap.exceeded` says which bound was p
 records "too large", "notification flood" or "unparseable output" rather than a vague failure; and a
 stdio server that exits by itself leaves its exit status (`ServerExit`). Over HTTP the session dials
 only pinned, allowed addresses and reads bodies decompressed in bounded steps (pipeline.net), so the
-cap counts decompressed bytes; `MessageCap.refused` says when an address was refused.
+cap counts decompressed bytes; `MessageCap.refused` says when an address was refused. Before the SDK
+parses a message (a stdio line, a JSON body, an SSE data line), JSON escapes of lone surrogates, which its
+strict parser refuses, become U+FFFD's (pipeline.clean).
 """
 
 from __future__ import annotations
@@ -120,14 +122,15 @@ class _CappedStream(httpx2.AsyncByteStream):
             async for chunk in self._capped():
                 yield chunk
             return
-        held = b""
+        held = bytearray()
         async for chunk in self._capped():
             held += chunk
-            if self.events and (end := max(held.rfind(b"\n"), held.rfind(b"\r")) + 1):
-                yield _events_without_lone_surrogates(held[:end])
-                held = held[end:]
+            if self.events and (end := max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1):
+                end += len(held) - len(chunk)
+                yield _events_without_lone_surrogates(bytes(held[:end]))
+                del held[:end]
         if held:
-            yield _events_without_lone_surrogates(held) if self.events else json_without_lone_surrogates(held)
+            yield _events_without_lone_surrogates(bytes(held)) if self.events else json_without_lone_surrogates(bytes(held))
 
     async def _capped(self) -> AsyncIterator[bytes]:
         size, last = 0, b""
