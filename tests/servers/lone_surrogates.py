@@ -3,8 +3,8 @@
 Its server name holds a lone high surrogate; one tool's description a lone high one, beside a valid pair and an
 escaped backslash before "ud800" (text, not an escape); another tool's title a lone low one, and a key of its
 schema a lone high one. The SDK's strict parser refuses such a message whole; the prober's transports let it
-through with U+FFFD in each lone half's place. tests/test_probe_surrogates.py serves the same answers over
-Streamable HTTP (`answer` is shared).
+through with U+FFFD in each lone half's place. `answer` is shared: tests/test_probe_surrogates.py serves it
+over Streamable HTTP, tests/test_probe_sse.py over HTTP+SSE.
 """
 
 from __future__ import annotations
