@@ -105,10 +105,10 @@ class _Dropped(httpx2.AsyncByteStream):
 
 class _CappedStream(httpx2.AsyncByteStream):
     """A response body capped (`MessageCap`), with JSON's lone surrogate escapes rewritten (pipeline.clean) for the SDK's
-    strict parser: a JSON body (`json`) is held to its end, an event stream (`events`) to the end of each line."""
+    strict parser: a JSON body (`json_body`) is held to its end, an event stream (`events`) to the end of each line."""
 
-    def __init__(self, inner: Any, cap: MessageCap, events: bool, json: bool = False) -> None:
-        self.inner, self.cap, self.events, self.json = inner, cap, events, json
+    def __init__(self, inner: Any, cap: MessageCap, events: bool, json_body: bool = False) -> None:
+        self.inner, self.cap, self.events, self.json_body = inner, cap, events, json_body
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
@@ -118,7 +118,7 @@ class _CappedStream(httpx2.AsyncByteStream):
             raise ConnectionDropped(f"{DROPPED} mid-response ({type(exc).__name__}: {exc})") from exc
 
     async def _readable(self) -> AsyncIterator[bytes]:
-        if not (self.events or self.json):
+        if not (self.events or self.json_body):
             async for chunk in self._capped():
                 yield chunk
             return
@@ -178,7 +178,7 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
             # The SDK would let this end its whole transport (the session, every check done): one request failed.
             return httpx2.Response(200, headers={"content-type": "application/json"}, stream=_Dropped(exc), request=request)
         kind = response.headers.get("content-type", "").lower()
-        stream = _CappedStream(response.stream, self.cap, events=kind.startswith("text/event-stream"), json=kind.startswith("application/json"))
+        stream = _CappedStream(response.stream, self.cap, events=kind.startswith("text/event-stream"), json_body=kind.startswith("application/json"))
         return httpx2.Response(response.status_code, headers=response.headers, stream=stream,
                                extensions=response.extensions, request=request)
 
