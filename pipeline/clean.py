@@ -8,6 +8,9 @@ and C1 controls but tab, newline and carriage return, and the noncharacters (XML
 U+FFFF; HTML calls every noncharacter a parse error). It caps each string at MAX_TEXT characters and
 says how long it was. Bidi controls and zero-width characters are kept: they are evidence (the hidden
 characters check names them), and the pages isolate them (`isolate_bidi`). Methodology deviation 39.
+
+Before any of that, `json_without_lone_surrogates` lets a JSON text that escapes a lone surrogate reach the SDK
+session at all (its strict parser refuses the whole message): only those escapes change, to U+FFFD's.
 """
 
 from __future__ import annotations
@@ -34,6 +37,11 @@ _TERMINAL = re.compile(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
                        r"|\x1b[ -/]*[0-~]?|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
+# JSON escapes read left to right, so an escaped backslash (\\) is one escape and the "ud800" after it plain text: a
+# surrogate pair, then a surrogate half left alone (lone), then any other escape. A raw backslash occurs only in a string.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_JSON_ESCAPE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(?P<lone>\\u[dD][89a-fA-F][0-9a-fA-F]{2})|\\.", re.DOTALL)
+
 
 def clean_text(text: str, limit: int = MAX_TEXT) -> str:
     """One string, storable and renderable anywhere: unstorable characters replaced, at most `limit` characters kept."""
@@ -42,6 +50,15 @@ def clean_text(text: str, limit: int = MAX_TEXT) -> str:
     if len(text) > limit:
         return text[:limit] + f"…[trimmed, {len(text)} chars]"
     return text
+
+
+def json_without_lone_surrogates(data: bytes) -> bytes:
+    """A JSON text with each escaped lone surrogate (a high half not followed by a low one, a low half not after a high
+    one) written as U+FFFD's escape, byte for byte the same length; all else, controls included, exactly as sent (the
+    hidden characters check measures text as received). `data` itself when it escapes no surrogate."""
+    if not _SURROGATE_ESCAPE.search(data):
+        return data
+    return _JSON_ESCAPE.sub(lambda escape: b"\\ufffd" if escape["lone"] else escape[0], data)
 
 
 def clean(value: Any, limit: int = MAX_TEXT) -> Any:

@@ -187,7 +187,7 @@ TITLE = '=HYPERLINK("http://evil.example","x") \x01\ud800 \u202eevil\x1b[2J'
 
 
 def hostile_stdio() -> LaunchSpec:
-    return LaunchSpec(registry="pypi", package="hostile-stdio", command="python", args=[str(TEST_SERVERS / "hostile_text.py"), "tools-no-surrogate"],
+    return LaunchSpec(registry="pypi", package="hostile-stdio", command="python", args=[str(TEST_SERVERS / "hostile_text.py"), "tools"],
                       transport="stdio")
 
 
@@ -212,6 +212,7 @@ def test_hostile_servers_are_stored_clean_the_run_goes_on_and_the_site_stays_val
     stored = {(r["server_id"], r["kind"]): r for r in db.query("select server_id, kind, outcome, detail, evidence from probe_runs")}
     assert set(stored) == {(s.id, kind) for s in servers for kind in ("deep", "fast")}  # every server, both suites: the run went on
     assert stored[("good", "deep")]["outcome"] == "ok"
+    assert stored[("hostile-tools", "deep")]["outcome"] == "ok"  # its lone surrogates, read as U+FFFD, lose neither handshake nor tools
     refused = stored[("hostile-refuse", "deep")]
     assert refused["outcome"] == "protocol_error" and "=cmd|" in refused["detail"]
     assert all(clean_text(text, len(text)) == text for row in stored.values() for text in (row["detail"] or "", row["evidence"]))
@@ -247,10 +248,10 @@ def _number(cell: str) -> bool:
 def test_the_cli_prints_no_terminal_escape_sequences(transport):
     command = [sys.executable, "-m", "pipeline.cli"]
     if transport == "http":
-        with python_server("hostile_text.py", "tools-no-surrogate") as url:
+        with python_server("hostile_text.py", "tools") as url:
             done = subprocess.run([*command, "probe", url, "--timeout", "2"], capture_output=True, cwd=REPO, timeout=60)
     else:
-        line = f"{sys.executable} {TEST_SERVERS / 'hostile_text.py'} tools-no-surrogate"
+        line = f"{sys.executable} {TEST_SERVERS / 'hostile_text.py'} tools"
         done = subprocess.run([*command, "check", "--stdio", line, "--timeout", "2"], capture_output=True, cwd=REPO, timeout=60)
     shown = (done.stdout + done.stderr).decode("utf-8")
     assert "get_" in shown and "Traceback" not in shown  # the hostile tool was listed

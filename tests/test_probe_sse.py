@@ -19,6 +19,7 @@ from pipeline.probe.fast import raw_fast_probe
 from pipeline.probe.legacy_sse import negotiate_sse
 from pipeline.probe.raw import Failure, Limits, probe_client, telling_failure
 from pipeline.probe.sandbox import Running
+from tests.servers.lone_surrogates import answer as lone_surrogates
 
 LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, allow_private=True)
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
@@ -116,6 +117,9 @@ class SseZoo:
         writer.write(plain("202 Accepted", b"Accepted"))
         rid, method = message.get("id"), message.get("method")
         if rid is None or kind == "silent":
+            return
+        if kind == "surrogates":  # its server name and tool texts escape lone surrogates
+            queue.put_nowait(event(lone_surrogates(message)))
             return
         if kind == "hangup":
             queue.put_nowait(None)
@@ -274,3 +278,12 @@ def test_an_oversized_answer_on_the_sse_stream_ends_the_session_as_too_large(zoo
     result = anyio.run(lambda: deep_probe("sse", Running(transport="sse", url=origin + "/bulky"), limits=LIMITS, total_timeout=20, now=NOW))
     assert result.outcome is ProbeOutcome.protocol_error and result.detail == "too large: an SSE event passed 200,000 bytes", result.detail
     assert result.era == "legacy" and {c.name: c.outcome for c in result.checks}["message_bounds"] == "too_large"
+
+
+def test_lone_surrogates_on_the_event_stream_become_u_fffd_and_lose_nothing(zoo):
+    origin, _ = zoo
+    result = anyio.run(lambda: deep_probe("sse", Running(transport="sse", url=origin + "/surrogates"), limits=LIMITS, total_timeout=20, now=NOW))
+    checks = {c.name: c for c in result.checks}
+    assert result.outcome is ProbeOutcome.ok and result.transport == "sse" and result.server_info["name"] == "lone\ufffdname", result.detail
+    assert [t["name"] for t in result.tools] == ["get_thing", "get_other"] and "\ufffd" in result.tools[0]["description"]
+    assert checks["hidden_characters"].detail == "get_thing.description: U+FFFD; get_other.title: U+FFFD"

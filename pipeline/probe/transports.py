@@ -10,7 +10,9 @@ run of lines that are not JSON-RPC. `MessageCap.exceeded` says which bound was p
 records "too large", "notification flood" or "unparseable output" rather than a vague failure; and a
 stdio server that exits by itself leaves its exit status (`ServerExit`). Over HTTP the session dials
 only pinned, allowed addresses and reads bodies decompressed in bounded steps (pipeline.net), so the
-cap counts decompressed bytes; `MessageCap.refused` says when an address was refused.
+cap counts decompressed bytes; `MessageCap.refused` says when an address was refused. Before the SDK
+parses a message (a stdio line, a JSON body, an SSE data line), JSON escapes of lone surrogates, which its
+strict parser refuses, become U+FFFD's (pipeline.clean).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from anyio.abc import Process
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from pipeline.clean import json_without_lone_surrogates
 from pipeline.lifetime import end, guarded
 from pipeline.net import AddressRefused, PinnedAsyncTransport, Reach
 from pipeline.probe.raw import USER_AGENT
@@ -101,15 +104,33 @@ class _Dropped(httpx2.AsyncByteStream):
 
 
 class _CappedStream(httpx2.AsyncByteStream):
-    def __init__(self, inner: Any, cap: MessageCap, events: bool) -> None:
-        self.inner, self.cap, self.events = inner, cap, events
+    """A response body capped (`MessageCap`), with JSON's lone surrogate escapes rewritten (pipeline.clean) for the SDK's
+    strict parser: a JSON body (`json_body`) is held to its end, an event stream (`events`) to the end of each line."""
+
+    def __init__(self, inner: Any, cap: MessageCap, events: bool, json_body: bool = False) -> None:
+        self.inner, self.cap, self.events, self.json_body = inner, cap, events, json_body
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         try:
-            async for chunk in self._capped():
+            async for chunk in self._readable():
                 yield chunk
         except _DROPS as exc:
             raise ConnectionDropped(f"{DROPPED} mid-response ({type(exc).__name__}: {exc})") from exc
+
+    async def _readable(self) -> AsyncIterator[bytes]:
+        if not (self.events or self.json_body):
+            async for chunk in self._capped():
+                yield chunk
+            return
+        held = bytearray()
+        async for chunk in self._capped():
+            held += chunk
+            if self.events and (end := max(chunk.rfind(b"\n"), chunk.rfind(b"\r")) + 1):
+                end += len(held) - len(chunk)
+                yield _events_without_lone_surrogates(bytes(held[:end]))
+                del held[:end]
+        if held:
+            yield _events_without_lone_surrogates(bytes(held)) if self.events else json_without_lone_surrogates(bytes(held))
 
     async def _capped(self) -> AsyncIterator[bytes]:
         size, last = 0, b""
@@ -128,6 +149,13 @@ class _CappedStream(httpx2.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _events_without_lone_surrogates(lines: bytes) -> bytes:
+    """Whole lines of an event stream with each `data:` line's JSON freed of lone surrogate escapes; the rest as sent."""
+    if b"\\u" not in lines:
+        return lines
+    return b"".join(json_without_lone_surrogates(line) if line.startswith(b"data:") else line for line in lines.splitlines(keepends=True))
 
 
 class _CappedTransport(httpx2.AsyncBaseTransport):
@@ -149,8 +177,9 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
         except _DROPS as exc:
             # The SDK would let this end its whole transport (the session, every check done): one request failed.
             return httpx2.Response(200, headers={"content-type": "application/json"}, stream=_Dropped(exc), request=request)
-        events = response.headers.get("content-type", "").lower().startswith("text/event-stream")
-        return httpx2.Response(response.status_code, headers=response.headers, stream=_CappedStream(response.stream, self.cap, events),
+        kind = response.headers.get("content-type", "").lower()
+        stream = _CappedStream(response.stream, self.cap, events=kind.startswith("text/event-stream"), json_body=kind.startswith("application/json"))
+        return httpx2.Response(response.status_code, headers=response.headers, stream=stream,
                                extensions=response.extensions, request=request)
 
     async def aclose(self) -> None:
@@ -252,7 +281,7 @@ async def bounded_stdio(running: Running, cap: MessageCap, exited: ServerExit | 
 
 def _parse(line: bytes) -> SessionMessage | Exception:
     try:
-        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(json_without_lone_surrogates(line), by_name=False))
     except (ValidationError, ValueError) as exc:
         return exc
 

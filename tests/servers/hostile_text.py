@@ -5,9 +5,7 @@ NUL, C0 and C1 controls, terminal escape sequences, bidi overrides, noncharacter
 MODE `refuse` answers `initialize` with a JSON-RPC error whose message is that text (the prober
 records it as the probe's detail); MODE `tools` completes the handshake and puts the text in its
 server info, instructions, tool name, title and description, and in the error of every call it
-refuses. A mode ending in `-no-surrogate` leaves the lone surrogate out: the SDK's strict JSON parser
-drops a whole message that holds one, so only without it does the rest of the text reach the SDK session.
-With PORT it serves stateless Streamable HTTP (one JSON answer per POST) on that port; without,
+refuses. With PORT it serves stateless Streamable HTTP (one JSON answer per POST) on that port; without,
 newline-delimited JSON-RPC over stdio.
 """
 
@@ -18,8 +16,6 @@ import sys
 HOSTILE = "\ud800 =cmd|'/c calc'!A1 \x00\x01\x1b[31mred\x1b]0;title\x07\x9b2J \u202eevil\u2066 \ufffe\uffff\x7f\r\nend"
 PORT = int(sys.argv.pop(1)) if len(sys.argv) > 1 and sys.argv[1].isdigit() else None
 MODE = sys.argv[1] if len(sys.argv) > 1 else "tools"
-if MODE.endswith("-no-surrogate"):
-    MODE, HOSTILE = MODE.removesuffix("-no-surrogate"), HOSTILE.replace("\ud800", "")
 
 
 def answer(request):
