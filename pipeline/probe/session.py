@@ -147,10 +147,10 @@ async def run_session(
         with anyio.fail_after(total_timeout) as whole:
             async with AsyncExitStack() as stack:
                 client = _client(running, limits, total_timeout, cap, exited, watcher)
-                _, result.connect_ms = await timed(lambda: stack.enter_async_context(client))
-                connected = True
-                record_handshake(result, client)
-                with anyio.CancelScope() as cap.stop:  # a 429 ends the body at once: nothing more is asked
+                with anyio.CancelScope() as cap.stop:  # a 429 ends the session at once, in its handshake or after
+                    _, result.connect_ms = await timed(lambda: stack.enter_async_context(client))
+                    connected = True
+                    record_handshake(result, client)
                     await body(result, client)
     except TimeoutError as exc:
         if connected and whole.cancel_called:

@@ -11,7 +11,7 @@ records "too large", "notification flood" or "unparseable output" rather than a 
 stdio server that exits by itself leaves its exit status (`ServerExit`). Over HTTP the session dials
 only pinned, allowed addresses and reads bodies decompressed in bounded steps (pipeline.net), so the
 cap counts decompressed bytes; `MessageCap.refused` says when an address was refused. A 429 to any request
-of the session is recorded (`MessageCap.retry_after`), ends the session's body (`MessageCap.stop`), and every
+of the session is recorded (`MessageCap.retry_after`), ends the session (`MessageCap.stop`), and every
 later request, the SDK's closing DELETE included, is answered here without reaching the server.
 """
 
@@ -55,7 +55,7 @@ class MessageCap:
     refused: str | None = None  # an address the session was not allowed to dial
     retry_after: str | None = None  # set by a 429 to a request of the session: its Retry-After ("" when it gave none)
     limited: str | None = None  # the request the 429 answered
-    stop: anyio.CancelScope | None = None  # the session's body, which a 429 ends: nothing more is asked
+    stop: anyio.CancelScope | None = None  # the session (handshake and body), which a 429 ends: nothing more is asked
 
     def rate_limited(self, request: str, retry_after: str | None) -> None:
         """After a 429 nothing more goes to the server in this session (the first 429 is the one kept)."""

@@ -1,4 +1,6 @@
-"""A legacy-era MCP server, as raw HTTP, that answers its handshake well and then 429 (Retry-After: 120) to tools/list.
+"""A legacy-era MCP server, as raw HTTP, that answers its handshake well and then 429 (Retry-After: 120) to tools/list
+(or, with `limited="initialize"`, to every `initialize` after the first: the raw negotiation's is answered, the SDK
+session's is not).
 
 Served in a thread by `serving(transport)`: "streamable-http" (one JSON answer per POST; server/discover refused, an
 Mcp-Session-Id given so a client would close the session with a DELETE) or "sse" (legacy HTTP+SSE: each GET of /sse
@@ -21,9 +23,9 @@ TOOL = {"name": "get_time", "description": "The current time.", "inputSchema": {
 
 
 def answer(request: dict) -> dict | None:
-    """The JSON-RPC answer to `request` (None: a notification, or the 429 that tools/list gets instead)."""
+    """The JSON-RPC answer to `request` (None: a notification)."""
     method, rid = request.get("method"), request.get("id")
-    if rid is None or method == "tools/list":
+    if rid is None:
         return None
     if method == "initialize":
         result: dict | None = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}, "resources": {}, "prompts": {}},
@@ -46,8 +48,8 @@ LIMITED = reply(b'{"error": "slow down"}', "429 Too Many Requests", "Retry-After
 
 
 class LateLimit:
-    def __init__(self, transport: str) -> None:
-        self.transport = transport
+    def __init__(self, transport: str, limited: str) -> None:
+        self.transport, self.limited = transport, limited
         self.requests: list[str] = []
         self.streams: dict[str, asyncio.Queue] = {}  # over HTTP+SSE: each GET's stream, by the session its endpoint names
 
@@ -62,10 +64,15 @@ class LateLimit:
                 await self.over_sse(verb, path, request, writer)
             else:
                 await self.streamable(verb, request, writer)
-        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
-            pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError, ValueError):
+            pass  # the client went away, or the server is stopping
         finally:
             writer.close()
+
+    def limits(self, request: dict) -> bool:
+        """Is `request` answered 429? tools/list always; initialize from its second time on."""
+        asked = sum(r.endswith(f" {self.limited}") for r in self.requests)
+        return request.get("method") == self.limited and asked > (self.limited == "initialize")
 
     async def streamable(self, verb: str, request: dict, writer: asyncio.StreamWriter) -> None:
         if verb == "DELETE":
@@ -75,7 +82,7 @@ class LateLimit:
         elif request.get("method") == "server/discover":
             writer.write(reply(json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "no"}}).encode(),
                                "400 Bad Request"))
-        elif request.get("method") == "tools/list":
+        elif self.limits(request):
             writer.write(LIMITED)
         elif (answered := answer(request)) is None:
             writer.write(reply(b"", "202 Accepted"))
@@ -98,7 +105,7 @@ class LateLimit:
                     writer.write(b": keep-alive\n\n")
                 await writer.drain()
         elif verb == "POST" and path.startswith("/messages?session=") and (queue := self.streams.get(path.rpartition("=")[2])):
-            if request.get("method") == "tools/list":
+            if self.limits(request):
                 writer.write(LIMITED)
             else:
                 writer.write(reply(b"", "202 Accepted"))
@@ -113,8 +120,8 @@ class LateLimit:
 
 
 @contextmanager
-def serving(transport: str) -> Iterator[tuple[str, LateLimit]]:
+def serving(transport: str, limited: str = "tools/list") -> Iterator[tuple[str, LateLimit]]:
     """The server on a free loopback port: (its endpoint URL, its request log)."""
-    server = LateLimit(transport)
+    server = LateLimit(transport, limited)
     with threaded_server(server.handle) as port:
         yield f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}", server
