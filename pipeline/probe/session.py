@@ -144,14 +144,14 @@ async def run_session(
     exited = ServerExit()
     connected = False
     try:
-        with anyio.fail_after(total_timeout) as whole:
+        # A 429 ends the session at once (`cap.stop`), in its handshake or after: nothing more is asked.
+        with anyio.fail_after(total_timeout) as whole, anyio.CancelScope() as cap.stop:
             async with AsyncExitStack() as stack:
                 client = _client(running, limits, total_timeout, cap, exited, watcher)
-                with anyio.CancelScope() as cap.stop:  # a 429 ends the session at once, in its handshake or after
-                    _, result.connect_ms = await timed(lambda: stack.enter_async_context(client))
-                    connected = True
-                    record_handshake(result, client)
-                    await body(result, client)
+                _, result.connect_ms = await timed(lambda: stack.enter_async_context(client))
+                connected = True
+                record_handshake(result, client)
+                await body(result, client)
     except TimeoutError as exc:
         if connected and whole.cancel_called:
             result.checks.append(CheckResult(name="skipped", outcome="not measured", passed=None,
