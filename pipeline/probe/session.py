@@ -24,6 +24,7 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from pipeline import ENGINE_VERSION
+from pipeline.http_headers import retry_after
 from pipeline.models import CheckResult, ProbeOutcome, ProbeResult
 from pipeline.probe.listing import Tapped
 from pipeline.probe.raw import Limits
@@ -143,7 +144,8 @@ async def run_session(
     exited = ServerExit()
     connected = False
     try:
-        with anyio.fail_after(total_timeout) as whole:
+        # A 429 ends the session at once (`cap.stop`), in its handshake or after: nothing more is asked.
+        with anyio.fail_after(total_timeout) as whole, anyio.CancelScope() as cap.stop:
             async with AsyncExitStack() as stack:
                 client = _client(running, limits, total_timeout, cap, exited, watcher)
                 _, result.connect_ms = await timed(lambda: stack.enter_async_context(client))
@@ -164,8 +166,22 @@ async def run_session(
     if cap.refused and result.outcome != ProbeOutcome.ok:
         result.outcome, result.detail = ProbeOutcome.refused, cap.refused  # the address, not the server, ended it
     _name_outcome(result, running, cap, exited, watcher, connected)
+    if cap.retry_after is not None:
+        _rate_limited(result, cap, limits)
     result.duration_ms = (time.perf_counter() - started) * 1000
     return result
+
+
+def _rate_limited(result: ProbeResult, cap: MessageCap, limits: Limits) -> None:
+    """A 429 in the session names the probe, whatever it had found before (the handshake and lists read stand): the
+    server asked us to wait, so what the session had not yet asked is not measured, and the probe asks nothing more."""
+    why = f"the server answered HTTP 429 to {cap.limited} in the SDK session (Retry-After: {cap.retry_after or 'not given'})"[:500]
+    if limits.budget is not None:
+        limits.budget.rate_limited(cap.retry_after or None)
+    result.outcome, result.detail = ProbeOutcome.rate_limited, why
+    result.retry_after_s = retry_after(cap.retry_after or None, time.time())
+    result.checks.append(CheckResult(name="skipped", outcome="not measured", passed=None,
+                                     detail=f"skipped: {why}: what the session had not yet asked is not measured"))
 
 
 def _name_outcome(result: ProbeResult, running: Running, cap: MessageCap, exited: ServerExit, watcher: _StreamWatcher, connected: bool) -> None:

@@ -12,12 +12,15 @@ stdio server that exits by itself leaves its exit status (`ServerExit`). Over HT
 only pinned, allowed addresses and reads bodies decompressed in bounded steps (pipeline.net), so the
 cap counts decompressed bytes; `MessageCap.refused` says when an address was refused. Before the SDK
 parses a message (a stdio line, a JSON body, an SSE data line), JSON escapes of lone surrogates, which its
-strict parser refuses, become U+FFFD's (pipeline.clean).
+strict parser refuses, become U+FFFD's (pipeline.clean). A 429 to any request of the session is recorded
+(`MessageCap.retry_after`), ends the session (`MessageCap.stop`), and every later request, the SDK's closing
+DELETE included, is answered here without reaching the server.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import signal
 import subprocess
@@ -53,6 +56,16 @@ class MessageCap:
     exceeded: str | None = None
     kind: str | None = None
     refused: str | None = None  # an address the session was not allowed to dial
+    retry_after: str | None = None  # set by a 429 to a request of the session: its Retry-After ("" when it gave none)
+    limited: str | None = None  # the request the 429 answered
+    stop: anyio.CancelScope | None = None  # the session (handshake and body), which a 429 ends: nothing more is asked
+
+    def rate_limited(self, request: str, retry_after: str | None) -> None:
+        """After a 429 nothing more goes to the server in this session (the first 429 is the one kept)."""
+        if self.retry_after is None:
+            self.retry_after, self.limited = retry_after or "", request
+            if self.stop is not None:
+                self.stop.cancel()
 
     def over(self, what: str) -> str:
         if self.exceeded is None:
@@ -169,6 +182,11 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
         self.cap = cap
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if self.cap.retry_after is not None:
+            # The server asked us to wait: this request (a later list, a tool call, the SDK's closing DELETE, a stream's
+            # reconnection) is answered here, never sent. A 429 is what every SDK path handles without a fuss.
+            return httpx2.Response(429, headers={"content-type": "text/plain"}, content=b"not sent: the server answered HTTP 429 earlier",
+                                   request=request)
         try:
             response = await self.inner.handle_async_request(request)
         except AddressRefused as refused:
@@ -177,6 +195,8 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
         except _DROPS as exc:
             # The SDK would let this end its whole transport (the session, every check done): one request failed.
             return httpx2.Response(200, headers={"content-type": "application/json"}, stream=_Dropped(exc), request=request)
+        if response.status_code == 429:
+            self.cap.rate_limited(_named(request), response.headers.get("retry-after"))
         kind = response.headers.get("content-type", "").lower()
         stream = _CappedStream(response.stream, self.cap, events=kind.startswith("text/event-stream"), json_body=kind.startswith("application/json"))
         return httpx2.Response(response.status_code, headers=response.headers, stream=stream,
@@ -184,6 +204,15 @@ class _CappedTransport(httpx2.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+def _named(request: httpx2.Request) -> str:
+    """A request as the evidence names it: its JSON-RPC method when it has one (a POST), else its HTTP method."""
+    try:
+        method = json.loads(request.content).get("method") if request.method == "POST" else None
+    except (ValueError, AttributeError, httpx2.RequestNotRead):
+        method = None
+    return method if isinstance(method, str) else request.method
 
 
 def capped_http_client(cap: MessageCap, call_timeout: float, stream_timeout: float, user_agent: str = USER_AGENT, reach: Reach = Reach()):
