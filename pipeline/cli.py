@@ -8,7 +8,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import click
 from sqlite_utils import Database
@@ -19,19 +19,19 @@ from pipeline.analyze.fetch import InstalledPackageFetcher
 from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
-from pipeline.discover import SnapshotDownloads, online_sources, run_discover, snapshot_sources
-from pipeline.discover import sources as registered
-from pipeline.discover.downloads import DownloadCounter
-from pipeline.discover.http import USER_AGENT, SourceHTTP, source_client
-from pipeline.discover.local import DEFAULT_CATALOG, LocalCatalogSource
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import ProbeResult, StageReport
 from pipeline.net import LOOPBACK, PRIVATE, Reach
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installer
 from pipeline.probe.monitor import run_monitor
-from pipeline.render import run_build
 from pipeline.score import registry, run_score
+
+if TYPE_CHECKING:
+    from pipeline.discover.http import SourceHTTP
+
+# Discovery and the build are imported where they are used: `probe TARGET` and `check`, which a server's author runs
+# against a hostile server within a time budget, start without them.
 
 
 def echo(message: str, err: bool = False) -> None:
@@ -104,15 +104,21 @@ server_option = click.option("--server", "server_ids", multiple=True, help="Only
 
 
 @cli.command()
-@click.option("--catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=DEFAULT_CATALOG,
-              show_default="embedded local catalog")
+@click.option("--catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False), show_default="embedded local catalog")
 @click.option("--from-snapshot", "snapshot", type=click.Path(path_type=Path, exists=True, file_okay=False),
-              help=f"Read saved source payloads from DIR/<source>/ ({', '.join(registered.names())}; npm-pypi-downloads for download counts).")
-@click.option("--online", is_flag=True, help="Fetch the eight sources live (credentials from GITHUB_TOKEN, SMITHERY_API_KEY, PULSEMCP_API_KEY, …).")
+              help="Read saved source payloads from DIR/<source>/, one folder per registered source (the shared fixtures' layout; "
+                   "npm-pypi-downloads for download counts).")
+@click.option("--online", is_flag=True,
+              help="Fetch every registered source live (credentials from GITHUB_TOKEN, SMITHERY_API_KEY, PULSEMCP_API_KEY, …).")
 @click.option("--sources", "source_names", help="Comma-separated sources to read (default: every one available, plus `local`).")
 @pass_settings
-def discover(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, source_names: str | None) -> None:
+def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, online: bool, source_names: str | None) -> None:
     """Read the sources and merge their servers into the catalog (the embedded local catalog by default)."""
+    from pipeline.discover import run_discover
+    from pipeline.discover.http import USER_AGENT, SourceHTTP, source_client
+    from pipeline.discover.local import DEFAULT_CATALOG
+
+    catalog = catalog or DEFAULT_CATALOG
     if snapshot and online:
         raise click.UsageError("--from-snapshot and --online are alternatives")
     names = [n.strip() for n in source_names.split(",") if n.strip()] if source_names else None
@@ -130,6 +136,10 @@ def discover(settings: Settings, catalog: Path, snapshot: Path | None, online: b
 
 def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, names: list[str] | None, http: SourceHTTP):
     """The sources a discover run reads, and where download counts come from (if anywhere)."""
+    from pipeline.discover import SnapshotDownloads, online_sources, snapshot_sources
+    from pipeline.discover.downloads import DownloadCounter
+    from pipeline.discover.local import LocalCatalogSource
+
     remote_names = [n for n in names if n != "local"] if names else None
     sources: list = []
     if names is None or "local" in names:
@@ -265,6 +275,8 @@ def score(settings: Settings) -> None:
 @pass_settings
 def build(settings: Settings, site_dir: Path | None) -> None:
     """Render the database into the static site."""
+    from pipeline.render import run_build
+
     db = _open(settings)
     target = site_dir or settings.site_dir
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
@@ -348,6 +360,8 @@ def check(settings: Settings, url: str | None, stdio_command: str | None, source
 @pass_settings
 def install(settings: Settings) -> None:
     """Install the local catalog's servers into the cache (the probe stage does this too)."""
+    from pipeline.discover.local import LocalCatalogSource
+
     batch = LocalCatalogSource().read()
     results = _install(settings, [e.launch for e in batch.entries if e.launch])
     for key, result in sorted(results.items()):
@@ -362,6 +376,10 @@ def install(settings: Settings) -> None:
 @pass_settings
 def run(settings: Settings, site_dir: Path | None) -> None:
     """Run every stage in order: discover → analyze → probe → monitor → judge → score → build."""
+    from pipeline.discover import run_discover
+    from pipeline.discover.local import LocalCatalogSource
+    from pipeline.render import run_build
+
     db = _open(settings)
     target = site_dir or settings.site_dir
     _stage(db, "discover", {}, lambda _: run_discover(db, sources=[LocalCatalogSource()], now=utcnow()))
