@@ -198,3 +198,13 @@ def test_a_call_that_is_never_answered_is_that_calls_timeout_within_the_budget(o
     assert result.outcome is ProbeOutcome.ok, result.detail
     assert [(i.tool, i.outcome) for i in result.invocations] == [("get_echo", "timeout")]
     assert seconds < 6
+
+
+def test_an_answer_too_deep_to_parse_fails_its_request_at_once_named():
+    """Over stdio a line nested deeper than the parser goes cannot be read, but its id can: that request fails at once
+    with the reason, and the session goes on, rather than wait out the call timeout."""
+    result, seconds = probe(stdio("deep-list"), Limits(timeout=10, allow_private=True))
+    listed = {c.name: c for c in result.checks}["tools/list"]
+    assert result.outcome is ProbeOutcome.ok and result.tools is None
+    assert listed.passed is False and "could not parse the server's answer" in listed.detail, listed
+    assert seconds < 6

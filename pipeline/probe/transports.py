@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import signal
 import subprocess
 from contextlib import asynccontextmanager
@@ -308,10 +309,21 @@ async def bounded_stdio(running: Running, cap: MessageCap, exited: ServerExit | 
             stream.close()
 
 
+# An answer's id, where it stands before anything nested (as every JSON-RPC library writes it).
+_ANSWER_ID = re.compile(rb'^\s*\{[^{}\[\]]{0,200}?"id"\s*:\s*(-?\d{1,18})\s*,[^{}\[\]]{0,200}?"(?:result|error)"')
+
+
 def _parse(line: bytes) -> SessionMessage | Exception:
+    """The line as a JSON-RPC message; else the reason, as a bad message. An answer that cannot be parsed (nested deeper
+    than the parser goes, say) but whose id can be read fails that request at once, named, rather than leave it waiting
+    for its timeout."""
     try:
         return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(json_without_lone_surrogates(line), by_name=False))
-    except (ValidationError, ValueError) as exc:
+    except (ValidationError, ValueError, RecursionError) as exc:
+        if found := _ANSWER_ID.match(line[:1000]):
+            reason = f"the prober could not parse the server's answer: {str(exc).splitlines()[-1][:200]}"
+            return SessionMessage(mcp_types.JSONRPCError(jsonrpc="2.0", id=int(found.group(1)),
+                                                         error=mcp_types.ErrorData(code=mcp_types.PARSE_ERROR, message=reason)))
         return exc
 
 

@@ -7,7 +7,8 @@ fuzz-crash (a read-only tool that dies on an oversized argument: the process exi
 connection drops), drop-on-list (dies the same way when asked for its tools), paged-loop (tools, resources and
 prompts whose cursors loop and whose pages repeat items), templates-fail (resources/list answers,
 resources/templates/list fails), banner (1,500 log lines on stdout before the first answer, and one before each),
-babble (endless lines that are not JSON after initialize), hang-call (a read-only tool whose calls are never answered).
+babble (endless lines that are not JSON after initialize), hang-call (a read-only tool whose calls are never answered), deep-list (stdio: a tool list nested
+5,000 levels deep, deeper than any JSON parser here goes).
 """
 
 from __future__ import annotations
@@ -109,6 +110,10 @@ def main(fault: str) -> None:
         if fault == "babble" and request.get("method") == "initialize":
             while True:
                 print("[debug] still warming up, please wait", flush=True)
+        if fault == "deep-list" and request.get("method") == "tools/list":  # written by hand: json.dumps cannot go this deep
+            deep = '{"type":"object","properties":{"a":' * 5000 + "{}" + "}}" * 5000
+            print(f'{{"jsonrpc":"2.0","id":{request["id"]},"result":{{"tools":[{{"name":"get_deep","inputSchema":{deep}}}]}}}}', flush=True)
+            continue
         reply = answer(fault, request)
         if reply == "die":
             sys.exit(EXIT_CODE)
