@@ -7,8 +7,8 @@ fuzz-crash (a read-only tool that dies on an oversized argument: the process exi
 connection drops), drop-on-list (dies the same way when asked for its tools), paged-loop (tools, resources and
 prompts whose cursors loop and whose pages repeat items), templates-fail (resources/list answers,
 resources/templates/list fails), banner (1,500 log lines on stdout before the first answer, and one before each),
-babble (endless lines that are not JSON after initialize), hang-call (a read-only tool whose calls are never answered), deep-list (stdio: a tool list nested
-5,000 levels deep, deeper than any JSON parser here goes).
+babble (endless lines that are not JSON after initialize), hang-call (a read-only tool whose calls are never answered),
+deep-list (stdio: a tool list nested 5,000 levels deep, deeper than any JSON parser here goes).
 """
 
 from __future__ import annotations
