@@ -284,9 +284,19 @@ def alive(pids: list[int]) -> list[int]:
 @contextmanager
 def threaded_server(handler, context: ssl.SSLContext | None = None):
     """A raw asyncio server (a hostile HTTP server written by hand) on 127.0.0.1 in a thread of its own; yields its port.
-    Handlers still sleeping or streaming for ever when it stops are cancelled."""
+    A client that hangs up mid-request ends its handler quietly, and every connection is closed after its handler;
+    handlers still sleeping or streaming for ever when the server stops are cancelled."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await handler(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
     loop = asyncio.new_event_loop()
-    server = loop.run_until_complete(asyncio.start_server(handler, "127.0.0.1", 0, ssl=context))
+    server = loop.run_until_complete(asyncio.start_server(serve, "127.0.0.1", 0, ssl=context))
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     try:

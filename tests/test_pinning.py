@@ -6,7 +6,6 @@ self-signed certificate, and an SDK server for the deep probe)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import ssl
@@ -115,24 +114,19 @@ def recorder():
     hosts: list[str] = []
 
     async def handle(reader, writer):
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode().split("\r\n")
-            path = lines[0].split(" ")[1]
-            headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
-            hosts.append(headers.get("host", ""))
-            if int(headers.get("content-length", 0)):
-                await reader.readexactly(int(headers["content-length"]))
-            if path.startswith("/to?"):
-                writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {path[4:]}\r\nContent-Length: 0\r\n\r\n".encode())
-            else:
-                body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        path = lines[0].split(" ")[1]
+        headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:] if line)}
+        hosts.append(headers.get("host", ""))
+        if int(headers.get("content-length", 0)):
+            await reader.readexactly(int(headers["content-length"]))
+        if path.startswith("/to?"):
+            writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {path[4:]}\r\nContent-Length: 0\r\n\r\n".encode())
+        else:
+            body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
 
     with threaded_server(handle) as port:
         yield port, hosts
@@ -229,14 +223,9 @@ def test_tls_goes_to_the_pinned_address_with_the_real_name(named_certificate):
     context, names, certificate = named_certificate
 
     async def handle(reader, writer):
-        try:
-            await reader.readuntil(b"\r\n\r\n")
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
-            pass
-        finally:
-            writer.close()
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}")
+        await writer.drain()
 
     with threaded_server(handle, context) as port:
         names.clear()

@@ -30,33 +30,28 @@ def _reply(body: bytes, status: str = "200 OK") -> bytes:
 
 async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """naming_zoo's answers over Streamable HTTP, legacy era (server/discover is refused), one request per connection."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-        verb, path = head.split(b" ", 2)[:2]
-        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
-        request = json.loads(await reader.readexactly(length)) if length else {}
-        if verb != b"POST" or request.get("id") is None:
-            writer.write(_reply(b"", status="202 Accepted" if verb == b"POST" else "405 Method Not Allowed"))
-        elif request.get("method") == "server/discover":
-            writer.write(_reply(json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "no"}}).encode(),
-                                status="400 Bad Request"))
-        else:
-            fault, _, how = path.decode().strip("/").partition("/")
-            reply = answer(fault, request)
-            if reply == "die" and how == "mid-body":  # the headers and part of the body, then the connection drops
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"")
-                await writer.drain()
-            if reply == "die":
-                writer.transport.abort()  # the connection drops in the middle of the call
-                return
-            if reply == "hang":
-                await asyncio.sleep(3600)
-            writer.write(_reply(json.dumps(reply).encode()))
-        await writer.drain()
-    except (ConnectionError, asyncio.IncompleteReadError):
-        pass
-    finally:
-        writer.close()
+    head = await reader.readuntil(b"\r\n\r\n")
+    verb, path = head.split(b" ", 2)[:2]
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
+    request = json.loads(await reader.readexactly(length)) if length else {}
+    if verb != b"POST" or request.get("id") is None:
+        writer.write(_reply(b"", status="202 Accepted" if verb == b"POST" else "405 Method Not Allowed"))
+    elif request.get("method") == "server/discover":
+        writer.write(_reply(json.dumps({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -32601, "message": "no"}}).encode(),
+                            status="400 Bad Request"))
+    else:
+        fault, _, how = path.decode().strip("/").partition("/")
+        reply = answer(fault, request)
+        if reply == "die" and how == "mid-body":  # the headers and part of the body, then the connection drops
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"")
+            await writer.drain()
+        if reply == "die":
+            writer.transport.abort()  # the connection drops in the middle of the call
+            return
+        if reply == "hang":
+            await asyncio.sleep(3600)
+        writer.write(_reply(json.dumps(reply).encode()))
+    await writer.drain()
 
 
 @pytest.fixture(scope="module")

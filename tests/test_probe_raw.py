@@ -33,76 +33,71 @@ def rpc_result(result: dict, request_id: int = 1) -> bytes:
 
 async def _zoo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """One misbehaviour per path."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-        path = head.split(b" ", 2)[1].decode()
-        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
-        body = json.loads(await reader.readexactly(length)) if length else {}
-        request_id = body.get("id")
-        verb = head.split(b" ", 1)[0]
-        sse = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
-        if path == "/never":
-            await asyncio.sleep(3600)
-        elif path == "/forever":  # keep-alive comments, never an event
-            writer.write(sse.encode())
-            while True:
-                writer.write(b": still here\n\n")
-                await writer.drain()
-                await asyncio.sleep(0.02)
-        elif path == "/huge":  # "gigabytes" of JSON
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[")
-            while True:
-                writer.write(b'"xxxxxxxx",' * 8000)
-                await writer.drain()
-        elif path == "/badjson":
-            writer.write(reply(b"{this is not json"))
-        elif path == "/deep":  # valid JSON nested deeper than any parser should follow
-            writer.write(reply(b"[" * 100_000 + b"]" * 100_000))
-        elif path == "/wrongid":  # a well-formed answer to some other request
-            writer.write(reply(rpc_result({"protocolVersion": "2025-11-25"}, request_id=987)))
-        elif path == "/notrpc":
-            writer.write(reply(b'{"hello": "world"}'))
-        elif path == "/html":
-            writer.write(reply(b"<html><body>Welcome</body></html>", kind="text/html"))
-        elif path == "/crash":  # promises 1000 bytes, sends 10, hangs up
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"")
-        elif path == "/loop":
-            writer.write(reply(b"", status="307 Temporary Redirect", extra="Location: /loop\r\n"))
-        elif path == "/flood":  # notifications forever, the answer never comes
-            writer.write(sse.encode())
-            while True:
-                writer.write(b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"spam"}}\n\n')
-                await writer.drain()
-        elif path == "/ends":  # one notification, then the stream ends without our answer
-            writer.write((sse + 'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n').encode())
-        elif path == "/primed":  # an event with an id and empty data (resumption priming) comes first: not an event
-            writer.write((sse + "id: 1\ndata: \n\n" + f'event: message\ndata: {rpc_result({"ok": True}, request_id).decode()}\n\n').encode())
-        elif path == "/sse-ok":  # a notification, then the answer
-            writer.write((sse + 'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n'
-                          f'data: {rpc_result({"ok": True}, request_id).decode()}\n\n').encode())
-        elif path == "/limited":
-            writer.write(reply(b'{"error":"slow down"}', status="429 Too Many Requests", extra="Retry-After: 30\r\n"))
-        elif path == "/gated":
-            writer.write(reply(b"", status="401 Unauthorized",
-                               extra='WWW-Authenticate: Bearer resource_metadata="https://auth.example/.well-known/oauth-protected-resource"\r\n'))
-        elif path == "/broken":
-            writer.write(reply(b"Internal Server Error", kind="text/plain", status="500 Internal Server Error"))
-        elif path in ("/slowtool", "/slowlists"):  # legacy-only stateful servers whose read-only tool (and lists) never answer
-            await _slow_tool_server(verb, body, writer, slow_lists=path == "/slowlists")
-        elif path == "/gone":
-            writer.write(reply(b"Not Found", kind="text/plain", status="404 Not Found"))
-        elif path == "/liar":  # initialize answered with a version that does not exist; no modern era
-            if body.get("method") == "initialize":
-                writer.write(reply(rpc_result({"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "liar", "version": "0"}},
-                                              request_id)))
-            else:
-                writer.write(reply(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}}).encode(),
-                                   status="400 Bad Request"))
-        await writer.drain()
-    except (ConnectionError, asyncio.IncompleteReadError):
-        pass
-    finally:
-        writer.close()
+    head = await reader.readuntil(b"\r\n\r\n")
+    path = head.split(b" ", 2)[1].decode()
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
+    body = json.loads(await reader.readexactly(length)) if length else {}
+    request_id = body.get("id")
+    verb = head.split(b" ", 1)[0]
+    sse = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    if path == "/never":
+        await asyncio.sleep(3600)
+    elif path == "/forever":  # keep-alive comments, never an event
+        writer.write(sse.encode())
+        while True:
+            writer.write(b": still here\n\n")
+            await writer.drain()
+            await asyncio.sleep(0.02)
+    elif path == "/huge":  # "gigabytes" of JSON
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n[")
+        while True:
+            writer.write(b'"xxxxxxxx",' * 8000)
+            await writer.drain()
+    elif path == "/badjson":
+        writer.write(reply(b"{this is not json"))
+    elif path == "/deep":  # valid JSON nested deeper than any parser should follow
+        writer.write(reply(b"[" * 100_000 + b"]" * 100_000))
+    elif path == "/wrongid":  # a well-formed answer to some other request
+        writer.write(reply(rpc_result({"protocolVersion": "2025-11-25"}, request_id=987)))
+    elif path == "/notrpc":
+        writer.write(reply(b'{"hello": "world"}'))
+    elif path == "/html":
+        writer.write(reply(b"<html><body>Welcome</body></html>", kind="text/html"))
+    elif path == "/crash":  # promises 1000 bytes, sends 10, hangs up
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"")
+    elif path == "/loop":
+        writer.write(reply(b"", status="307 Temporary Redirect", extra="Location: /loop\r\n"))
+    elif path == "/flood":  # notifications forever, the answer never comes
+        writer.write(sse.encode())
+        while True:
+            writer.write(b'data: {"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"spam"}}\n\n')
+            await writer.drain()
+    elif path == "/ends":  # one notification, then the stream ends without our answer
+        writer.write((sse + 'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n').encode())
+    elif path == "/primed":  # an event with an id and empty data (resumption priming) comes first: not an event
+        writer.write((sse + "id: 1\ndata: \n\n" + f'event: message\ndata: {rpc_result({"ok": True}, request_id).decode()}\n\n').encode())
+    elif path == "/sse-ok":  # a notification, then the answer
+        writer.write((sse + 'data: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n'
+                      f'data: {rpc_result({"ok": True}, request_id).decode()}\n\n').encode())
+    elif path == "/limited":
+        writer.write(reply(b'{"error":"slow down"}', status="429 Too Many Requests", extra="Retry-After: 30\r\n"))
+    elif path == "/gated":
+        writer.write(reply(b"", status="401 Unauthorized",
+                           extra='WWW-Authenticate: Bearer resource_metadata="https://auth.example/.well-known/oauth-protected-resource"\r\n'))
+    elif path == "/broken":
+        writer.write(reply(b"Internal Server Error", kind="text/plain", status="500 Internal Server Error"))
+    elif path in ("/slowtool", "/slowlists"):  # legacy-only stateful servers whose read-only tool (and lists) never answer
+        await _slow_tool_server(verb, body, writer, slow_lists=path == "/slowlists")
+    elif path == "/gone":
+        writer.write(reply(b"Not Found", kind="text/plain", status="404 Not Found"))
+    elif path == "/liar":  # initialize answered with a version that does not exist; no modern era
+        if body.get("method") == "initialize":
+            writer.write(reply(rpc_result({"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "liar", "version": "0"}},
+                                          request_id)))
+        else:
+            writer.write(reply(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "no"}}).encode(),
+                               status="400 Bad Request"))
+    await writer.drain()
 
 
 async def _slow_tool_server(verb: bytes, body: dict, writer: asyncio.StreamWriter, slow_lists: bool) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import threading
 import time
 from datetime import datetime, timezone
 
@@ -20,6 +19,7 @@ from pipeline.probe.legacy_sse import negotiate_sse
 from pipeline.probe.raw import Failure, Limits, probe_client, telling_failure
 from pipeline.probe.sandbox import Running
 from tests.servers.lone_surrogates import answer as lone_surrogates
+from tests.support import threaded_server
 
 LIMITS = Limits(timeout=1.5, max_bytes=200_000, max_events=50, allow_private=True)
 NOW = datetime(2026, 11, 30, tzinfo=timezone.utc)
@@ -148,19 +148,8 @@ class SseZoo:
 @pytest.fixture(scope="module")
 def zoo():
     server_zoo = SseZoo()
-    loop = asyncio.new_event_loop()
-    server = loop.run_until_complete(asyncio.start_server(server_zoo.handle, "127.0.0.1", 0))
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", server_zoo
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(5)
-    server.close()
-    pending = asyncio.all_tasks(loop)
-    for task in pending:
-        task.cancel()
-    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-    loop.close()
+    with threaded_server(server_zoo.handle) as port:
+        yield f"http://127.0.0.1:{port}", server_zoo
 
 
 def negotiated(url: str):

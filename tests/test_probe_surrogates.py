@@ -56,31 +56,26 @@ def _reply(body: bytes, status: str = "200 OK", kind: str = "application/json") 
 async def _serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """lone_surrogates' answers over Streamable HTTP, legacy era, one request per connection: at /json as JSON bodies,
     at /sse as one event each, sent in pieces cut inside the lone surrogate's escape."""
-    try:
-        head = await reader.readuntil(b"\r\n\r\n")
-        verb, path = head.split(b" ", 2)[:2]
-        length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
-        request = json.loads(await reader.readexactly(length)) if length else {}
-        reply = answer(request) if verb == b"POST" else None
-        if reply is None:
-            writer.write(_reply(b"", status="202 Accepted" if verb == b"POST" else "405 Method Not Allowed"))
-        elif request.get("method") == "server/discover":
-            writer.write(_reply(json.dumps(reply).encode(), status="400 Bad Request"))
-        elif path == b"/sse":
-            event = b"event: message\r\ndata: " + json.dumps(reply).encode() + b"\r\n\r\n"
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
-            cut = event.find(rb"\ud8") + 4
-            for piece in (event[:cut], event[cut:]):
-                writer.write(piece)
-                await writer.drain()
-                await asyncio.sleep(0.05)
-        else:
-            writer.write(_reply(json.dumps(reply).encode()))
-        await writer.drain()
-    except (ConnectionError, asyncio.IncompleteReadError):
-        pass
-    finally:
-        writer.close()
+    head = await reader.readuntil(b"\r\n\r\n")
+    verb, path = head.split(b" ", 2)[:2]
+    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0)
+    request = json.loads(await reader.readexactly(length)) if length else {}
+    reply = answer(request) if verb == b"POST" else None
+    if reply is None:
+        writer.write(_reply(b"", status="202 Accepted" if verb == b"POST" else "405 Method Not Allowed"))
+    elif request.get("method") == "server/discover":
+        writer.write(_reply(json.dumps(reply).encode(), status="400 Bad Request"))
+    elif path == b"/sse":
+        event = b"event: message\r\ndata: " + json.dumps(reply).encode() + b"\r\n\r\n"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+        cut = event.find(rb"\ud8") + 4
+        for piece in (event[:cut], event[cut:]):
+            writer.write(piece)
+            await writer.drain()
+            await asyncio.sleep(0.05)
+    else:
+        writer.write(_reply(json.dumps(reply).encode()))
+    await writer.drain()
 
 
 @pytest.fixture(scope="module")
