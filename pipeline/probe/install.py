@@ -33,6 +33,7 @@ class Installed:
     version: str | None = None
     path_dirs: tuple[str, ...] = ()  # PATH entries the server needs (its venv, node)
     error: str | None = None
+    prefix: Path | None = None  # the install's own directory, shown read-only inside the sandbox
 
 
 class Installer:
@@ -81,7 +82,7 @@ class Installer:
         executable = bin_dir / spec.command
         if not executable.exists():
             return Installed(ok=False, error=f"{spec.package} installed no command named {spec.command!r}")
-        return Installed(ok=True, executable=executable, version=version, path_dirs=(str(bin_dir),))
+        return Installed(ok=True, executable=executable, version=version, path_dirs=(str(bin_dir),), prefix=home)
 
     # -- npm
 
@@ -108,7 +109,7 @@ class Installer:
         if not executable.exists():
             return Installed(ok=False, error=f"{spec.package} installed no command named {spec.command!r}")
         version = json.loads(manifest.read_text()).get("version")
-        return Installed(ok=True, executable=executable, version=version, path_dirs=(str(Path(node).parent),))
+        return Installed(ok=True, executable=executable, version=version, path_dirs=(str(Path(node).parent),), prefix=prefix)
 
     def _run(self, argv: list[str], what: str) -> str | None:
         """Run an install step; return None on success or a short reason on failure."""
