@@ -92,7 +92,7 @@ class BubblewrapBackend:
                 process = await anyio.open_process(guarded(session.argv), env=LAUNCH_ENV, stdin=subprocess.DEVNULL, stdout=log,
                                                    stderr=log, start_new_session=True)
             try:
-                await _until_listening(session.socket, process, started)
+                await _until_listening(session.socket, process, started, session.enforcer)
                 async with host_side(str(session.socket)) as port:
                     started.url = f"http://127.0.0.1:{port}{job.url_path}"
                     yield started
@@ -135,7 +135,9 @@ class BubblewrapBackend:
                     socket = shared / "relay.sock"
                 for path in writable:
                     _chown_tree(path, uid)
-                argv = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(self._spec(job, uid, enforcer, workdirs, socket))]
+                spec = scratch / "launch.json"
+                spec.write_text(json.dumps(self._spec(job, uid, enforcer, workdirs, socket)))
+                argv = [sys.executable, "-I", "-S", str(LAUNCHER), str(spec)]
                 enforcer.start()
                 yield _Session(argv=argv, enforcer=enforcer, uid=uid, socket=socket)
             finally:
@@ -267,12 +269,12 @@ def _uid_slot() -> Iterator[int]:
     raise NotStarted(f"all {SLOTS} sandbox uids are in use")
 
 
-async def _until_listening(socket: Path, process: anyio.abc.Process, started: Started) -> None:
+async def _until_listening(socket: Path, process: anyio.abc.Process, started: Started, enforcer: Enforcer) -> None:
     """Wait until the relay inside listens (it does once the server accepts connections), or the server has exited."""
     while True:
         if process.returncode is not None:
             tail = _tail(started.stderr_path)
-            raise NotStarted(f"exited with code {process.returncode} before listening: {tail or 'no output'}")
+            raise NotStarted(f"exited with code {process.returncode} before listening: {tail or 'no output'}", enforcer.limit_hit())
         if socket.exists():
             try:
                 stream = await anyio.connect_unix(socket)
