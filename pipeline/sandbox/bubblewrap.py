@@ -165,14 +165,15 @@ class BubblewrapBackend:
             files["resolv.conf"] = Path("/etc/resolv.conf").read_bytes().hex()
         for name in files:
             args += ["--ro-bind", f"@stage:files/{name}", f"/etc/{name}"]
+        # The tmpfs first: an install may lie under one of them on the host (/tmp), and is mounted over it.
+        for path in workdirs:
+            args += ["--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", path]
         for i, (source, target) in enumerate(_interpreters(job, socket is not None)):
             stage[f"python{i}"] = source
             args += ["--ro-bind", f"@stage:python{i}", target]
         for i, mount in enumerate(job.mounts):
             stage[f"m{i}"] = str(mount.source)
             args += ["--bind" if mount.writable else "--ro-bind", f"@stage:m{i}", mount.target]
-        for path in workdirs:
-            args += ["--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", path]
         for i, (target, content) in enumerate(sorted(job.files.items())):
             files[f"f{i}"] = content.hex()
             target = target if target.startswith("/") else f"{job.workdir}/{target}"
@@ -187,7 +188,7 @@ class BubblewrapBackend:
             args += ["--setenv", key, value]
         args += ["--chdir", job.workdir, "--", *command]
         cpu = limits.cpu_seconds
-        rlimits = {"RLIMIT_NPROC": [limits.pids, limits.pids], "RLIMIT_CPU": [cpu, cpu + 1], "RLIMIT_CORE": [0, 0],
+        rlimits = {"RLIMIT_NPROC": [enforcer.nproc, enforcer.nproc], "RLIMIT_CPU": [cpu, cpu + 1], "RLIMIT_CORE": [0, 0],
                    "RLIMIT_FSIZE": [limits.disk_mb * 1024 * 1024] * 2}
         return {"cgroups": enforcer.cgroup_procs, "rlimits": rlimits, "stage": stage, "files": files, "uid": uid, "gid": uid, "bwrap": args}
 
