@@ -160,7 +160,7 @@ class Enforcer:
                 exceeded = "memory"
             elif self.cgroups is None and tasks >= self.limits.pids - 1:  # RLIMIT_NPROC fails the next fork
                 exceeded = "pids"
-            elif sum(ticks) >= cpu_limit or any(t >= cpu_limit - TICKS for t in ticks):  # RLIMIT_CPU kills the latter now
+            elif sum(ticks) >= cpu_limit or any(t >= cpu_limit - TICKS // 5 for t in ticks):  # RLIMIT_CPU kills the latter now
                 exceeded = "cpu"
             elif self._full_tmpfs(pids):
                 self.note("disk")
