@@ -122,9 +122,10 @@ class BubblewrapBackend:
 
     @contextmanager
     def _session(self, job: Job, scratch: Path) -> Iterator[_Session]:
+        scratch.mkdir(parents=True, exist_ok=True)
         with _uid_slot() as uid:
             workdirs = tuple(dict.fromkeys(p for p in (job.workdir, job.env.get("HOME"), "/tmp") if p))
-            enforcer = Enforcer(f"{os.getpid()}-{uid}", uid, job.limits, workdirs)
+            enforcer = Enforcer(f"{os.getpid()}-{uid}", uid, job.limits, scratch / "disk")
             writable = [m.source for m in job.mounts if m.writable]
             try:
                 socket = None
@@ -139,6 +140,9 @@ class BubblewrapBackend:
                 spec.write_text(json.dumps(self._spec(job, uid, enforcer, workdirs, socket)))
                 argv = [sys.executable, "-I", "-S", str(LAUNCHER), str(spec)]
                 enforcer.start()
+                for i, _ in enumerate(workdirs):
+                    (scratch / "disk" / str(i)).mkdir()
+                    os.chown(scratch / "disk" / str(i), uid, uid)
                 yield _Session(argv=argv, enforcer=enforcer, uid=uid, socket=socket)
             finally:
                 enforcer.stop()
@@ -165,9 +169,11 @@ class BubblewrapBackend:
             files["resolv.conf"] = Path("/etc/resolv.conf").read_bytes().hex()
         for name in files:
             args += ["--ro-bind", f"@stage:files/{name}", f"/etc/{name}"]
-        # The tmpfs first: an install may lie under one of them on the host (/tmp), and is mounted over it.
-        for path in workdirs:
-            args += ["--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", path]
+        # The writable directories first (an install may lie under /tmp on the host, and is mounted over it): each a
+        # directory of the one size-capped tmpfs the enforcer mounted in the scratch directory.
+        stage["disk"] = str(enforcer.disk)
+        for i, path in enumerate(workdirs):
+            args += ["--bind", f"@stage:disk/{i}", path]
         for i, (source, target) in enumerate(_interpreters(job, socket is not None)):
             stage[f"python{i}"] = source
             args += ["--ro-bind", f"@stage:python{i}", target]
@@ -259,7 +265,7 @@ def _uid_slot() -> Iterator[int]:
             os.close(fd)
             continue
         uid = UID_BASE + slot
-        if processes_of(uid):  # left by a pipeline that died: a uid that still runs something is not handed out
+        if processes_of(uid, zombies=True):  # a uid that still has processes (even unreaped) is not handed out
             os.close(fd)
             continue
         try:
