@@ -16,8 +16,7 @@ import anyio
 import httpx
 import pytest
 
-from pipeline.sandbox import Job, Mount, ResourceLimits, SandboxUnavailable
-from pipeline.sandbox import choice, limits
+from pipeline.sandbox import Job, Mount, ResourceLimits, SandboxUnavailable, choice, limits
 from pipeline.sandbox.bubblewrap import UID_BASE, BubblewrapBackend
 from pipeline.sandbox.limits import processes_of
 
