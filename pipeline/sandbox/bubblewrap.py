@@ -51,7 +51,7 @@ FAKE_ETC = {
     "group": "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n",
     "hosts": "127.0.0.1 localhost\n::1 localhost\n",
 }
-SOCKET_DIR = "/run/relay"  # inside: the directory shared with the host, where the relay listens
+SOCKET_DIR = "/run/relay"  # inside: where the relay listens, a directory the host sees too
 RELAY_INSIDE = "/run/relay.py"
 OUTPUT_TAIL = 4000
 LAUNCH_ENV: dict[str, str] = {}  # the launcher needs nothing; bwrap gets an empty environment from it
@@ -124,20 +124,18 @@ class BubblewrapBackend:
     def _session(self, job: Job, scratch: Path) -> Iterator[_Session]:
         scratch.mkdir(parents=True, exist_ok=True)
         with _uid_slot() as uid:
-            workdirs = tuple(dict.fromkeys(p for p in (job.workdir, job.env.get("HOME"), "/tmp") if p))
+            # Everything the server may write is a directory of one size-capped tmpfs (the enforcer mounts it in the
+            # scratch directory): its home and work directory, /tmp, /dev/shm and, for an HTTP server, the relay's socket.
+            workdirs = (*dict.fromkeys(p for p in (job.workdir, job.env.get("HOME"), "/tmp", "/dev/shm") if p),
+                        *([SOCKET_DIR] if job.port is not None else []))
             enforcer = Enforcer(f"{os.getpid()}-{uid}", uid, job.limits, scratch / "disk")
             writable = [m.source for m in job.mounts if m.writable]
+            socket = scratch / "disk" / str(len(workdirs) - 1) / "relay.sock" if job.port is not None else None
             try:
-                socket = None
-                if job.port is not None:
-                    shared = scratch / "relay"
-                    shared.mkdir()
-                    writable.append(shared)
-                    socket = shared / "relay.sock"
                 for path in writable:
                     _chown_tree(path, uid)
                 spec = scratch / "launch.spec"
-                spec.write_bytes(marshal.dumps(self._spec(job, uid, enforcer, workdirs, socket)))
+                spec.write_bytes(marshal.dumps(self._spec(job, uid, enforcer, workdirs, socket is not None)))
                 argv = [sys.executable, "-I", "-S", str(LAUNCHER), str(spec)]
                 enforcer.start()
                 for i, _ in enumerate(workdirs):
@@ -149,7 +147,7 @@ class BubblewrapBackend:
                 for path in writable:
                     _chown_tree(path, 0, os.getgid())
 
-    def _spec(self, job: Job, uid: int, enforcer: Enforcer, workdirs: tuple[str, ...], socket: Path | None) -> dict:
+    def _spec(self, job: Job, uid: int, enforcer: Enforcer, workdirs: tuple[str, ...], relay: bool) -> dict:
         assert self.bwrap is not None
         limits = job.limits
         stage: dict[str, str] = {}
@@ -169,12 +167,11 @@ class BubblewrapBackend:
             files["resolv.conf"] = Path("/etc/resolv.conf").read_bytes().hex()
         for name in files:
             args += ["--ro-bind", f"@stage:files/{name}", f"/etc/{name}"]
-        # The writable directories first (an install may lie under /tmp on the host, and is mounted over it): each a
-        # directory of the one size-capped tmpfs the enforcer mounted in the scratch directory.
+        # The writable directories before the mounts: an install may lie under /tmp on the host, and is mounted over it.
         stage["disk"] = str(enforcer.disk)
         for i, path in enumerate(workdirs):
             args += ["--bind", f"@stage:disk/{i}", path]
-        for i, (source, target) in enumerate(_interpreters(job, socket is not None)):
+        for i, (source, target) in enumerate(_interpreters(job, relay)):
             stage[f"python{i}"] = source
             args += ["--ro-bind", f"@stage:python{i}", target]
         for i, mount in enumerate(job.mounts):
@@ -186,10 +183,10 @@ class BubblewrapBackend:
             args += [arg for parent in _parents(target, job.workdir) for arg in ("--dir", parent)]
             args += ["--file", f"@fd:f{i}", target]
         command = list(job.argv)
-        if socket is not None:
-            stage["relay"], stage["socket"] = str(RELAY), str(socket.parent)
-            args += ["--ro-bind", "@stage:relay", RELAY_INSIDE, "--bind", "@stage:socket", SOCKET_DIR]
-            command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/{socket.name}", str(job.port), *command]
+        if relay:
+            stage["relay"] = str(RELAY)
+            args += ["--ro-bind", "@stage:relay", RELAY_INSIDE]
+            command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/relay.sock", str(job.port), *command]
         for key, value in job.env.items():
             args += ["--setenv", key, value]
         args += ["--chdir", job.workdir, "--", *command]
