@@ -17,7 +17,9 @@ from pipeline.probe import run_probe
 from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.probe.sandbox import LocalProcessSandbox
 from pipeline.progress import Progress
+from pipeline.sandbox.bubblewrap import SLOTS, UID_BASE
 from pipeline.sandbox.choice import choose
+from pipeline.sandbox.limits import processes
 from tests.support import NOW, TEST_SERVERS, ListSource, StaticInstaller, faulty_entry, leftover_processes, python_installed, raw_server_spec
 
 
@@ -133,7 +135,8 @@ def test_raw_evidence_and_snapshots_are_stored(probed_catalog, settings):
     snapshots = list(db.query("select server_id, content_hash, tool_count from tool_snapshots"))
     assert len(snapshots) == len(EXPECTED) and all(len(s["content_hash"]) == 64 for s in snapshots)
     # stdio and HTTP servers were both stopped: nothing of ours is left running.
-    assert leftover_processes("scoreboard-sandbox-") == []
+    assert leftover_processes("scoreboard-sandbox-") == []  # no launcher
+    assert not [pid for pid, uid, state in processes() if UID_BASE <= uid < UID_BASE + SLOTS and state not in "ZX"]  # nothing sandboxed
 
 
 def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed):
