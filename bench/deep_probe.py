@@ -24,8 +24,8 @@ from pipeline.config import Settings  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.probe import probe_limits  # noqa: E402
 from pipeline.probe.deep import deep_probe  # noqa: E402
-from pipeline.probe.install import Installer, install_key  # noqa: E402
 from pipeline.probe.sandbox import LocalProcessSandbox  # noqa: E402
+from pipeline.sandbox.install import Installer, install_key  # noqa: E402
 
 
 async def measure(spec, installed, settings: Settings, runs: int) -> tuple[float, list[float], object]:

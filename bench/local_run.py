@@ -27,10 +27,10 @@ from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.judge import OfflineJudge, run_judge  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
-from pipeline.probe.install import Installer  # noqa: E402
 from pipeline.probe.monitor import run_monitor  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.render import run_build  # noqa: E402
+from pipeline.sandbox.install import Installer  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
 from pipeline.score.registry import infos  # noqa: E402
 

@@ -23,8 +23,8 @@ from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import ProbeResult, StageReport
 from pipeline.net import LOOPBACK, PRIVATE, Reach
 from pipeline.probe import run_probe
-from pipeline.probe.install import Installer
 from pipeline.probe.monitor import run_monitor
+from pipeline.sandbox.install import Installer
 from pipeline.score import registry, run_score
 
 if TYPE_CHECKING:

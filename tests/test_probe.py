@@ -14,8 +14,8 @@ from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import LaunchSpec
 from pipeline.probe import run_probe
-from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.progress import Progress
+from pipeline.sandbox.install import Installed, Installer, install_key
 from tests.support import NOW, TEST_SERVERS, ListSource, StaticInstaller, faulty_entry, leftover_processes, python_installed, raw_server_spec
 
 

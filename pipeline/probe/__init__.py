@@ -23,10 +23,10 @@ from pipeline.probe.budget import Budget
 from pipeline.probe.deep import deep_probe
 from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.fast import fast_probe
-from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.probe.raw import USER_AGENT, Limits, probe_client
 from pipeline.probe.sandbox import LocalProcessSandbox, Running, Sandbox, StartFailed
 from pipeline.progress import Progress
+from pipeline.sandbox.install import Installed, Installer, install_key
 
 ProbeKind = Literal["deep", "fast"]
 

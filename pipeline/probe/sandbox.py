@@ -26,7 +26,7 @@ import anyio
 
 from pipeline.lifetime import end, guarded
 from pipeline.models import LaunchSpec, Transport
-from pipeline.probe.install import Installed
+from pipeline.sandbox.install import Installed
 
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 MAX_FILE_BYTES = 64 * 1024 * 1024  # any one file a server writes; past it the kernel stops the server (SIGXFSZ; a
@@ -84,7 +84,7 @@ class LocalProcessSandbox:
                 _make_git_repository(workdir)
             port = _free_port() if spec.transport != "stdio" else None
             values = {"workdir": str(workdir), "port": str(port or "")}
-            args = tuple(_expand(a, values) for a in spec.args)
+            args = (*installed.entry_args, *(_expand(a, values) for a in spec.args))
             env = scrubbed_environment(installed.path_dirs, workdir)
             env.update({k: _expand(v, values) for k, v in spec.env.items()})
             running = Running(
