@@ -190,7 +190,7 @@ class Installer:
                     (prefix / "dist").mkdir()
                     artifact = replace(artifact, path=artifact.path.rename(prefix / "dist" / artifact.path.name))
                     pypi.make_venv(prefix / "venv", env, bounds, prefix)
-                    method, fallback = self._pip_install(prefix, artifact, env, bounds)
+                    method, fallback = self._pip_install(tools, prefix, artifact, env, bounds)
                     return _finish(prefix, "pypi", package, artifact.version, f"sha256:{artifact.sha256}", method, fallback, bounds)
                 except StepFailed:
                     shutil.rmtree(prefix, ignore_errors=True)
@@ -198,27 +198,28 @@ class Installer:
         finally:
             shutil.rmtree(dest, ignore_errors=True)
 
-    def _pip_install(self, prefix: Path, artifact: pypi.Artifact, env: dict[str, str], bounds: Bounds) -> tuple[InstallMethod, str | None]:
+    def _pip_install(self, pip: Path, prefix: Path, artifact: pypi.Artifact, env: dict[str, str],
+                     bounds: Bounds) -> tuple[InstallMethod, str | None]:
         """Wheels on the host; else builds in the sandbox; else the package alone (seed 000's no-deps fallback)."""
         venv = prefix / "venv"
         failures: list[str] = []
         if artifact.wheel:
             try:
-                pypi.install_wheels(venv, artifact, env, bounds, prefix)
+                pypi.install_wheels(pip, venv, artifact, env, bounds, prefix)
                 return "wheel", None
             except StepFailed as exc:
                 failures.append(str(exc))
         if self.backend is not None:
             try:
-                pypi.install_in_sandbox(self.backend, venv, artifact, env, bounds, prefix)
+                pypi.install_in_sandbox(self.backend, pip, venv, artifact, env, bounds, prefix)
                 return "sdist-in-sandbox", "\n".join(failures) or None
             except StepFailed as exc:
                 failures.append(str(exc))
         try:
             if artifact.wheel:
-                pypi.install_wheels(venv, artifact, env, bounds, prefix, no_deps=True)
+                pypi.install_wheels(pip, venv, artifact, env, bounds, prefix, no_deps=True)
             elif self.backend is not None:
-                pypi.install_in_sandbox(self.backend, venv, artifact, env, bounds, prefix, no_deps=True)
+                pypi.install_in_sandbox(self.backend, pip, venv, artifact, env, bounds, prefix, no_deps=True)
             else:
                 raise StepFailed("a source build runs only in a sandbox, and none is available")
             return "no-deps", "\n".join(failures)
@@ -231,7 +232,7 @@ class Installer:
         with _locked(venv):
             if not (venv / MARKER).is_file():
                 shutil.rmtree(venv, ignore_errors=True)
-                pypi.make_venv(venv, env, bounds, venv)
+                pypi.make_venv(venv, env, bounds, venv, with_pip=True)
                 (venv / MARKER).write_text("{}")
         return python
 

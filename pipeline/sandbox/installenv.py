@@ -51,8 +51,9 @@ def installer_environment(home: Path, environ: Mapping[str, str], registries: Re
     path = [str(Path(node).parent)] if node else []
     env = {"PATH": os.pathsep.join(dict.fromkeys([*path, *SYSTEM_PATH])), "HOME": str(home), "LANG": "C.UTF-8"}
     if registries is not None:
-        # os.devnull as the config file: pip and npm load no configuration file at all.
-        env.update({"PIP_CONFIG_FILE": os.devnull, "npm_config_userconfig": os.devnull, "npm_config_globalconfig": os.devnull})
+        # pip loads no configuration file when its file is os.devnull; npm's user file is in the throw-away HOME, and
+        # its global file is pointed there too (at nothing).
+        env.update({"PIP_CONFIG_FILE": os.devnull, "npm_config_globalconfig": str(home / "no-global-npmrc")})
         if registries.pypi_index:
             env["PIP_INDEX_URL"] = registries.pypi_index
         if registries.npm_registry:

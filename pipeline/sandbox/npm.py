@@ -78,6 +78,8 @@ def build_in_sandbox(backend: Backend, prefix: Path, env: dict[str, str], bounds
                             wall_seconds=bounds.remaining("npm rebuild"))
     job = Job(argv=(npm, "rebuild", *QUIET, "--prefix", str(prefix)), env=inside, mounts=mounts, network=True, limits=limits)
     run_sandboxed(backend, job, "npm rebuild (install scripts)", bounds, prefix)
+    # npm links a bin only when its file exists, which the scripts may just have made: link again, running nothing.
+    run_step([npm, "rebuild", "--ignore-scripts", *QUIET, "--prefix", str(prefix)], "npm rebuild (links)", env, bounds, prefix)
 
 
 def _tool_mounts(npm: str, env: dict[str, str]) -> tuple[Mount, ...]:

@@ -49,8 +49,10 @@ def system_python() -> str:
     return getattr(sys, "_base_executable", sys.executable)
 
 
-def make_venv(venv: Path, env: dict[str, str], bounds: Bounds, watched: Path) -> Path:
-    run_step([system_python(), "-m", "venv", str(venv)], "create a venv", env, bounds, watched)
+def make_venv(venv: Path, env: dict[str, str], bounds: Bounds, watched: Path, with_pip: bool = False) -> Path:
+    """A venv of the system interpreter. A server's venv has no pip of its own (making one costs seconds): the tools
+    venv's pip installs into it (`pip --python`)."""
+    run_step([system_python(), "-m", "venv", *([] if with_pip else ["--without-pip"]), str(venv)], "create a venv", env, bounds, watched)
     return venv / "bin" / "python"
 
 
@@ -69,24 +71,26 @@ def download_in_sandbox(backend: Backend, python: Path, requirement: str, dest: 
     return _artifact(dest, requirement)
 
 
-def install_wheels(venv: Path, artifact: Artifact, env: dict[str, str], bounds: Bounds, prefix: Path, no_deps: bool = False) -> None:
-    """On the host: the wheel, and its dependencies as wheels only (or none of them)."""
+def install_wheels(pip: Path, venv: Path, artifact: Artifact, env: dict[str, str], bounds: Bounds, prefix: Path, no_deps: bool = False) -> None:
+    """On the host: the wheel, and its dependencies as wheels only (or none of them). `pip`: the tools venv's python."""
     deps = ["--no-deps"] if no_deps else ["--only-binary", ":all:"]
-    argv = [str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, *deps, "--", str(artifact.path)]
+    argv = [str(pip), "-m", "pip", "--python", str(venv / "bin" / "python"), "install", *PIP, *deps, "--", str(artifact.path)]
     run_step(argv, f"pip install {artifact.path.name}" + (" --no-deps" if no_deps else ""), env, bounds, prefix)
 
 
-def install_in_sandbox(backend: Backend, venv: Path, artifact: Artifact, env: dict[str, str], bounds: Bounds, prefix: Path,
+def install_in_sandbox(backend: Backend, pip: Path, venv: Path, artifact: Artifact, env: dict[str, str], bounds: Bounds, prefix: Path,
                        no_deps: bool = False) -> None:
     """Inside the sandbox: whatever needs building (the package's sdist, or dependencies that have no wheel)."""
-    argv = (str(venv / "bin" / "python"), "-m", "pip", "install", *PIP, *(["--no-deps"] if no_deps else []), "--", str(artifact.path))
-    mounts = (Mount(prefix, str(prefix), writable=True), *readable_mounts(env))
+    argv = (str(pip), "-m", "pip", "--python", str(venv / "bin" / "python"), "install", *PIP, *(["--no-deps"] if no_deps else []),
+            "--", str(artifact.path))
+    tools = pip.parent.parent
+    mounts = (Mount(prefix, str(prefix), writable=True), Mount(tools, str(tools)), *readable_mounts(env))
     what = f"pip install {artifact.path.name}" + (" --no-deps" if no_deps else "")
     run_sandboxed(backend, _job(argv, env, mounts, bounds), what, bounds, prefix)
 
 
 def _job(argv: tuple[str, ...], env: dict[str, str], mounts: tuple[Mount, ...], bounds: Bounds) -> Job:
-    left = bounds.remaining(argv[3] if len(argv) > 3 else "build")
+    left = bounds.remaining("a sandboxed build")
     limits = ResourceLimits(memory_mb=2048, pids=256, cpu_seconds=int(left) + 1, wall_seconds=left)
     return Job(argv=argv, env={**env, "HOME": "/work"}, mounts=mounts, network=True, limits=limits)
 
