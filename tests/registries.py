@@ -111,7 +111,8 @@ def wheel(name: str, version: str, modules: dict[str, str], *, requires: tuple[s
     """A pure-Python wheel: `modules` maps paths (pkg/__init__.py) to source; `scripts` console scripts to 'mod:func'."""
     info = f"{_canonical(name).replace('-', '_')}-{version}.dist-info"
     metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(f"Requires-Dist: {r}\n" for r in requires)
-    files = {**modules, f"{info}/METADATA": metadata, f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    wheel_info = "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files = {**modules, f"{info}/METADATA": metadata, f"{info}/WHEEL": wheel_info}
     if scripts:
         files[f"{info}/entry_points.txt"] = "[console_scripts]\n" + "".join(f"{k} = {v}\n" for k, v in scripts.items())
     record = []
