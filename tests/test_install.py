@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.models import LaunchSpec
-from pipeline.sandbox import Completed, Job
+from pipeline.sandbox import Completed, Job, installenv
+from pipeline.sandbox.bubblewrap import BubblewrapBackend
 from pipeline.sandbox.entrypoints import choose_entry
 from pipeline.sandbox.install import Installer, install_key, install_prefix, installed_prefix
 from pipeline.sandbox.installenv import PASSED, Registries, installer_environment
@@ -173,30 +174,45 @@ def test_a_package_with_nothing_to_start_is_no_entry_point(npm_registry, index, 
     assert "no command named 'named'" in results[install_key(specs[3])].error
 
 
-def test_npm_install_scripts_run_only_through_the_sandbox_backend(npm_registry, tmp_path):
+@pytest.fixture(params=["twin", "bubblewrap"])
+def build_backend(request):
+    """Where builds run: the twin (records its jobs) and the real bubblewrap backend where it can run here."""
+    if request.param == "twin":
+        return TwinBackend()
+    backend = BubblewrapBackend()
+    if reason := backend.unavailable():
+        pytest.skip(f"bubblewrap cannot run here: {reason}")
+    return backend
+
+
+def test_npm_install_scripts_run_only_through_the_sandbox_backend(npm_registry, tmp_path, build_backend):
     npm_registry.publish("needs-build", "1.0.0", {"src.js": SERVER_JS}, bin={"needs-build": "dist/index.js"},
                          scripts={"postinstall": "node -e \"require('fs').mkdirSync('dist');require('fs').copyFileSync('src.js','dist/index.js')\""})
-    backend = TwinBackend()
+    backend = build_backend
     result = one(Installer(tmp_path, 120, registries=Registries(npm_registry=npm_registry.url), backend=backend), npm_spec("needs-build"))
-    assert result.ok and result.method == "npm-with-scripts" and "dist/index.js" in result.fallback
-    [job] = backend.jobs
-    assert job.network and job.argv[1] == "rebuild"
-    assert [m.source for m in job.mounts if m.writable] == [result.prefix]  # only its own prefix is writable
-    assert not any(secret in value for value in job.env.values() for secret in SECRETS.values())
+    assert result.ok and result.method == "npm-with-scripts" and "dist/index.js" in result.fallback, result
+    if isinstance(backend, TwinBackend):
+        [job] = backend.jobs
+        assert job.network and job.argv[1] == "rebuild"
+        assert [m.source for m in job.mounts if m.writable] == [result.prefix]  # only its own prefix is writable
+        assert not any(secret in value for value in job.env.values() for secret in SECRETS.values())
     assert subprocess.run([str(result.executable)], capture_output=True, text=True).stdout == "started "
 
 
 BUILD_BACKEND = '''
 import base64, hashlib, os, zipfile
-if os.environ.get("RAN_IN_BACKEND") != "1":  # this code must only ever run inside the sandbox
-    open(MARKER, "w").close()
-NAME, VERSION = "built_mcp", "0.9"
+if os.environ.get("RAN_IN_BACKEND") != "1":  # this code must only ever run inside the sandbox (bubblewrap: never reaches MARKER)
+    try:
+        open(MARKER, "w").close()
+    except OSError:
+        pass
+VERSION = "0.9"
 INFO = f"{NAME}-{VERSION}.dist-info"
 def _files():
-    return {"built_mcp/__init__.py": "def main():\\n    print('built')\\n",
-            f"{INFO}/METADATA": f"Metadata-Version: 2.1\\nName: built-mcp\\nVersion: {VERSION}\\n",
+    return {f"{NAME}/__init__.py": "def main():\\n    print('built')\\n",
+            f"{INFO}/METADATA": f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\n",
             f"{INFO}/WHEEL": "Wheel-Version: 1.0\\nGenerator: t\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
-            f"{INFO}/entry_points.txt": "[console_scripts]\\nbuilt-mcp = built_mcp:main\\n"}
+            f"{INFO}/entry_points.txt": f"[console_scripts]\\n{NAME} = {NAME}:main\\n"}
 def get_requires_for_build_wheel(config_settings=None):
     return []
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
@@ -213,21 +229,23 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 '''
 
 
-def test_a_source_build_runs_only_inside_the_sandbox_backend(index, tmp_path, shared_cache):
+def test_a_source_build_runs_only_inside_the_sandbox_backend(index, tmp_path, shared_cache, build_backend):
     pyproject = '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
     marker = tmp_path / "RAN-ON-HOST"
-    backend_py = f"MARKER = {str(marker)!r}\n" + BUILD_BACKEND
-    sha = index.add_sdist("built-mcp", "0.9", {"pyproject.toml": pyproject, "backend.py": backend_py,
-                                                "PKG-INFO": "Metadata-Version: 2.1\nName: built-mcp\nVersion: 0.9\n"})
+    name = f"built_{build_backend.name}"  # each backend builds a package of its own in the shared cache
+    backend_py = f"MARKER, NAME = {str(marker)!r}, {name!r}\n" + BUILD_BACKEND
+    sha = index.add_sdist(name, "0.9", {"pyproject.toml": pyproject, "backend.py": backend_py,
+                                        "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.9\n"})
     registries = Registries(pypi_index=index.url + "/simple/")
-    refused = one(Installer(shared_cache, 120, registries=registries), pypi_spec("built-mcp"))
+    refused = one(Installer(shared_cache, 120, registries=registries), pypi_spec(name))
     assert not refused.ok and refused.failure == "install_failed" and "only in a sandbox" in refused.error
-    backend = TwinBackend()
-    result = one(Installer(shared_cache, 120, registries=registries, backend=backend), pypi_spec("built-mcp"))
+    backend = build_backend
+    result = one(Installer(shared_cache, 120, registries=registries, backend=backend), pypi_spec(name))
     assert result.ok, result.error
     assert (result.version, result.artifact_hash, result.method) == ("0.9", f"sha256:{sha}", "sdist-in-sandbox")
-    assert [next(a for a in j.argv if a in ("download", "install")) for j in backend.jobs] == ["download", "install"]
-    assert all(j.network for j in backend.jobs)
+    if isinstance(backend, TwinBackend):
+        assert [next(a for a in j.argv if a in ("download", "install")) for j in backend.jobs] == ["download", "install"]
+        assert all(j.network for j in backend.jobs)
     assert subprocess.run([str(result.executable)], capture_output=True, text=True).stdout == "built\n"
     assert not marker.exists()
 
@@ -277,7 +295,8 @@ def test_an_install_past_its_time_is_stopped(npm_registry, tmp_path):
     assert not install_prefix(tmp_path, "npm", "stuck-server", "1.0.0").exists()
 
 
-def test_the_installer_environment_carries_registry_settings_and_nothing_else(tmp_path):
+def test_the_installer_environment_carries_registry_settings_and_nothing_else(tmp_path, monkeypatch):
+    monkeypatch.setattr(installenv, "SYSTEM_PIP_CONFIG", ())  # this machine's own /etc/pip.conf is not the test's
     home = tmp_path / "user"
     (home / ".config" / "pip").mkdir(parents=True)
     (home / ".config" / "pip" / "pip.conf").write_text("[global]\nindex-url = https://mirror.example/simple\ntimeout = 5\n"

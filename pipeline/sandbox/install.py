@@ -25,9 +25,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Literal, Mapping, Sequence
 
+from pipeline.config import Settings
 from pipeline.identity import package_folder
 from pipeline.models import LaunchSpec
-from pipeline.sandbox import Backend, FailureKind, npm, pypi
+from pipeline.sandbox import Backend, FailureKind, SandboxUnavailable, npm, pypi
+from pipeline.sandbox.choice import choose
 from pipeline.sandbox.entrypoints import NeedsBuild, NoEntry, npm_entry, pypi_entry
 from pipeline.sandbox.installenv import Registries, installer_environment
 from pipeline.sandbox.names import BadName, check_package, check_request, check_version
@@ -85,6 +87,16 @@ class Installer:
         self.environ = dict(os.environ if environ is None else environ)
         self._resolved: dict[tuple[str, str, str | None], tuple[str, str | None]] = {}  # an unpinned spec, resolved once per run
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> "Installer":
+        """The pipeline's installer: builds run in the sandbox backend the settings choose (none where none can run here,
+        and then a package that needs a build fails with that reason)."""
+        try:
+            backend: Backend | None = choose(settings.sandbox)
+        except SandboxUnavailable:
+            backend = None
+        return cls(settings.cache_dir, settings.install_timeout, backend=backend)
 
     def install(self, specs: Sequence[LaunchSpec]) -> dict[str, Installed]:
         unique = {install_key(s): s for s in specs}

@@ -4,10 +4,9 @@ pip and npm get PATH (system directories and node's), a throw-away HOME, LANG an
 registries are and which certificates to trust. No token, API key or other variable of the pipeline reaches them.
 
 HOME is a throw-away directory, so the user's own pip.conf and .npmrc are not read where they are: the registry and
-certificate keys in them are read here and handed over as the installers' environment variables instead (a value
-already in the environment wins, as it would for the installer). The system-wide configuration (/etc/pip.conf, npm's
-global npmrc) is read by the installers themselves. Given `Registries` (tests' fake registries), no host configuration
-is read at all.
+certificate keys in them (and in the system-wide pip.conf) are read here and handed over as the installers'
+environment variables instead (a value already in the environment wins, as it would for the installer); npm's global
+npmrc it reads itself. Given `Registries` (tests' fake registries), no host configuration is read at all.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ PASSED = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
     "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy",
 )
+SYSTEM_PIP_CONFIG = (Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf"))
 _PIP_KEYS = {"index-url": "PIP_INDEX_URL", "extra-index-url": "PIP_EXTRA_INDEX_URL", "find-links": "PIP_FIND_LINKS",
              "cert": "PIP_CERT", "trusted-host": "PIP_TRUSTED_HOST"}
 _NPM_KEYS = {"registry": "npm_config_registry", "cafile": "npm_config_cafile", "strict-ssl": "npm_config_strict_ssl"}
@@ -78,7 +78,8 @@ def readable_mounts(env: Mapping[str, str]) -> tuple[Mount, ...]:
 
 def _pip_settings(home: Path, environ: Mapping[str, str]) -> dict[str, str]:
     config_home = Path(environ.get("XDG_CONFIG_HOME") or home / ".config")
-    files = [home / ".pip" / "pip.conf", config_home / "pip" / "pip.conf"]
+    # The system-wide files too, though pip reads them itself on the host: a sandboxed build does not see /etc/pip.conf.
+    files = [*SYSTEM_PIP_CONFIG, home / ".pip" / "pip.conf", config_home / "pip" / "pip.conf"]
     if environ.get("PIP_CONFIG_FILE") and environ["PIP_CONFIG_FILE"] != os.devnull:
         files.append(Path(environ["PIP_CONFIG_FILE"]))
     parser = configparser.RawConfigParser()
