@@ -77,26 +77,36 @@ class Installer:
     """Installs every distinct package of a batch, a few at a time; each result keyed by `install_key`."""
 
     def __init__(self, cache_dir: Path, timeout: float = 600.0, *, disk_mb: int = 2048, workers: int = 3,
-                 registries: Registries | None = None, backend: Backend | None = None, environ: Mapping[str, str] | None = None) -> None:
+                 registries: Registries | None = None, backend: Backend | None = None, sandbox: str | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
         self.cache_dir = Path(cache_dir)
         self.timeout = timeout
         self.disk_bytes = disk_mb * 1_000_000
         self.workers = workers
         self.registries = registries
         self.backend = backend  # runs what needs a build; None: such packages fail with that reason
+        self.sandbox = sandbox  # else the backend to choose (settings.sandbox) the first time a build is needed
+        self.no_sandbox = "no sandbox backend was given"
         self.environ = dict(os.environ if environ is None else environ)
         self._resolved: dict[tuple[str, str, str | None], tuple[str, str | None]] = {}  # an unpinned spec, resolved once per run
         self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> "Installer":
-        """The pipeline's installer: builds run in the sandbox backend the settings choose (none where none can run here,
-        and then a package that needs a build fails with that reason)."""
-        try:
-            backend: Backend | None = choose(settings.sandbox)
-        except SandboxUnavailable:
-            backend = None
-        return cls(settings.cache_dir, settings.install_timeout, backend=backend)
+        """The pipeline's installer: builds run in the sandbox backend the settings choose, chosen when first needed (none
+        where none can run here, and then a package that needs a build fails with that reason)."""
+        return cls(settings.cache_dir, settings.install_timeout, sandbox=settings.sandbox)
+
+    def builder(self) -> Backend | None:
+        """The backend builds run in (chosen once); None where there is none, `no_sandbox` saying why."""
+        with self._lock:
+            if self.backend is None and self.sandbox is not None:
+                try:
+                    self.backend = choose(self.sandbox)
+                except SandboxUnavailable as exc:
+                    self.no_sandbox = str(exc)
+                self.sandbox = None
+            return self.backend
 
     def install(self, specs: Sequence[LaunchSpec]) -> dict[str, Installed]:
         unique = {install_key(s): s for s in specs}
@@ -162,8 +172,8 @@ class Installer:
                 try:
                     npm_entry(prefix, package, None)
                 except NeedsBuild as needs:
-                    if self.backend is not None:  # the recorded fallback: its install scripts, in the sandbox
-                        npm.build_in_sandbox(self.backend, prefix, env, bounds)
+                    if (backend := self.builder()) is not None:  # the recorded fallback: its install scripts, in the sandbox
+                        npm.build_in_sandbox(backend, prefix, env, bounds)
                         method, fallback = "npm-with-scripts", str(needs)
                 except NoEntry:
                     pass  # said per launch, with the command it asks for
@@ -186,11 +196,12 @@ class Installer:
             try:
                 artifact = pypi.download_wheel(tools, requirement, dest, env, bounds)
             except StepFailed as no_wheel:
-                if self.backend is None:
-                    raise StepFailed(f"{no_wheel}\n(no wheel; a source build runs only in a sandbox, and none is available)") from no_wheel
+                backend = self.builder()
+                if backend is None:
+                    raise StepFailed(f"{no_wheel}\n(no wheel; a source build runs only in a sandbox: {self.no_sandbox})") from no_wheel
                 shutil.rmtree(dest)
                 dest.mkdir()
-                artifact = pypi.download_in_sandbox(self.backend, tools, requirement, dest, env, bounds)
+                artifact = pypi.download_in_sandbox(backend, tools, requirement, dest, env, bounds)
             self._remember("pypi", package, request, artifact.version, f"sha256:{artifact.sha256}")
             prefix = install_prefix(self.cache_dir, "pypi", package, artifact.version)
             with _locked(prefix):
@@ -221,19 +232,20 @@ class Installer:
                 return "wheel", None
             except StepFailed as exc:
                 failures.append(str(exc))
-        if self.backend is not None:
+        backend = self.builder()  # the sdist, or the dependencies that have no wheel, built in the sandbox
+        if backend is not None:
             try:
-                pypi.install_in_sandbox(self.backend, pip, venv, artifact, env, bounds, prefix)
+                pypi.install_in_sandbox(backend, pip, venv, artifact, env, bounds, prefix)
                 return "sdist-in-sandbox", "\n".join(failures) or None
             except StepFailed as exc:
                 failures.append(str(exc))
         try:
             if artifact.wheel:
                 pypi.install_wheels(pip, venv, artifact, env, bounds, prefix, no_deps=True)
-            elif self.backend is not None:
-                pypi.install_in_sandbox(self.backend, pip, venv, artifact, env, bounds, prefix, no_deps=True)
+            elif backend is not None:
+                pypi.install_in_sandbox(backend, pip, venv, artifact, env, bounds, prefix, no_deps=True)
             else:
-                raise StepFailed("a source build runs only in a sandbox, and none is available")
+                raise StepFailed(f"a source build runs only in a sandbox: {self.no_sandbox}")
             return "no-deps", "\n".join(failures)
         except StepFailed as exc:
             raise StepFailed("\n".join([*failures, str(exc)])) from exc
