@@ -16,10 +16,15 @@ import anyio
 import httpx
 import pytest
 
-from pipeline.sandbox import Job, Mount, ResourceLimits, SandboxUnavailable
-from pipeline.sandbox import choice, limits
+from pipeline import store
+from pipeline.config import Settings
+from pipeline.discover import run_discover
+from pipeline.probe import run_probe
+from pipeline.sandbox import Job, Mount, ResourceLimits, SandboxUnavailable, choice, limits
 from pipeline.sandbox.bubblewrap import UID_BASE, BubblewrapBackend
+from pipeline.sandbox.install import install_key
 from pipeline.sandbox.limits import processes_of
+from tests.support import NOW, ListSource, StaticInstaller, faulty_entry, python_installed, quiet, raw_server_spec
 
 BACKEND = BubblewrapBackend()
 pytestmark = pytest.mark.skipif(BACKEND.unavailable() is not None, reason=f"bubblewrap: {BACKEND.unavailable()}")
@@ -155,3 +160,15 @@ def _with_marker(marker: str) -> list[int]:
 def _sandbox_cgroups() -> list[str]:
     root = limits.CGROUP_ROOT
     return sorted(str(p) for p in root.glob(f"*/{limits.GROUP}/*") if p.is_dir())
+
+
+def test_without_a_sandbox_every_package_is_refused_never_run_unsandboxed(db, monkeypatch):
+    monkeypatch.setattr(BubblewrapBackend, "unavailable", lambda self: "no user namespaces")
+    spec = raw_server_spec("good")
+    run_discover(db, sources=[ListSource("test", [faulty_entry("package", spec)])], now=NOW, progress=quiet(1))
+    settings = Settings(sandbox="bubblewrap", probe_timeout=5.0)
+    report = run_probe(db, servers=store.active_servers(db), installer=StaticInstaller({install_key(spec): python_installed()}),
+                       settings=settings, now=NOW, progress=quiet(1))
+    _, result = store.latest_probe(db, "package")
+    assert report.counts == {"refused": 1}
+    assert result.outcome.value == "refused" and "bubblewrap: no user namespaces" in result.detail

@@ -17,7 +17,7 @@ namespace ends with bwrap's helper, and the uid's processes are killed whatever 
 from __future__ import annotations
 
 import fcntl
-import json
+import marshal
 import os
 import shutil
 import signal
@@ -34,7 +34,7 @@ import anyio
 
 from pipeline.lifetime import end, guarded
 from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started
-from pipeline.sandbox.limits import Enforcer, processes_of
+from pipeline.sandbox.limits import Enforcer, processes
 from pipeline.sandbox.relay import host_side
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -136,8 +136,8 @@ class BubblewrapBackend:
                     socket = shared / "relay.sock"
                 for path in writable:
                     _chown_tree(path, uid)
-                spec = scratch / "launch.json"
-                spec.write_text(json.dumps(self._spec(job, uid, enforcer, workdirs, socket)))
+                spec = scratch / "launch.spec"
+                spec.write_bytes(marshal.dumps(self._spec(job, uid, enforcer, workdirs, socket)))
                 argv = [sys.executable, "-I", "-S", str(LAUNCHER), str(spec)]
                 enforcer.start()
                 for i, _ in enumerate(workdirs):
@@ -257,15 +257,15 @@ def _uid_slot() -> Iterator[int]:
     """A uid no other sandbox (of this pipeline or another on the machine) holds, and that runs nothing."""
     locks = Path(tempfile.gettempdir()) / "scoreboard-sandbox-uids"
     locks.mkdir(mode=0o700, exist_ok=True)
+    taken = {uid for _, uid, _ in processes()}  # a uid that still has processes (even unreaped ones) is not handed out
     for slot in range(SLOTS):
+        uid = UID_BASE + slot
+        if uid in taken:
+            continue
         fd = os.open(locks / str(slot), os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
-            continue
-        uid = UID_BASE + slot
-        if processes_of(uid, zombies=True):  # a uid that still has processes (even unreaped) is not handed out
             os.close(fd)
             continue
         try:

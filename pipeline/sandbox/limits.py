@@ -201,16 +201,23 @@ def _check(result: int, what: str) -> None:
 def processes_of(uid: int, zombies: bool = False) -> list[int]:
     """The processes whose real uid is `uid` (as this process's namespace sees it); with `zombies`, those not yet
     reaped too (they still count against RLIMIT_NPROC; one whose parent has gone is init's to reap)."""
+    return [pid for pid, owner, state in processes() if owner == uid and (zombies or state not in "ZX")]
+
+
+def processes() -> list[tuple[int, int, str]]:
+    """(pid, real uid, state) of every process. The real uid, from status: a process that makes itself non-dumpable
+    shows its /proc directory as root's."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/status", "rb") as status:
-                    fields = dict(line.split(b":", 1) for line in status.read().splitlines() if b":" in line)
-            except OSError:
+                    head = status.read(1024)
+                state = head.split(b"\nState:", 1)[1].split(None, 1)[0].decode()
+                uid = int(head.split(b"\nUid:", 1)[1].split(None, 1)[0])
+            except (OSError, IndexError, ValueError):
                 continue
-            if int(fields[b"Uid"].split()[0]) == uid and (zombies or fields[b"State"].split()[0] not in (b"Z", b"X")):
-                found.append(int(entry))
+            found.append((int(entry), uid, state))
     return found
 
 
