@@ -70,7 +70,7 @@ def test_real_server_is_probed_in_its_own_era(probed_catalog, server_id):
     assert checks["invalid_messages"].passed is True
     if era == "legacy":
         assert checks["ping"].passed is True and result.ping_ms is not None
-    assert result.package_version
+    assert result.package_version and result.package_hash.startswith(("sha256:", "sha512-")) and result.install_method in ("wheel", "npm")
 
 
 def test_handshake_metadata_is_captured(probed_catalog):

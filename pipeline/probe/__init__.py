@@ -187,6 +187,8 @@ async def probe_server(
     if result.outcome == ProbeOutcome.start_failed and result.stderr_tail:
         result.detail = f"{result.detail}; stderr: {result.stderr_tail[-500:]}"
     result.package_version = version
+    if installed is not None:
+        result.package_hash, result.install_method = installed.artifact_hash, installed.method
     if server.launch is not None and isinstance(sandbox, IsolatedSandbox):
         result.sandbox = sandbox.backend.describe()
         if kind == "deep":
