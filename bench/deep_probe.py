@@ -48,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings.from_env()
     entry = next(e for e in LocalCatalogSource().read().entries if e.id == args.server)
-    installed = Installer(settings.cache_dir, settings.install_timeout).install([entry.launch])[install_key(entry.launch)]
+    installed = Installer.from_settings(settings).install([entry.launch])[install_key(entry.launch)]
     speed = calibration()
     start_seconds, times, result = anyio.run(measure, entry.launch, installed, settings, args.runs)
     speed_after = calibration()
