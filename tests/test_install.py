@@ -169,7 +169,7 @@ def test_a_package_with_nothing_to_start_is_no_entry_point(npm_registry, index, 
     for spec in specs:
         result = results[install_key(spec)]
         assert not result.ok and result.failure == "no_entry_point", (spec, result)
-        assert result.version == "1.0" if spec.registry == "pypi" else "1.0.0"
+        assert result.version == ("1.0" if spec.registry == "pypi" else "1.0.0")
     assert "install scripts: postinstall" in results[install_key(specs[2])].error  # no sandbox here to run them in
     assert "no command named 'named'" in results[install_key(specs[3])].error
 
