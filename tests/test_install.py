@@ -13,9 +13,11 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from pipeline.analyze.fetch import InstalledPackageFetcher
 from pipeline.models import LaunchSpec
 from pipeline.sandbox import Completed, Job, installenv
 from pipeline.sandbox.bubblewrap import BubblewrapBackend
@@ -113,6 +115,8 @@ def test_npm_installs_the_resolved_version_exactly_with_its_integrity_and_runs_n
         assert env["HOME"] != os.environ.get("HOME") and env["npm_config_registry"] == npm_registry.url
     pinned = one(installer, npm_spec("@acme/tool-server", "1.0.0", "tool-server"))
     assert pinned.ok and pinned.version == "1.0.0" and pinned.prefix != result.prefix  # one prefix per version
+    tree = InstalledPackageFetcher(tmp_path / "cache").fetch(SimpleNamespace(launch=npm_spec("@acme/tool-server", "1.2.0")))
+    assert tree.ref == "1.2.0" and tree.manifest_kind == "package.json" and "bin/server.js" in tree.files
 
 
 def test_installs_are_cached_by_package_and_version(npm_registry, index, shared_cache):
@@ -146,6 +150,10 @@ def test_pip_installs_the_newest_wheel_exactly_and_records_its_sha256(index, sha
     assert (result.prefix / "dist" / "weather_mcp-1.1-py3-none-any.whl").is_file()  # the artifact, kept with its install
     old = one(installer, pypi_spec("weather-mcp", "1.0"))
     assert old.ok and old.version == "1.0" and subprocess.run([str(old.executable)], capture_output=True, text=True).stdout == "one\n"
+    # The analyzer reads each install where it lies: the pinned version's, else the one installed last.
+    fetcher = InstalledPackageFetcher(shared_cache)
+    assert fetcher.fetch(SimpleNamespace(launch=pypi_spec("weather-mcp", "1.1"))).ref == "1.1"
+    assert fetcher.fetch(SimpleNamespace(launch=pypi_spec("weather-mcp"))).ref == "1.0"
 
 
 def test_no_deps_fallback_when_dependencies_cannot_be_installed(index, shared_cache):
