@@ -276,6 +276,7 @@ class ProbeResult(BaseModel):
     retry_after_s: float | None = None  # rate limited: how long the server asked us to wait before the next probe
     exchanges: list[dict[str, Any]] | None = None  # the raw layer's HTTP exchanges (status, kept headers, timings, failure)
     sandbox: str | None = None  # the sandbox backend a local server ran in, e.g. "bubblewrap 0.8.0" (None: not sandboxed)
+    mocked_env: list[str] | None = None  # the variables given mock values at its start (names only)
 
     @property
     def reachable(self) -> bool:

@@ -29,6 +29,7 @@ from pipeline.probe.sandbox import IsolatedSandbox, NoSandbox, Running, Sandbox,
 from pipeline.progress import Progress
 from pipeline.sandbox import SandboxUnavailable
 from pipeline.sandbox.choice import choose
+from pipeline.sandbox.mockenv import mocked_launch
 
 ProbeKind = Literal["deep", "fast"]
 
@@ -146,11 +147,13 @@ async def probe_server(
     try:
         if server.launch is not None:
             assert installed is not None
-            async with sandbox.start(server.launch, installed) as running:
+            launch, mocked = mocked_launch(server)
+            async with sandbox.start(launch, installed) as running:
                 # We started it on loopback ourselves; loopback is all it may send us to (it is a stranger's code).
                 limits = probe_limits(settings, allow_private=False, allowed=frozenset({LOOPBACK}))
                 result = await probe(server.id, running, limits=limits, total_timeout=timeout, now=now)
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
+                result.mocked_env = mocked
                 if (limit := running.limit_hit()) is not None:
                     result.outcome = ProbeOutcome.resource_limit
                     result.detail = f"stopped at the sandbox's {limit} limit" + (f" ({result.detail})" if result.detail else "")

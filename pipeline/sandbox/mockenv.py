@@ -18,7 +18,7 @@ import hashlib
 import re
 from typing import Iterable
 
-from pipeline.models import EnvVar, Server
+from pipeline.models import EnvVar, LaunchSpec, Server
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
 MAX_VARIABLES = 64
@@ -89,6 +89,13 @@ def mock_environment(source: Server | Iterable[EnvVar], readme: str | None = Non
         elif variable.required is not False:
             mocks[name] = mock_value(name, secret=variable.secret, format=variable.format)
     return mocks
+
+
+def mocked_launch(server: Server, readme: str | None = None) -> tuple[LaunchSpec, list[str]]:
+    """The server's launch with mock values for what it requires (its own fixed values win), and the names mocked."""
+    assert server.launch is not None
+    mocks = mock_environment(server, readme)
+    return server.launch.model_copy(update={"env": {**mocks, **server.launch.env}}), sorted(mocks)
 
 
 def mock_value(name: str, *, secret: bool = False, format: str | None = None) -> str:
