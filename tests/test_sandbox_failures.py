@@ -134,6 +134,10 @@ NODE_STACK_LINE_401 = "Error: boom\n    at Object.<anonymous> (/app/dist/index.j
     (StartAttempt(install_error="some-mcp installed no command named 'some-mcp'"), "no_entry_point", "installed no command"),
     (StartAttempt(entry_point=False), "no_entry_point", "no npm bin"),
     (StartAttempt(exit_code=1, stderr_tail="bwrap: execvp some-mcp: No such file or directory\n"), "no_entry_point", "execvp"),
+    (StartAttempt(stderr_tail="relay: cannot execute /opt/x/bin/srv: [Errno 2] No such file or directory: '/opt/x/bin/srv'"), "no_entry_point",
+     "cannot execute"),
+    (StartAttempt(exit_code=3, stderr_tail="fatal: missing configuration FOO_API_KEY\n"), "needs_external_service", "FOO_API_KEY"),
+    (StartAttempt(stderr_tail="exited with code 1 before listening: Error: listen EADDRINUSE (simulated)"), "crashed_on_start", "EADDRINUSE"),
 ])
 def test_realistic_failures_are_classified_with_their_evidence(attempt, kind, evidence):
     failure = classify(attempt)

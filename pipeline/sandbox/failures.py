@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeline.models import ProbeOutcome
+from pipeline.models import ProbeOutcome, ProbeResult
 from pipeline.sandbox import FailureKind, LimitName
 
 # Outcomes our sandbox may have caused (mock values, no network, our limits, installs without their scripts): such a
@@ -80,6 +80,7 @@ EXTERNAL_PATTERNS = _patterns(
     (r"(environment variable|env var)\S*[^\n]{0,80}\b(is )?(required|missing|not set|not found|must be (set|provided)|not defined|undefined)|"
      r"(missing|required|set the|no|please set|please provide)[^\n]{0,40}(environment variable|env var)|"
      r"(?-i:\b[A-Z][A-Z0-9_]*_(KEY|TOKEN|SECRET|URL|URI|PASSWORD|ID)\b)[^\n]{0,60}\b(is )?(required|missing|not set|must be (set|provided))|"
+     r"\b(missing|required|no|unset)\b[^\n]{0,40}(?-i:\b[A-Z][A-Z0-9_]*_(KEY|TOKEN|SECRET|URL|URI|PASSWORD)\b)|"
      r"(?-i:KeyError: '[A-Z][A-Z0-9_]+')|validation errors? for \w*(Settings|Config)|"
      r"\b(api[ _-]?key|access[ _-]?token|credentials?)\b[^\n]{0,30}\b(is required|are required|not provided|missing|not set|not configured|not found)",
      "it wants configuration we cannot give it (a credential or a setting of its own)"),
@@ -89,7 +90,7 @@ BLOCKED_PATTERNS = _patterns(
     (r"\bEPERM\b|Operation not permitted", "the sandbox did not permit the operation"),
     (r"\bEROFS\b|Read-only file system", "it tried to write where the sandbox is read-only"),
 )
-NO_ENTRY_PATTERNS = re.compile(r"execvp?\b[^\n]*No such file or directory|installed no command|no entry point|command not found|"
+NO_ENTRY_PATTERNS = re.compile(r"execvp?\b[^\n]*No such file or directory|cannot execute [^\n]*No such file or directory|installed no command|no entry point|command not found|"
                                r"could not determine executable to run|has no (bin|console script)", re.I)
 
 
@@ -117,7 +118,7 @@ def classify(attempt: StartAttempt) -> Failure | None:
     for pattern, limit in LIMIT_PATTERNS:
         if found := _matching_line(pattern, text):
             return Failure("resource_limit", f"ran into the sandbox's {limit} limit: {found}", tail)
-    if NO_ENTRY_PATTERNS.search(text) and attempt.exit_code is not None:
+    if NO_ENTRY_PATTERNS.search(text):
         return Failure("no_entry_point", f"its command could not be started: {_matching_line(NO_ENTRY_PATTERNS, text)}", tail)
     for patterns, kind in ((EXTERNAL_PATTERNS, "needs_external_service"), (BLOCKED_PATTERNS, "blocked")):
         for pattern, reason in patterns:
@@ -130,6 +131,22 @@ def classify(attempt: StartAttempt) -> Failure | None:
     if attempt.timed_out:
         return Failure("timeout", "it never answered the handshake" + (f"; last words: {_last_line(text)}" if text.strip() else ""), tail)
     return Failure("crashed_on_start", "it closed its pipes before the handshake" + (f": {_last_line(text)}" if text.strip() else ""), tail)
+
+
+# How a probe records a start that never reached the handshake, before it is classified.
+UNCLASSIFIED = frozenset({ProbeOutcome.start_failed, ProbeOutcome.crashed, ProbeOutcome.timeout, ProbeOutcome.unreachable})
+
+
+def classify_start(result: ProbeResult, limit_hit: LimitName | None = None, blocked: str | None = None) -> None:
+    """A sandbox run that ended before the handshake gets its failure class, detail and log tail (in place); a run that
+    reached the handshake, or was classified already, is left as it is."""
+    if result.handshake is not None or result.outcome not in UNCLASSIFIED:
+        return
+    said = result.stderr_tail or result.detail  # a start that failed in the sandbox says why in its detail
+    timed_out = result.outcome == ProbeOutcome.timeout or "did not listen" in (result.detail or "")
+    failure = classify(StartAttempt(exit_code=result.exit_code, timed_out=timed_out, stderr_tail=said, limit_hit=limit_hit, blocked=blocked))
+    if failure is not None:
+        result.outcome, result.detail, result.stderr_tail = failure.outcome, failure.detail, failure.tail
 
 
 def _tail(text: str | None) -> str | None:
