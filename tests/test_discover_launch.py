@@ -131,11 +131,12 @@ def test_the_registry_adapter_records_launches_and_refusals():
 
 def test_merging_prefers_a_public_endpoint_and_takes_other_sources_packages():
     hosted = Listing(source="official-registry", key="io.github.o/r", name="r", repository="https://github.com/o/r",
-                     remotes=[Remote(transport="streamable-http", url="https://mcp.acme.dev/mcp")], packages=[Package(registry="npm", identifier="r")],
-                     launch=simple_launch("npm", "r"))
+                     remotes=[Remote(transport="streamable-http", url="https://mcp.acme.dev/mcp")],
+                     packages=[Package(registry="npm", identifier="r")], launch=simple_launch("npm", "r"))
     local_remote = Listing(source="official-registry", key="io.github.o/s", name="s", repository="https://github.com/o/s",
                            remotes=[Remote(transport="sse", url="http://localhost:3000/sse")], launch=simple_launch("npm", "s"))
-    pulse = Listing(source="pulsemcp", key="t", name="t", repository="https://github.com/o/t", packages=[Package(registry="pypi", identifier="t-mcp")])
+    pulse = Listing(source="pulsemcp", key="t", name="t", repository="https://github.com/o/t",
+                    packages=[Package(registry="pypi", identifier="t-mcp")])
     entries = {e.name: e for e in merge_listings([hosted, local_remote, pulse])}
     assert entries["r"].launch is None and entries["r"].transport == "streamable-http"  # measured at its endpoint
     assert entries["s"].launch.package == "s" and entries["s"].transport == "stdio" and entries["s"].provenance["launch"] == "official-registry"

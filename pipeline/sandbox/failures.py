@@ -82,7 +82,8 @@ EXTERNAL_PATTERNS = _patterns(
      r"(?-i:\b[A-Z][A-Z0-9_]*_(KEY|TOKEN|SECRET|URL|URI|PASSWORD|ID)\b)[^\n]{0,60}\b(is )?(required|missing|not set|must be (set|provided))|"
      r"\b(missing|required|no|unset)\b[^\n]{0,40}(?-i:\b[A-Z][A-Z0-9_]*_(KEY|TOKEN|SECRET|URL|URI|PASSWORD)\b)|"
      r"(?-i:KeyError: '[A-Z][A-Z0-9_]+')|validation errors? for \w*(Settings|Config)|"
-     r"\b(api[ _-]?key|access[ _-]?token|credentials?)\b[^\n]{0,30}\b(is required|are required|not provided|missing|not set|not configured|not found)",
+     r"\b(api[ _-]?key|access[ _-]?token|credentials?)\b[^\n]{0,30}"
+     r"\b(is required|are required|not provided|missing|not set|not configured|not found)",
      "it wants configuration we cannot give it (a credential or a setting of its own)"),
 )
 BLOCKED_PATTERNS = _patterns(
@@ -90,8 +91,9 @@ BLOCKED_PATTERNS = _patterns(
     (r"\bEPERM\b|Operation not permitted", "the sandbox did not permit the operation"),
     (r"\bEROFS\b|Read-only file system", "it tried to write where the sandbox is read-only"),
 )
-NO_ENTRY_PATTERNS = re.compile(r"execvp?\b[^\n]*No such file or directory|cannot execute [^\n]*No such file or directory|installed no command|no entry point|command not found|"
-                               r"could not determine executable to run|has no (bin|console script)", re.I)
+NO_ENTRY_PATTERNS = re.compile(r"execvp?\b[^\n]*No such file or directory|cannot execute [^\n]*No such file or directory|"
+                               r"installed no command|no entry point|command not found|could not determine executable to run|"
+                               r"has no (bin|console script)", re.I)
 
 
 def not_measured(kind: str, outcome: str) -> bool:

@@ -34,7 +34,8 @@ CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _HEX = "0123456789abcdef"
 _UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-TOKEN_SHAPES: tuple[tuple[re.Pattern[str], str, int, str], ...] = tuple((re.compile(pattern), prefix, length, alphabet) for pattern, prefix, length, alphabet in (
+TOKEN_SHAPES: tuple[tuple[re.Pattern[str], str, int, str], ...] = tuple(
+    (re.compile(pattern), prefix, length, alphabet) for pattern, prefix, length, alphabet in (
     (r"ANTHROPIC|CLAUDE", "sk-ant-api03-mock", 80, _ALNUM),
     (r"OPENAI|OPENROUTER", "sk-mock", 48, _ALNUM),
     (r"^(GITHUB|GH)_", "ghp_", 36, _ALNUM),

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from pipeline import latency
 from pipeline.latency import REACHED
-from pipeline.sandbox.failures import not_measured
 from pipeline.models import BoardColumn, DimensionScore, RubricInfo
+from pipeline.sandbox.failures import not_measured
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weights, renormalised, share, unmeasured
 from pipeline.score.facts import Facts, Rollup, RunRow
 
