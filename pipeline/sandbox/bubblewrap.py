@@ -17,7 +17,7 @@ namespace ends with bwrap's helper, and the uid's processes are killed whatever 
 from __future__ import annotations
 
 import fcntl
-import json
+import marshal
 import os
 import shutil
 import signal
@@ -34,7 +34,7 @@ import anyio
 
 from pipeline.lifetime import end, guarded
 from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started
-from pipeline.sandbox.limits import Enforcer, processes_of
+from pipeline.sandbox.limits import Enforcer, processes
 from pipeline.sandbox.relay import host_side
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -51,7 +51,7 @@ FAKE_ETC = {
     "group": "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n",
     "hosts": "127.0.0.1 localhost\n::1 localhost\n",
 }
-SOCKET_DIR = "/run/relay"  # inside: the directory shared with the host, where the relay listens
+SOCKET_DIR = "/run/relay"  # inside: where the relay listens, a directory the host sees too
 RELAY_INSIDE = "/run/relay.py"
 OUTPUT_TAIL = 4000
 LAUNCH_ENV: dict[str, str] = {}  # the launcher needs nothing; bwrap gets an empty environment from it
@@ -122,30 +122,32 @@ class BubblewrapBackend:
 
     @contextmanager
     def _session(self, job: Job, scratch: Path) -> Iterator[_Session]:
+        scratch.mkdir(parents=True, exist_ok=True)
         with _uid_slot() as uid:
-            workdirs = tuple(dict.fromkeys(p for p in (job.workdir, job.env.get("HOME"), "/tmp") if p))
-            enforcer = Enforcer(f"{os.getpid()}-{uid}", uid, job.limits, workdirs)
+            # Everything the server may write is a directory of one size-capped tmpfs (the enforcer mounts it in the
+            # scratch directory): its home and work directory, /tmp, /dev/shm and, for an HTTP server, the relay's socket.
+            workdirs = (*dict.fromkeys(p for p in (job.workdir, job.env.get("HOME"), "/tmp", "/dev/shm") if p),
+                        *([SOCKET_DIR] if job.port is not None else []))
+            enforcer = Enforcer(f"{os.getpid()}-{uid}", uid, job.limits, scratch / "disk")
             writable = [m.source for m in job.mounts if m.writable]
+            socket = scratch / "disk" / str(len(workdirs) - 1) / "relay.sock" if job.port is not None else None
             try:
-                socket = None
-                if job.port is not None:
-                    shared = scratch / "relay"
-                    shared.mkdir()
-                    writable.append(shared)
-                    socket = shared / "relay.sock"
                 for path in writable:
                     _chown_tree(path, uid)
-                spec = scratch / "launch.json"
-                spec.write_text(json.dumps(self._spec(job, uid, enforcer, workdirs, socket)))
+                spec = scratch / "launch.spec"
+                spec.write_bytes(marshal.dumps(self._spec(job, uid, enforcer, workdirs, socket is not None)))
                 argv = [sys.executable, "-I", "-S", str(LAUNCHER), str(spec)]
                 enforcer.start()
+                for i, _ in enumerate(workdirs):
+                    (scratch / "disk" / str(i)).mkdir()
+                    os.chown(scratch / "disk" / str(i), uid, uid)
                 yield _Session(argv=argv, enforcer=enforcer, uid=uid, socket=socket)
             finally:
                 enforcer.stop()
                 for path in writable:
                     _chown_tree(path, 0, os.getgid())
 
-    def _spec(self, job: Job, uid: int, enforcer: Enforcer, workdirs: tuple[str, ...], socket: Path | None) -> dict:
+    def _spec(self, job: Job, uid: int, enforcer: Enforcer, workdirs: tuple[str, ...], relay: bool) -> dict:
         assert self.bwrap is not None
         limits = job.limits
         stage: dict[str, str] = {}
@@ -165,29 +167,31 @@ class BubblewrapBackend:
             files["resolv.conf"] = Path("/etc/resolv.conf").read_bytes().hex()
         for name in files:
             args += ["--ro-bind", f"@stage:files/{name}", f"/etc/{name}"]
-        for i, (source, target) in enumerate(_interpreters(job, socket is not None)):
+        # The writable directories before the mounts: an install may lie under /tmp on the host, and is mounted over it.
+        stage["disk"] = str(enforcer.disk)
+        for i, path in enumerate(workdirs):
+            args += ["--bind", f"@stage:disk/{i}", path]
+        for i, (source, target) in enumerate(_interpreters(job, relay)):
             stage[f"python{i}"] = source
             args += ["--ro-bind", f"@stage:python{i}", target]
         for i, mount in enumerate(job.mounts):
             stage[f"m{i}"] = str(mount.source)
             args += ["--bind" if mount.writable else "--ro-bind", f"@stage:m{i}", mount.target]
-        for path in workdirs:
-            args += ["--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", path]
         for i, (target, content) in enumerate(sorted(job.files.items())):
             files[f"f{i}"] = content.hex()
             target = target if target.startswith("/") else f"{job.workdir}/{target}"
             args += [arg for parent in _parents(target, job.workdir) for arg in ("--dir", parent)]
             args += ["--file", f"@fd:f{i}", target]
         command = list(job.argv)
-        if socket is not None:
-            stage["relay"], stage["socket"] = str(RELAY), str(socket.parent)
-            args += ["--ro-bind", "@stage:relay", RELAY_INSIDE, "--bind", "@stage:socket", SOCKET_DIR]
-            command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/{socket.name}", str(job.port), *command]
+        if relay:
+            stage["relay"] = str(RELAY)
+            args += ["--ro-bind", "@stage:relay", RELAY_INSIDE]
+            command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/relay.sock", str(job.port), *command]
         for key, value in job.env.items():
             args += ["--setenv", key, value]
         args += ["--chdir", job.workdir, "--", *command]
         cpu = limits.cpu_seconds
-        rlimits = {"RLIMIT_NPROC": [limits.pids, limits.pids], "RLIMIT_CPU": [cpu, cpu + 1], "RLIMIT_CORE": [0, 0],
+        rlimits = {"RLIMIT_NPROC": [enforcer.nproc, enforcer.nproc], "RLIMIT_CPU": [cpu, cpu + 1], "RLIMIT_CORE": [0, 0],
                    "RLIMIT_FSIZE": [limits.disk_mb * 1024 * 1024] * 2}
         return {"cgroups": enforcer.cgroup_procs, "rlimits": rlimits, "stage": stage, "files": files, "uid": uid, "gid": uid, "bwrap": args}
 
@@ -250,15 +254,15 @@ def _uid_slot() -> Iterator[int]:
     """A uid no other sandbox (of this pipeline or another on the machine) holds, and that runs nothing."""
     locks = Path(tempfile.gettempdir()) / "scoreboard-sandbox-uids"
     locks.mkdir(mode=0o700, exist_ok=True)
+    taken = {uid for _, uid, _ in processes()}  # a uid that still has processes (even unreaped ones) is not handed out
     for slot in range(SLOTS):
+        uid = UID_BASE + slot
+        if uid in taken:
+            continue
         fd = os.open(locks / str(slot), os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
-            continue
-        uid = UID_BASE + slot
-        if processes_of(uid):  # left by a pipeline that died: a uid that still runs something is not handed out
             os.close(fd)
             continue
         try:
