@@ -173,15 +173,15 @@ def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed
     elapsed = time.monotonic() - started
     outcome = {s.id: store.latest_probe(db, s.id)[1] for s in servers}
     assert {k: v.outcome.value for k, v in outcome.items()} == {
-        "exit-early": "needs_external_service",  # sandbox runs: a start that failed gets its class (pipeline.sandbox.failures)
+        "exit-early": "start_failed",
         "silent": "timeout",
         "garbage": "protocol_error",
         "bad-version": "protocol_error",
         "crash-on-list": "crashed",
         "bad-schema": "ok",
-        "http-never-listens": "timeout",
-        "http-exits": "crashed_on_start",
-        "missing-command": "no_entry_point",
+        "http-never-listens": "start_failed",
+        "http-exits": "start_failed",
+        "missing-command": "start_failed",
         "uninstallable": "install_failed",
         "mcp-server-time": "ok",
     }
