@@ -103,7 +103,7 @@ def registry_launch(package: dict[str, Any]) -> LaunchSpec | None:
     command, leading = _runtime(spec.package, _text(package.get("runtimeHint")), runtime, port_variable)
     args = leading + [item for argument in arguments for item in _argv(argument, port_variable)]
     env = {}
-    for name, value, secret in environment:
+    for name, value in environment:
         if name == port_variable:
             env[name] = "{port}"
         elif value is not None and not _placeholder(value):
@@ -181,13 +181,13 @@ def _string(raw: dict[str, Any], field: str, where: str) -> str | None:
     return _check(value, f"{where}.{field}") if isinstance(value, str) else None
 
 
-def _read_input(raw: dict[str, Any], where: str) -> tuple[str, str | None, bool] | None:
-    """(name, fixed value, secret) of an environment variable; None for a name we never set (not a plain name, or one
-    the sandbox sets itself)."""
+def _read_input(raw: dict[str, Any], where: str) -> tuple[str, str | None] | None:
+    """(name, fixed value) of an environment variable; None for a name we never set (not a plain name, or one the
+    sandbox sets itself). What it requires otherwise is the mock environment's to give (pipeline.sandbox.mockenv)."""
     name = _string(raw, "name", where) or ""
     if not ENV_NAME.match(name) or RESERVED.match(name):
         return None
-    return name, _string(raw, "value", where), bool(raw.get("isSecret") or raw.get("is_secret"))
+    return name, _string(raw, "value", where)
 
 
 def _read_argument(raw: dict[str, Any], where: str) -> Argument:
@@ -293,8 +293,8 @@ def _is_package_spec(item: str, package: str) -> bool:
     return lowered == name or (lowered.startswith(name) and lowered[len(name)] in "@[=<>~!")
 
 
-def _sets(variable: str, environment: list[tuple[str, str | None, bool]], arguments: list[Argument]) -> bool:
-    return any(name == variable for name, _, _ in environment) or any(
+def _sets(variable: str, environment: list[tuple[str, str | None]], arguments: list[Argument]) -> bool:
+    return any(name == variable for name, _ in environment) or any(
         variable in (a.hint, (a.name or "").lstrip("-")) for a in arguments)
 
 
