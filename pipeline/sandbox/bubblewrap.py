@@ -61,7 +61,6 @@ LAUNCH_ENV: dict[str, str] = {}  # the launcher needs nothing; bwrap gets an emp
 class _Session:
     argv: list[str]  # the launcher's command line
     enforcer: Enforcer
-    uid: int
     socket: Path | None  # HTTP: the relay's socket, as the host sees it
 
 
@@ -107,18 +106,18 @@ class BubblewrapBackend:
 
     def _run(self, job: Job, scratch: Path) -> Completed:
         with self._session(job, scratch) as session:
-            process = subprocess.Popen(guarded(session.argv), env=LAUNCH_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
-            with process:
-                try:
-                    output, _ = process.communicate(timeout=job.limits.wall_seconds)
-                except subprocess.TimeoutExpired:
-                    session.enforcer.note("time")
-                    end(process.pid)
-                    output, _ = process.communicate()
+            log = scratch / "output.log"  # a file, capped by RLIMIT_FSIZE: a build's output is never held in memory whole
+            with log.open("wb") as output:
+                process = subprocess.Popen(guarded(session.argv), env=LAUNCH_ENV, stdin=subprocess.DEVNULL, stdout=output,
+                                           stderr=output, start_new_session=True)
+            try:
+                process.wait(timeout=job.limits.wall_seconds)
+            except subprocess.TimeoutExpired:
+                session.enforcer.note("time")
+                end(process.pid)
+                process.wait()
             session.enforcer.stop()
-            text = output.decode("utf-8", "replace")[-OUTPUT_TAIL:]
-            return Completed(returncode=process.returncode, output=text, limit_hit=session.enforcer.limit_hit())
+            return Completed(returncode=process.returncode, output=_tail(log, OUTPUT_TAIL), limit_hit=session.enforcer.limit_hit())
 
     @contextmanager
     def _session(self, job: Job, scratch: Path) -> Iterator[_Session]:
@@ -141,7 +140,7 @@ class BubblewrapBackend:
                 for i, _ in enumerate(workdirs):
                     (scratch / "disk" / str(i)).mkdir()
                     os.chown(scratch / "disk" / str(i), uid, uid)
-                yield _Session(argv=argv, enforcer=enforcer, uid=uid, socket=socket)
+                yield _Session(argv=argv, enforcer=enforcer, socket=socket)
             finally:
                 enforcer.stop()
                 for path in writable:
@@ -277,7 +276,7 @@ async def _until_listening(socket: Path, process: anyio.abc.Process, started: St
     """Wait until the relay inside listens (it does once the server accepts connections), or the server has exited."""
     while True:
         if process.returncode is not None:
-            tail = _tail(started.stderr_path)
+            tail = _tail(started.stderr_path, 2000)
             raise NotStarted(f"exited with code {process.returncode} before listening: {tail or 'no output'}", enforcer.limit_hit())
         if socket.exists():
             try:
@@ -290,10 +289,12 @@ async def _until_listening(socket: Path, process: anyio.abc.Process, started: St
             await process.wait()
 
 
-def _tail(path: Path | None) -> str:
+def _tail(path: Path | None, cap: int) -> str:
     if path is None or not path.exists():
         return ""
-    return path.read_bytes()[-2000:].decode("utf-8", "replace").strip()
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - cap))
+        return fh.read().decode("utf-8", "replace").strip()
 
 
 async def _stop(process: anyio.abc.Process) -> None:

@@ -49,8 +49,10 @@ class Cgroups:
             return made if made._make({"memory": {"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory},
                                        "pids": {"pids.max": pids}}) else None
         v2 = _cgroup2_root()
-        if v2 is not None and {"memory", "pids"} <= set((v2 / "cgroup.controllers").read_text().split()):
+        if v2 is not None:
             try:
+                if not {"memory", "pids"} <= set((v2 / "cgroup.controllers").read_text().split()):
+                    return None
                 (v2 / "cgroup.subtree_control").write_text("+memory +pids")
                 (v2 / GROUP).mkdir(exist_ok=True)
                 (v2 / GROUP / "cgroup.subtree_control").write_text("+memory +pids")
@@ -77,10 +79,7 @@ class Cgroups:
         return sorted({str(path / "cgroup.procs") for path in self.dirs.values()})
 
     def pids(self) -> list[int]:
-        try:
-            return [int(line) for line in (self.dirs["pids"] / "cgroup.procs").read_text().split()]
-        except OSError:
-            return []
+        return _read_pids(self.dirs["pids"])
 
     def hit(self) -> LimitName | None:
         memory = _keyed(self.dirs["memory"] / ("memory.oom_control" if self.version == 1 else "memory.events"))
@@ -94,7 +93,7 @@ class Cgroups:
         for path in {*self.dirs.values()}:
             deadline = time.monotonic() + 2
             while path.exists():
-                _kill_all(self.pids() if self.dirs["pids"] == path else _read_pids(path))
+                _kill_all(_read_pids(path))
                 try:
                     path.rmdir()
                 except OSError:
