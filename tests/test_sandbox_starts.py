@@ -74,3 +74,4 @@ def test_a_server_that_starts_sees_mock_values_and_no_host_secret(backend, packa
     assert seen["GITHUB_TOKEN"].startswith("ghp_") and seen["GITHUB_TOKEN"] != real
     assert seen["DATABASE_URL"] == "postgres://mock:mock@127.0.0.1:5432/mock"
     assert real not in result.tools[0]["description"] and result.mocked_env == ["DATABASE_URL", "GITHUB_TOKEN"]
+

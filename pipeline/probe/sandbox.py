@@ -23,6 +23,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import AsyncIterator, Callable, Protocol, TextIO
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -126,7 +127,7 @@ class IsolatedSandbox:
         mounts = (Mount(installed.prefix, str(installed.prefix)),) if installed.prefix else ()
         argv = (str(installed.executable), *installed.entry_args, *(_expand(a, values) for a in spec.args))
         return Job(argv=argv, env=server_environment(spec, installed, values),
-                   mounts=mounts, workdir=INSIDE_HOME, port=INSIDE_PORT if spec.transport != "stdio" else None,
+                   mounts=mounts, workdir=INSIDE_HOME, port=_inside_port(spec) if spec.transport != "stdio" else None,
                    url_path=_url_path(spec, values), limits=self.limits, files=files)
 
 
@@ -153,6 +154,13 @@ def server_environment(spec: LaunchSpec, installed: Installed, values: dict[str,
     }
     env.update({k: _expand(v, values) for k, v in spec.env.items()})
     return env
+
+
+def _inside_port(spec: LaunchSpec) -> int:
+    """The port an HTTP server listens on inside: the one its launch URL names (a server that always listens on 3000),
+    else ours, which `{port}` in its arguments or environment hands it."""
+    port = urlsplit(spec.url or "").port if spec.url and "{port}" not in spec.url else None
+    return port or INSIDE_PORT
 
 
 def _url_path(spec: LaunchSpec, values: dict[str, str]) -> str:
