@@ -87,6 +87,10 @@ class Reach:
 
     kinds: frozenset[str] = frozenset()
     resolver: Resolver = system_resolver
+    # When set, the only loopback or private (address, port) pairs that may be dialled: a server we started in the
+    # sandbox is reached through its relay's one port, and a redirect to any other port of the host's loopback is not
+    # followed (the host's own services are not the stranger's to reach through us).
+    origins: frozenset[tuple[str, int]] = frozenset()
 
     def addresses(self, host: str, port: int) -> list[str]:
         """The addresses to dial for `host`, all checked; raises AddressRefused or Unresolvable. Blocks (DNS)."""
@@ -106,7 +110,14 @@ class Reach:
             if kind not in allowed:
                 what = "which is not a public address" if kind in (LOOPBACK, PRIVATE) else f"a {kind} address, never dialled"
                 raise AddressRefused(f"{host} resolves to {address}, {what}")
+            self.check_origin(address, port)
         return found
+
+    def check_origin(self, address: str, port: int) -> None:
+        """With `origins`, a loopback or private address is dialled at those ports only (checked on each request: an
+        address pinned for one port is not thereby allowed at another)."""
+        if self.origins and address_kind(address) in (LOOPBACK, PRIVATE) and (address, port) not in self.origins:
+            raise AddressRefused(f"{address}:{port} is not the address of the server we started")
 
 
 def target_kinds(url: str, resolver: Resolver = system_resolver) -> frozenset[str]:
@@ -246,6 +257,8 @@ class _Pinning:
             raise self.http.ConnectError(str(pinned), request=request)
         if isinstance(pinned, Exception):
             raise AddressRefused(str(pinned))
+        for address in pinned:
+            self.reach.check_origin(address, _port(request))
         return pinned
 
     def _decoded(self, response: Any) -> Any:

@@ -7,8 +7,10 @@ is known, so an interrupted run keeps everything finished before the interruptio
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from datetime import datetime
 from typing import Literal, Sequence
+from urllib.parse import urlsplit
 
 import anyio
 from sqlite_utils import Database
@@ -129,6 +131,14 @@ def probe_limits(settings: Settings, allow_private: bool, allowed: frozenset[str
                   user_agent=f"{USER_AGENT} (+{settings.site_url}methodology/index.html)")
 
 
+def started_limits(settings: Settings, url: str | None) -> Limits:
+    """The bounds for a server we started: only its own address and port (none at all for a stdio server)."""
+    parts = urlsplit(url or "")
+    if not parts.hostname or not parts.port:
+        return probe_limits(settings, allow_private=False)
+    return replace(probe_limits(settings, allow_private=False, allowed=frozenset({LOOPBACK})), origins=frozenset({(parts.hostname, parts.port)}))
+
+
 def _probeable(server: Server, allow_private: bool) -> bool:
     key = remote_key(server.remote_url)
     return server.launch is not None or (key is not None and (allow_private or is_public_endpoint(key)))
@@ -154,8 +164,9 @@ async def probe_server(
             assert installed is not None
             launch, mocked = mocked_launch(server)
             async with sandbox.start(launch, installed) as running:
-                # We started it on loopback ourselves; loopback is all it may send us to (it is a stranger's code).
-                limits = probe_limits(settings, allow_private=False, allowed=frozenset({LOOPBACK}))
+                # We started it ourselves: it is reached at its own loopback port (an HTTP server, through the sandbox's
+                # relay), and nowhere else, redirects included (it is a stranger's code; the host's other ports are not its).
+                limits = started_limits(settings, running.url)
                 result = await probe(server.id, running, limits=limits, total_timeout=timeout, now=now)
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
                 result.mocked_env = mocked

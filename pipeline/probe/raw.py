@@ -46,13 +46,14 @@ class Limits:
     allow_private: bool = False  # loopback and private addresses, whoever names them (tests allow them)
     user_agent: str = USER_AGENT  # the scoreboard's name, and (from the run's settings) where to read about its probes
     allowed: frozenset[str] = frozenset()  # non-public kinds this probe may dial: the named target's own (net.target_kinds)
+    origins: frozenset[tuple[str, int]] = frozenset()  # if set, the only non-public (address, port) pairs it may dial
     resolver: Resolver = system_resolver
     budget: Budget | None = field(default=None, compare=False)  # the whole probe's time, shared by its steps
 
     @property
     def reach(self) -> Reach:
         """Where this probe's clients may connect (never link-local or metadata addresses, whatever is allowed)."""
-        return Reach(self.allowed | (frozenset({LOOPBACK, PRIVATE}) if self.allow_private else frozenset()), self.resolver)
+        return Reach(self.allowed | (frozenset({LOOPBACK, PRIVATE}) if self.allow_private else frozenset()), self.resolver, self.origins)
 
     def within(self, budget: Budget) -> "Limits":
         return replace(self, budget=budget)
