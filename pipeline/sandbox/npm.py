@@ -11,6 +11,7 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pipeline.sandbox import Backend, Job, Mount, ResourceLimits
 from pipeline.sandbox.installenv import readable_mounts
@@ -18,6 +19,8 @@ from pipeline.sandbox.names import check_version
 from pipeline.sandbox.steps import Bounds, StepFailed, run_sandboxed, run_step
 
 QUIET = ("--no-audit", "--no-fund", "--update-notifier=false", "--loglevel=warn")
+PROXY_SETTINGS = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "npm_config_proxy", "npm_config_https_proxy")
+NOWHERE = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,7 @@ def install(package: str, resolved: Resolved, prefix: Path, env: dict[str, str],
     prefix.mkdir(parents=True, exist_ok=True)
     (prefix / "package.json").write_text('{"name": "scoreboard-install", "private": true}\n')
     argv = [npm_binary(), "install", "--ignore-scripts", *QUIET, "--prefix", str(prefix), "--", f"{package}@{resolved.version}"]
-    run_step(argv, f"npm install {package}@{resolved.version}", env, bounds, prefix)
+    run_step(argv, f"npm install {package}@{resolved.version}", registry_only(env, bounds), bounds, prefix)
     try:
         lock = json.loads((prefix / "package-lock.json").read_text())
         entry = lock["packages"][f"node_modules/{package}"]
@@ -67,6 +70,23 @@ def install(package: str, resolved: Resolved, prefix: Path, env: dict[str, str],
         found = entry.get("integrity")
         raise StepFailed(f"npm install {package}@{resolved.version}: its integrity {found!r} is not the registry's {resolved.integrity!r}")
     return entry.get("integrity") or resolved.integrity
+
+
+def registry_only(env: dict[str, str], bounds: Bounds) -> dict[str, str]:
+    """npm on the host reaches its registry and nothing else. A package's dependencies may be named by URL or git
+    spec (`"x": "http://127.0.0.1:5432/..."`, `"git+ssh://..."`), which npm would fetch from the host, anywhere: every
+    request goes to a proxy that does not exist except the registry's host (`noproxy`), and git is a command that
+    fails. Where the host has a proxy of its own, registry access needs it and the host's proxy decides."""
+    if any(env.get(name) for name in PROXY_SETTINGS):
+        return env
+    registry = env.get("npm_config_registry") or run_step([npm_binary(), "config", "get", "registry"], "npm config", env, bounds).strip()
+    host = urlsplit(registry).hostname
+    if not host:
+        raise StepFailed(f"npm's registry is not a URL: {registry[:200]!r}")
+    return {**env, "npm_config_proxy": NOWHERE, "npm_config_https_proxy": NOWHERE, "npm_config_noproxy": host,
+            "npm_config_git": shutil.which("false") or "/bin/false",
+            # a refused proxy is retried: briefly, so a URL dependency fails in seconds, not minutes
+            "npm_config_fetch_retry_mintimeout": "1000", "npm_config_fetch_retry_maxtimeout": "4000"}
 
 
 def build_in_sandbox(backend: Backend, prefix: Path, env: dict[str, str], bounds: Bounds) -> None:
