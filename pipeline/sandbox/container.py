@@ -1,0 +1,280 @@
+"""The Docker backend: each server (or install step) in a container of its own, made with the Docker SDK.
+
+Every container runs with no network (`network_mode="none"`; a one-shot install step that asks for it gets the
+default bridge), a read-only root filesystem (the base image of `container_image`: the host's system paths shown
+read-only), size-capped tmpfs for the work directory (also home) and /tmp, all capabilities dropped,
+no-new-privileges, the unprivileged `SANDBOX_UID` (no user namespace remap: it is the host's uid 65534, which owns
+nothing), the memory limit without swap, one CPU (`nano_cpus`), a pids limit, and RLIMIT_CPU / RLIMIT_FSIZE. The
+job's mounts (install prefixes) are seen read-only at their own paths. The container's environment is exactly the
+job's (Docker adds only HOSTNAME, set to "sandbox"): its pid 1 is the server itself, so /proc/1/environ holds nothing
+else.
+
+A stdio server is reached through `attach` (a bridge command the probe spawns in place of the server). Containers are
+labelled with their owner (boot, pid, start time of the process that made them); each backend start first removes
+containers whose owner is gone, so a pipeline killed outright leaves nothing running past its next start. When the
+context ends the container is force-removed, which kills everything in it, double-forked daemons included.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path, PurePosixPath
+from typing import AsyncIterator
+
+import anyio
+
+from pipeline.sandbox import Completed, Job, LimitName, SandboxUnavailable, Started
+from pipeline.sandbox.container_image import SANDBOX_GID, SANDBOX_UID, ensure_image, system_mounts
+from pipeline.sandbox.container_limits import INTERVAL, Watch
+
+LABEL = "mcp-scoreboard.sandbox"  # its value: the owner, "boot-id pid start-time"
+PING_SECONDS = 3.0  # a daemon that does not answer this soon is not there
+API_SECONDS = 60.0
+OUTPUT_TAIL = 4000  # characters of a one-shot run's output kept
+
+
+class DockerBackend:
+    name = "docker"
+
+    def __init__(self) -> None:
+        self._client_cache = None
+        self._image: str | None = None
+        self._version: str | None = None
+
+    def unavailable(self) -> str | None:
+        try:
+            import docker
+
+            docker.from_env(timeout=PING_SECONDS).ping()
+            client = self._client()
+            self._image = self._image or ensure_image(client)
+        except ImportError:
+            return "the docker Python package is not installed"
+        except Exception as exc:  # the SDK raises many kinds (connection, API, requests' own): each one means "not here"
+            return f"docker: {_one_line(exc)}"
+        return None
+
+    def describe(self) -> str:
+        if self._version is None:
+            self._version = str(self._client().version().get("Version", "?"))
+        return f"docker {self._version}"
+
+    @asynccontextmanager
+    async def start(self, job: Job, scratch: Path) -> AsyncIterator[Started]:
+        if job.port is not None:
+            raise SandboxUnavailable("docker: HTTP servers need the relay, which this backend does not have yet")
+        client = self._client()
+        reap_stale(client)
+        container = client.api.create_container(**self._spec(job, scratch, stdin=True))["Id"]
+        watch = Watch(job.limits, _tmpfs_targets(job))
+        try:
+            started = Started(
+                backend=self.describe(),
+                argv=(sys.executable, "-s", "-m", "pipeline.sandbox.attach", container),
+                env=_bridge_env(),
+                limit_hit=lambda: watch.hit,
+            )
+            async with anyio.create_task_group() as group:
+                group.start_soon(_guard, client, container, watch)
+                try:
+                    yield started
+                finally:
+                    group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(_last_look_and_remove, client, container, watch)
+
+    def run(self, job: Job, scratch: Path) -> Completed:
+        client = self._client()
+        reap_stale(client)
+        writable = [m.source for m in job.mounts if m.writable]
+        for source in writable:
+            _chown_tree(source, SANDBOX_UID, SANDBOX_GID)  # the sandbox user writes the prefix; it is ours again after
+        container = client.api.create_container(**self._spec(job, scratch, stdin=False))["Id"]
+        watch = Watch(job.limits, _tmpfs_targets(job))
+        timed_out = False
+        try:
+            client.api.start(container)
+            deadline = time.monotonic() + (job.limits.wall_seconds or 3600)
+            while watch.look(client, container) and watch.hit is None:
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    break
+                time.sleep(INTERVAL)
+            if watch.hit or timed_out:
+                _kill(client, container)
+            code = int(client.api.wait(container, timeout=30).get("StatusCode", 1))
+            output = client.api.logs(container, stdout=True, stderr=True, tail=200).decode("utf-8", "replace")[-OUTPUT_TAIL:]
+            watch.look(client, container)
+        except Exception as exc:
+            code, output = 1, f"docker: {_one_line(exc)}"
+        finally:
+            _remove(client, container)
+            for source in writable:
+                _chown_tree(source, os.getuid(), os.getgid())
+        hit: LimitName | None = "time" if timed_out and watch.hit is None else watch.hit
+        return Completed(returncode=code if not timed_out else 124, output=output, limit_hit=hit)
+
+    # -- the container
+
+    def _client(self):
+        if self._client_cache is None:
+            import docker
+
+            self._client_cache = docker.from_env(timeout=API_SECONDS)
+        return self._client_cache
+
+    def _spec(self, job: Job, scratch: Path, stdin: bool) -> dict:
+        import docker.types
+
+        client = self._client()
+        self._image = self._image or ensure_image(client)
+        limits = job.limits
+        size = f"{limits.disk_mb}m"
+        own = f"uid={SANDBOX_UID},gid={SANDBOX_GID},mode=0700"
+        tmpfs = {target: f"rw,nosuid,nodev,exec,size={size},{'mode=1777' if target == '/tmp' else own}" for target in _tmpfs_targets(job)}
+        mounts = [docker.types.Mount(path, path, type="bind", read_only=True) for path in system_mounts()]
+        mounts += [docker.types.Mount(m.target, str(m.source), type="bind", read_only=not m.writable) for m in job.mounts]
+        mounts += _file_mounts(job, scratch)
+        host_config = client.api.create_host_config(
+            network_mode="bridge" if job.network else "none",
+            read_only=True,
+            tmpfs=tmpfs,
+            mounts=mounts,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            mem_limit=limits.memory_mb * 1024 * 1024,
+            memswap_limit=limits.memory_mb * 1024 * 1024,
+            nano_cpus=1_000_000_000,
+            pids_limit=limits.pids,
+            shm_size=min(limits.disk_mb, 64) * 1024 * 1024,
+            ulimits=[
+                docker.types.Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds + 1),
+                docker.types.Ulimit(name="fsize", soft=limits.disk_mb * 1024 * 1024, hard=limits.disk_mb * 1024 * 1024),
+                docker.types.Ulimit(name="core", soft=0, hard=0),
+            ],
+        )
+        return dict(
+            image=self._image,
+            command=list(job.argv),
+            environment=dict(job.env),
+            working_dir=job.workdir,
+            user=f"{SANDBOX_UID}:{SANDBOX_GID}",
+            hostname="sandbox",
+            labels={LABEL: owner()},
+            stdin_open=stdin,  # with detach left False, the SDK sets StdinOnce too: the stdin closes with the bridge's
+            tty=False,
+            host_config=host_config,
+        )
+
+
+def owner(pid: int | None = None) -> str:
+    """Who made a container: this boot, a pid and that process's start time (a reused pid is another process)."""
+    pid = pid or os.getpid()
+    return f"{_boot_id()} {pid} {_start_time(pid)}"
+
+
+def reap_stale(client) -> None:
+    """Remove the sandbox containers whose owner no longer runs (a pipeline killed before it could remove them)."""
+    try:
+        found = client.api.containers(all=True, filters={"label": LABEL})
+    except Exception:
+        return
+    for summary in found:
+        boot, _, rest = (summary.get("Labels") or {}).get(LABEL, "").partition(" ")
+        pid = rest.partition(" ")[0]
+        alive = boot == _boot_id() and pid.isdigit() and owner(int(pid)) == summary["Labels"][LABEL]
+        if not alive:
+            _remove(client, summary["Id"])
+
+
+async def _guard(client, container: str, watch: Watch) -> None:
+    """While the server runs: look at it every INTERVAL; stop it at the first limit reached."""
+    while True:
+        await anyio.sleep(INTERVAL)
+        await anyio.to_thread.run_sync(watch.look, client, container)
+        if watch.hit is not None:
+            await anyio.to_thread.run_sync(_kill, client, container)
+            return
+
+
+def _last_look_and_remove(client, container: str, watch: Watch) -> None:
+    watch.look(client, container)
+    _remove(client, container)
+
+
+def _kill(client, container: str) -> None:
+    try:
+        client.api.kill(container)
+    except Exception:
+        pass  # it exited meanwhile
+
+
+def _remove(client, container: str) -> None:
+    try:
+        client.api.remove_container(container, force=True, v=True)
+    except Exception:
+        pass  # gone already, or being removed by another owner's reaping
+
+
+def _tmpfs_targets(job: Job) -> tuple[str, ...]:
+    home = job.env.get("HOME")
+    targets = [job.workdir, "/tmp"]
+    if home and not any(PurePosixPath(t) == PurePosixPath(home) or PurePosixPath(t) in PurePosixPath(home).parents for t in targets):
+        targets.append(home)
+    return tuple(dict.fromkeys(targets))
+
+
+def _file_mounts(job: Job, scratch: Path) -> list:
+    """Job.files, written under `scratch` and each bound read-only at its path (a tmpfs cannot be written before the
+    container starts: Docker copies into the image's layer, beneath the mount)."""
+    import docker.types
+
+    mounts = []
+    for index, (path, data) in enumerate(sorted(job.files.items())):
+        staged = scratch / "files" / str(index)
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        staged.write_bytes(data)
+        staged.chmod(0o644)
+        target = str(PurePosixPath(job.workdir) / path)  # an absolute path stays as it is
+        mounts.append(docker.types.Mount(target, str(staged), type="bind", read_only=True))
+    return mounts
+
+
+def _bridge_env() -> dict[str, str]:
+    """The bridge's whole environment: where to import this package and the Docker SDK from, and where the daemon is
+    (the SDK's own variables, when set), nothing else."""
+    import docker
+
+    roots = dict.fromkeys(str(Path(module.__file__).resolve().parents[1]) for module in (sys.modules["pipeline"], docker))
+    daemon = {name: os.environ[name] for name in ("DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH") if os.environ.get(name)}
+    return {"PYTHONPATH": os.pathsep.join(roots), "LANG": "C.UTF-8", **daemon}
+
+
+def _chown_tree(root: Path, uid: int, gid: int) -> None:
+    for path in [root, *root.rglob("*")]:
+        try:
+            os.chown(path, uid, gid, follow_symlinks=False)
+        except OSError:
+            pass
+
+
+def _boot_id() -> str:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def _start_time(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
