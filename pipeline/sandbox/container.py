@@ -186,7 +186,7 @@ def reap_stale(client) -> None:
     for summary in found:
         boot, _, rest = (summary.get("Labels") or {}).get(LABEL, "").partition(" ")
         pid = rest.partition(" ")[0]
-        alive = boot == _boot_id() and pid.isdigit() and owner(int(pid)) == summary["Labels"][LABEL]
+        alive = boot == _boot_id() and pid.isdigit() and _start_time(int(pid)) != "" and owner(int(pid)) == summary["Labels"][LABEL]
         if not alive:
             _remove(client, summary["Id"])
 
@@ -273,7 +273,7 @@ def _start_time(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
     except (OSError, IndexError):
-        return "gone"
+        return ""  # no such process
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,0 +1,291 @@
+"""The Docker backend with real containers: what a hostile process inside can see and do, which limit stops it, that
+nothing is left afterwards, and a real stdio MCP server probed end to end through it. Skips, saying why, where no
+Docker daemon answers."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import subprocess
+import sys
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+
+import anyio
+import pytest
+
+from pipeline.models import ProbeOutcome
+from pipeline.probe.deep import deep_probe
+from pipeline.probe.install import install_key
+from pipeline.probe.raw import Limits
+from pipeline.probe.sandbox import Running
+from pipeline.sandbox import Job, Mount, ResourceLimits
+from pipeline.sandbox.container import LABEL, DockerBackend, owner, reap_stale
+
+BACKEND = DockerBackend()
+WHY = BACKEND.unavailable()
+pytestmark = pytest.mark.skipif(WHY is not None, reason=f"no usable Docker daemon: {WHY}")
+
+PYTHON = str(Path(sys.base_prefix) / "bin" / "python3")  # the host's interpreter, shown read-only inside
+ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/work", "SANDBOX_MARK": "inside"}
+CANARY = "canary-4f1d9e-not-for-the-sandbox"
+
+
+def python_job(code: str, *args: str, limits: ResourceLimits = ResourceLimits(), **fields) -> Job:
+    return Job(argv=(PYTHON, "-c", code, *args), env=dict(ENV), limits=limits, **fields)
+
+
+async def run_started(job: Job, scratch: Path, stdin: bytes = b"", timeout: float = 30) -> tuple[int, str, str, str | None]:
+    """Start `job`, talk to it through the bridge the backend hands out, as the probe does; (exit code, stdout,
+    stderr, limit hit) once it has ended (or `timeout` passed)."""
+    async with BACKEND.start(job, scratch) as started:
+        assert started.argv is not None and started.backend.startswith("docker ")
+        done = await anyio.to_thread.run_sync(lambda: subprocess.run(started.argv, env=started.env, input=stdin, capture_output=True,
+                                                                       timeout=timeout))
+    return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"), started.limit_hit()
+
+
+def labelled_containers() -> list[dict]:
+    return BACKEND._client().api.containers(all=True, filters={"label": LABEL})
+
+
+class Listener:
+    """A TCP listener on every host address that records whether anything connected."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("0.0.0.0", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.arrived: list[tuple[str, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, peer = self.sock.accept()
+            except OSError:
+                continue
+            self.arrived.append(peer)
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+def host_addresses() -> list[str]:
+    """Where a process that escaped the network namespace would find the host: Docker's bridge gateway, its own names."""
+    subnet = BACKEND._client().networks.get("bridge").attrs["IPAM"]["Config"][0]["Subnet"]
+    found = {str(ipaddress.ip_network(subnet)[1]), "127.0.0.1"}
+    try:
+        found |= {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)}
+    except OSError:
+        pass
+    return sorted(found)
+
+
+CONNECT = """
+import socket, sys
+for host in sys.argv[2:]:
+    try:
+        socket.create_connection((host, int(sys.argv[1])), timeout=2).close()
+        print("connected", host)
+    except OSError as exc:
+        print("refused", host, exc.errno)
+"""
+
+
+def test_no_network_reaches_a_host_listener_and_an_install_step_with_network_does(tmp_path):
+    listener = Listener()
+    try:
+        job = python_job(CONNECT, str(listener.port), *host_addresses())
+        code, out, err, _ = anyio.run(run_started, job, tmp_path)
+        assert code == 0, err
+        assert "connected" not in out and out.count("refused") == len(host_addresses())
+        assert listener.arrived == []
+        # The same attempt as an install step that asks for the network reaches the host: the test can see a connection.
+        opened = BACKEND.run(python_job(CONNECT, str(listener.port), *host_addresses(), network=True), tmp_path)
+        assert "connected" in opened.output
+        assert listener.arrived
+    finally:
+        listener.close()
+
+
+LOOK_AROUND = """
+import os, sys
+print("uid", os.getuid(), os.getgid())
+for path in ("/etc/written", "/usr/written", sys.argv[1] + "/written", "/work/written"):
+    try:
+        open(path, "w").close()
+        print("wrote", path)
+    except OSError as exc:
+        print("refused", path, exc.errno)
+print("caps", [line.split()[1] for line in open("/proc/self/status") if line.startswith(("CapEff", "CapBnd", "CapPrm"))])
+for pid in [p for p in os.listdir("/proc") if p.isdigit()]:
+    try:
+        environ = open(f"/proc/{pid}/environ", "rb").read()
+    except OSError:
+        continue
+    print("environ", pid, environ.replace(b"\\0", b" ").decode())
+try:
+    print("outside", open(sys.argv[2]).read())
+except OSError as exc:
+    print("outside refused", exc.errno)
+print("mounted", open(sys.argv[1] + "/inside.txt").read())
+"""
+
+
+def test_a_process_inside_is_unprivileged_read_only_and_sees_no_host_secret(tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_TOKEN", CANARY)
+    canary = tmp_path / "canary.txt"
+    canary.write_text(CANARY)
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    (prefix / "inside.txt").write_text("shown")
+    job = python_job(LOOK_AROUND, str(prefix), str(canary), mounts=(Mount(prefix, str(prefix)),))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code, out, err, hit = anyio.run(run_started, job, scratch)
+    assert code == 0, err
+    assert "uid 65534 65534" in out
+    assert "wrote /work/written" in out and out.count("wrote") == 1  # root, system and the install prefix are read-only
+    assert "caps ['0000000000000000', '0000000000000000', '0000000000000000']" in out
+    assert CANARY not in out and "outside refused 2" in out and "mounted shown" in out
+    environ = [line for line in out.splitlines() if line.startswith("environ 1 ")]
+    assert environ and set(environ[0].split()[2:]) == {f"{k}={v}" for k, v in ENV.items()} | {"HOSTNAME=sandbox"}
+    assert hit is None and not (prefix / "written").exists()
+
+
+def test_the_bridge_starts_from_a_clean_environment_and_passes_stdin_stdout_and_the_exit_code(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMITHERY_API_KEY", CANARY)
+    code = "import sys; line = sys.stdin.readline(); print('got', line.strip()); print('to stderr', file=sys.stderr); sys.exit(7)"
+    job = python_job(code, files={"config.json": b"{}"})
+
+    async def run() -> tuple:
+        async with BACKEND.start(job, tmp_path) as started:
+            assert CANARY not in repr(started.env)
+            assert set(started.env) <= {"PYTHONPATH", "LANG", "DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"}
+            return await anyio.to_thread.run_sync(lambda: subprocess.run(started.argv, env=started.env, input=b"hello\n", capture_output=True,
+                                                                           timeout=30))
+
+    done = anyio.run(run)
+    assert (done.returncode, done.stdout, done.stderr) == (7, b"got hello\n", b"to stderr\n")
+
+
+HOSTILE = {
+    # A child allocates 2 GB (the server itself survives its child's death: the backend must stop it).
+    "memory": "import os, time\nif os.fork() == 0:\n    data = bytearray(2 << 30)\n    os._exit(0)\ntime.sleep(60)",
+    "pids": "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)",
+    # Three busy processes: none reaches its own RLIMIT_CPU before the tree has used the whole allowance.
+    "cpu": "import os\nos.fork(); os.fork()\nwhile True:\n    pass",
+    "disk": "import time\ntry:\n    with open('/work/fill', 'wb') as f:\n        while True:\n            f.write(bytes(1 << 20))\n"
+            "except OSError:\n    pass\ntime.sleep(60)",
+}
+
+
+@pytest.mark.parametrize("limit", sorted(HOSTILE))
+def test_a_process_tree_past_a_limit_is_stopped_and_the_limit_named(tmp_path, limit):
+    limits = ResourceLimits(memory_mb=64, pids=16, cpu_seconds=2, disk_mb=8)
+    code, _, err, hit = anyio.run(run_started, python_job(HOSTILE[limit], limits=limits), tmp_path, b"", 40.0)
+    assert hit == limit, err
+    assert code != 0
+    assert not labelled_containers_of_ours()
+
+
+def test_a_one_shot_run_past_its_time_or_a_limit_says_which(tmp_path):
+    slow = BACKEND.run(python_job("import time; print('started', flush=True); time.sleep(60)", limits=ResourceLimits(wall_seconds=2)), tmp_path)
+    assert (slow.returncode, slow.limit_hit) == (124, "time") and "started" in slow.output
+    bomb = BACKEND.run(python_job(HOSTILE["pids"], limits=ResourceLimits(pids=16, wall_seconds=30)), tmp_path)
+    assert bomb.limit_hit == "pids"
+    assert not labelled_containers_of_ours()
+
+
+DAEMON = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            time.sleep(1)
+    os._exit(0)
+print("forked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_nothing_outlives_the_context_not_even_a_double_forked_daemon(tmp_path):
+    marker = f"daemon-{os.getpid()}-{tmp_path.name}"
+
+    async def run() -> None:
+        async with BACKEND.start(python_job(DAEMON, marker), tmp_path) as started:
+            bridge = await anyio.open_process(list(started.argv or ()), env=started.env)
+            assert bridge.stdout is not None
+            assert b"forked" in await bridge.stdout.receive()
+            assert _host_processes(marker)  # the daemon runs (the test can see it)
+            bridge.kill()
+            await bridge.wait()
+
+    anyio.run(run)
+    assert not _host_processes(marker)
+    assert not labelled_containers_of_ours()
+
+
+def test_containers_of_an_owner_that_died_are_reaped_at_the_next_start(tmp_path):
+    client = BACKEND._client()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    spec = BACKEND._spec(python_job("import time; time.sleep(60)"), tmp_path, stdin=False)
+    boot = owner().split()[0]
+    stale = client.api.create_container(**{**spec, "labels": {LABEL: f"{boot} {gone.pid} 1"}})["Id"]
+    client.api.start(stale)
+    mine = client.api.create_container(**spec)["Id"]
+    try:
+        reap_stale(client)
+        left = {c["Id"] for c in labelled_containers()}
+        assert stale not in left and mine in left
+    finally:
+        client.api.remove_container(mine, force=True)
+
+
+def test_a_real_stdio_server_is_probed_end_to_end_through_the_container(tmp_path, installed):
+    from pipeline.discover.local import LocalCatalogSource
+
+    spec = next(e.launch for e in LocalCatalogSource().read().entries if e.launch and e.launch.package == "mcp-server-time")
+    found = installed[install_key(spec)]
+    assert found.executable is not None
+    home = found.executable.parents[2]  # the venv's folder in the cache: venv/bin/<script>
+    job = Job(argv=(str(found.executable), *spec.args), env={"PATH": f"{found.executable.parent}:/usr/bin:/bin", "HOME": "/work"},
+              mounts=(Mount(home, str(home)),))
+
+    async def run():
+        async with BACKEND.start(job, tmp_path) as started:
+            running = Running(transport="stdio", command=started.argv[0], args=started.argv[1:], env=started.env)
+            return await deep_probe("mcp-server-time", running, limits=Limits(timeout=15), total_timeout=60,
+                                    now=datetime.now(timezone.utc)), started.limit_hit()
+
+    result, hit = anyio.run(run)
+    assert result.outcome == ProbeOutcome.ok, result.error
+    assert {t["name"] for t in result.tools or []} >= {"get_current_time"}
+    assert hit is None
+    assert not labelled_containers_of_ours()
+
+
+def labelled_containers_of_ours() -> list[dict]:
+    return [c for c in labelled_containers() if c["Labels"][LABEL] == owner()]
+
+
+def _host_processes(marker: str) -> list[int]:
+    """Host processes whose command line names `marker` (a container's processes are host processes too)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
