@@ -92,6 +92,10 @@ class Completed:
     limit_hit: LimitName | None = None
 
 
+class NotStarted(Exception):
+    """The server did not start: it exited before it listened, or no sandbox could be set up; the message says why."""
+
+
 class SandboxUnavailable(Exception):
     """This backend cannot run here; the message says why (no daemon, no user namespaces, image cannot be built)."""
 
