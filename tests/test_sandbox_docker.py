@@ -21,7 +21,7 @@ from pipeline.probe.deep import deep_probe
 from pipeline.probe.install import install_key
 from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import Running
-from pipeline.sandbox import Job, Mount, ResourceLimits
+from pipeline.sandbox import Job, Mount, NotStarted, ResourceLimits
 from pipeline.sandbox.container import LABEL, DockerBackend, owner, reap_stale
 
 BACKEND = DockerBackend()
@@ -252,26 +252,54 @@ def test_containers_of_an_owner_that_died_are_reaped_at_the_next_start(tmp_path)
         client.api.remove_container(mine, force=True)
 
 
-def test_a_real_stdio_server_is_probed_end_to_end_through_the_container(tmp_path, installed):
+def catalog_job(installed, server_id: str, **fields) -> Job:
+    """The local catalog's server `server_id` as a sandbox job: its install prefix shown read-only at its own path."""
     from pipeline.discover.local import LocalCatalogSource
 
-    spec = next(e.launch for e in LocalCatalogSource().read().entries if e.launch and e.launch.package == "mcp-server-time")
+    spec = next(e.launch for e in LocalCatalogSource().read().entries if e.id == server_id and e.launch)
     found = installed[install_key(spec)]
-    assert found.executable is not None
-    home = found.executable.parents[2]  # the venv's folder in the cache: venv/bin/<script>
-    job = Job(argv=(str(found.executable), *spec.args), env={"PATH": f"{found.executable.parent}:/usr/bin:/bin", "HOME": "/work"},
-              mounts=(Mount(home, str(home)),))
+    assert found.executable is not None and found.prefix is not None
+    env = {"PATH": os.pathsep.join([*found.path_dirs, "/usr/bin", "/bin"]), "HOME": "/work", **fields.pop("env", {})}
+    return Job(argv=(str(found.executable), *spec.args), env=env, mounts=(Mount(found.prefix, str(found.prefix)),), **fields)
 
-    async def run():
-        async with BACKEND.start(job, tmp_path) as started:
+
+async def probe_started(job: Job, scratch: Path, transport: str = "stdio"):
+    async with BACKEND.start(job, scratch) as started:
+        if transport == "stdio":
             running = Running(transport="stdio", command=started.argv[0], args=started.argv[1:], env=started.env)
-            return await deep_probe("mcp-server-time", running, limits=Limits(timeout=15), total_timeout=60,
-                                    now=datetime.now(timezone.utc)), started.limit_hit()
+        else:
+            running = Running(transport=transport, url=started.url)
+        result = await deep_probe("sandboxed", running, limits=Limits(timeout=15, allow_private=True), total_timeout=60,
+                                  now=datetime.now(timezone.utc))
+        return result, started.limit_hit()
 
-    result, hit = anyio.run(run)
+
+def test_a_real_stdio_server_is_probed_end_to_end_through_the_container(tmp_path, installed):
+    result, hit = anyio.run(probe_started, catalog_job(installed, "mcp-server-time"), tmp_path)
     assert result.outcome == ProbeOutcome.ok, result.error
     assert {t["name"] for t in result.tools or []} >= {"get_current_time"}
     assert hit is None
+    assert not labelled_containers_of_ours()
+
+
+def test_a_real_http_server_inside_is_probed_through_the_relay(tmp_path, installed):
+    job = catalog_job(installed, "server-everything-http", env={"PORT": "3001"}, port=3001)
+    result, hit = anyio.run(probe_started, job, tmp_path, "streamable-http")
+    assert result.outcome == ProbeOutcome.ok, result.error
+    assert {t["name"] for t in result.tools or []} >= {"echo"}
+    assert hit is None
+    assert not labelled_containers_of_ours()
+
+
+def test_an_http_server_that_exits_before_listening_did_not_start_and_says_why(tmp_path):
+    job = python_job("import sys; print('no port for me', file=sys.stderr); sys.exit(3)", port=3001)
+
+    async def run() -> None:
+        async with BACKEND.start(job, tmp_path):
+            raise AssertionError("started")
+
+    with pytest.raises(NotStarted, match="exited with code 3 before listening: no port for me"):
+        anyio.run(run)
     assert not labelled_containers_of_ours()
 
 

@@ -9,7 +9,10 @@ job's mounts (install prefixes) are seen read-only at their own paths. The conta
 job's (Docker adds only HOSTNAME, set to "sandbox"): its pid 1 is the server itself, so /proc/1/environ holds nothing
 else.
 
-A stdio server is reached through `attach` (a bridge command the probe spawns in place of the server). Containers are
+A stdio server is reached through `attach` (a bridge command the probe spawns in place of the server). An HTTP server
+runs under `relay.py` inside (the base interpreter, always shown): it listens on the container's own loopback, the
+relay on a unix socket in a directory of `scratch` bound writable at SOCKET_DIR, and `relay.host_side` gives the host
+a loopback port; the server's output is copied from the daemon's (capped) log to `scratch`/stderr.log. Containers are
 labelled with their owner (boot, pid, start time of the process that made them); each backend start first removes
 containers whose owner is gone, so a pipeline killed outright leaves nothing running past its next start. When the
 context ends the container is force-removed, which kills everything in it, double-forked daemons included.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path, PurePosixPath
@@ -26,14 +30,19 @@ from typing import AsyncIterator
 
 import anyio
 
-from pipeline.sandbox import Completed, Job, LimitName, SandboxUnavailable, Started
+from pipeline.sandbox import Completed, Job, LimitName, NotStarted, Started, relay
 from pipeline.sandbox.container_image import SANDBOX_GID, SANDBOX_UID, ensure_image, system_mounts
 from pipeline.sandbox.container_limits import INTERVAL, Watch
+from pipeline.sandbox.relay import host_side
 
 LABEL = "mcp-scoreboard.sandbox"  # its value: the owner, "boot-id pid start-time"
 PING_SECONDS = 3.0  # a daemon that does not answer this soon is not there
 API_SECONDS = 60.0
 OUTPUT_TAIL = 4000  # characters of a one-shot run's output kept
+LOG_CAP = {"max-size": "1m", "max-file": "1"}  # what the daemon keeps of a container's output (HTTP servers, one-shot runs)
+SOCKET_DIR = "/run/relay"  # inside: the directory shared with the host where the relay listens (HTTP servers)
+RELAY_INSIDE = "/run/relay.py"
+RELAY = Path(relay.__file__)
 
 
 class DockerBackend:
@@ -64,26 +73,31 @@ class DockerBackend:
 
     @asynccontextmanager
     async def start(self, job: Job, scratch: Path) -> AsyncIterator[Started]:
-        if job.port is not None:
-            raise SandboxUnavailable("docker: HTTP servers need the relay, which this backend does not have yet")
         client = self._client()
-        reap_stale(client)
-        container = client.api.create_container(**self._spec(job, scratch, stdin=True))["Id"]
-        watch = Watch(job.limits, _tmpfs_targets(job))
         try:
-            started = Started(
-                backend=self.describe(),
-                argv=(sys.executable, "-s", "-m", "pipeline.sandbox.attach", container),
-                env=_bridge_env(),
-                limit_hit=lambda: watch.hit,
-            )
-            async with anyio.create_task_group() as group:
-                group.start_soon(_guard, client, container, watch)
-                try:
+            reap_stale(client)
+            container = client.api.create_container(**self._spec(job, scratch, stdin=job.port is None))["Id"]
+        except Exception as exc:  # the daemon refused the container (or went away): the server did not start
+            raise NotStarted(f"docker: {_one_line(exc)}") from exc
+        watch = Watch(job.limits, _tmpfs_targets(job))
+        started = Started(backend=self.describe(), limit_hit=lambda: watch.hit)
+        stop = threading.Event()
+        threading.Thread(target=_guard, args=(client, container, watch, stop), daemon=True).start()
+        try:
+            if job.port is None:
+                started.argv = (sys.executable, "-s", "-m", "pipeline.sandbox.attach", container)
+                started.env = _bridge_env()
+                yield started
+            else:
+                socket = scratch / "relay" / "relay.sock"
+                started.stderr_path = scratch / "stderr.log"
+                await anyio.to_thread.run_sync(_start_logging, client, container, started.stderr_path)
+                await _until_listening(client, container, socket, started.stderr_path)
+                async with host_side(str(socket)) as port:
+                    started.url = f"http://127.0.0.1:{port}{job.url_path}"
                     yield started
-                finally:
-                    group.cancel_scope.cancel()
         finally:
+            stop.set()
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(_last_look_and_remove, client, container, watch)
 
@@ -139,6 +153,14 @@ class DockerBackend:
         mounts = [docker.types.Mount(path, path, type="bind", read_only=True) for path in system_mounts()]
         mounts += [docker.types.Mount(m.target, str(m.source), type="bind", read_only=not m.writable) for m in job.mounts]
         mounts += _file_mounts(job, scratch)
+        command = list(job.argv)
+        if job.port is not None:
+            shared = scratch / "relay"
+            shared.mkdir(exist_ok=True)
+            os.chown(shared, SANDBOX_UID, SANDBOX_GID)  # the relay inside makes its socket there
+            mounts += [docker.types.Mount(SOCKET_DIR, str(shared), type="bind"),
+                       docker.types.Mount(RELAY_INSIDE, str(RELAY), type="bind", read_only=True)]
+            command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/relay.sock", str(job.port), *command]
         host_config = client.api.create_host_config(
             network_mode="bridge" if job.network else "none",
             read_only=True,
@@ -151,6 +173,8 @@ class DockerBackend:
             nano_cpus=1_000_000_000,
             pids_limit=limits.pids,
             shm_size=min(limits.disk_mb, 64) * 1024 * 1024,
+            # A stdio server's output goes to the bridge alone; what the daemon keeps of other output is capped.
+            log_config=docker.types.LogConfig(type="none") if stdin else docker.types.LogConfig(type="json-file", config=LOG_CAP),
             ulimits=[
                 docker.types.Ulimit(name="cpu", soft=limits.cpu_seconds, hard=limits.cpu_seconds + 1),
                 docker.types.Ulimit(name="fsize", soft=limits.disk_mb * 1024 * 1024, hard=limits.disk_mb * 1024 * 1024),
@@ -159,7 +183,7 @@ class DockerBackend:
         )
         return dict(
             image=self._image,
-            command=list(job.argv),
+            command=command,
             environment=dict(job.env),
             working_dir=job.workdir,
             user=f"{SANDBOX_UID}:{SANDBOX_GID}",
@@ -191,14 +215,51 @@ def reap_stale(client) -> None:
             _remove(client, summary["Id"])
 
 
-async def _guard(client, container: str, watch: Watch) -> None:
-    """While the server runs: look at it every INTERVAL; stop it at the first limit reached."""
-    while True:
-        await anyio.sleep(INTERVAL)
-        await anyio.to_thread.run_sync(watch.look, client, container)
+def _guard(client, container: str, watch: Watch, stop: threading.Event) -> None:
+    """A thread, while the context lasts: look at the container every INTERVAL; stop it at the first limit reached."""
+    while not stop.wait(INTERVAL):
+        watch.look(client, container)
         if watch.hit is not None:
-            await anyio.to_thread.run_sync(_kill, client, container)
+            _kill(client, container)
             return
+
+
+def _start_logging(client, container: str, path: Path) -> None:
+    """Start the container and copy its output to `path` (capped by the daemon's log options) until it is removed."""
+    client.api.start(container)
+    stream = client.api.logs(container, stdout=True, stderr=True, stream=True, follow=True)
+
+    def copy() -> None:
+        with path.open("ab") as log:
+            try:
+                for chunk in stream:
+                    log.write(chunk)
+                    log.flush()
+            except Exception:
+                pass  # removed: the stream ends
+
+    threading.Thread(target=copy, daemon=True).start()
+
+
+async def _until_listening(client, container: str, socket: Path, log: Path) -> None:
+    """Wait until the relay inside listens (it does once the server accepts connections), or the server has exited."""
+    while True:
+        if socket.exists():
+            try:
+                await (await anyio.connect_unix(socket)).aclose()
+                return
+            except OSError:
+                pass
+        state = (await anyio.to_thread.run_sync(client.api.inspect_container, container))["State"]
+        if not state.get("Running"):
+            tail = log.read_bytes()[-2000:].decode("utf-8", "replace").strip() if log.exists() else ""
+            raise NotStarted(f"exited with code {state.get('ExitCode')} before listening: {tail or 'no output'}")
+        await anyio.sleep(0.05)
+
+
+def _inside_python() -> str:
+    """The relay's interpreter inside: the base interpreter of the pipeline's own Python (its prefix is always shown)."""
+    return str(Path(sys.base_prefix).resolve() / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
 
 
 def _last_look_and_remove(client, container: str, watch: Watch) -> None:
