@@ -205,6 +205,17 @@ def test_a_one_shot_run_past_its_time_or_a_limit_says_which(tmp_path):
     assert not labelled_containers_of_ours()
 
 
+def test_a_one_shot_run_writes_its_writable_prefix_which_is_ours_again_afterwards(tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "lib").mkdir(parents=True)
+    code = "import os, sys; open(sys.argv[1] + '/lib/built', 'w').write(str(os.getuid())); open('/etc/x', 'w')"
+    done = BACKEND.run(python_job(code, str(prefix), mounts=(Mount(prefix, str(prefix), writable=True),)), tmp_path)
+    assert done.returncode == 1 and "Read-only file system" in done.output  # the prefix was writable, the rest is not
+    built = prefix / "lib" / "built"
+    assert built.read_text() == "65534"
+    assert {(p.stat().st_uid, p.stat().st_gid) for p in (prefix, prefix / "lib", built)} == {(os.getuid(), os.getgid())}
+
+
 DAEMON = """
 import os, sys, time
 if os.fork() == 0:

@@ -148,9 +148,10 @@ class DockerBackend:
         self._image = self._image or ensure_image(client)
         limits = job.limits
         size = f"{limits.disk_mb}m"
-        own = f"uid={SANDBOX_UID},gid={SANDBOX_GID},mode=0700"
-        tmpfs = {target: f"rw,nosuid,nodev,exec,size={size},{'mode=1777' if target == '/tmp' else own}" for target in _tmpfs_targets(job)}
-        mounts = [docker.types.Mount(path, path, type="bind", read_only=True) for path in system_mounts()]
+        owned = f"uid={SANDBOX_UID},gid={SANDBOX_GID},mode=0700"
+        tmpfs = {target: f"rw,nosuid,nodev,exec,size={size},{'mode=1777' if target == '/tmp' else owned}" for target in _tmpfs_targets(job)}
+        own = {m.target for m in job.mounts}
+        mounts = [docker.types.Mount(p, p, type="bind", read_only=True) for p in system_mounts([m.source for m in job.mounts]) if p not in own]
         mounts += [docker.types.Mount(m.target, str(m.source), type="bind", read_only=not m.writable) for m in job.mounts]
         mounts += _file_mounts(job, scratch)
         command = list(job.argv)

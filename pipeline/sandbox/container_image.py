@@ -25,6 +25,7 @@ import io
 import os
 import sys
 import tarfile
+from pathlib import Path
 
 REPOSITORY = "mcp-scoreboard-sandbox"
 SANDBOX_UID = 65534  # "nobody": owns nothing on the host; no user namespace remap, so this uid IS the host's uid 65534
@@ -34,15 +35,33 @@ _ETC_SHOWN = ("/etc/ssl", "/etc/ca-certificates", "/etc/alternatives", "/etc/ld.
 _EMPTY_DIRS = ("etc", "tmp", "work", "proc", "sys", "dev", "run")
 
 
-def system_mounts() -> list[str]:
-    """Host paths shown read-only at the same path inside every container: the system, and the interpreter prefix
-    the install venvs link to (when it is not under /usr already)."""
+def system_mounts(installs: list[Path]) -> list[str]:
+    """Host paths shown read-only at the same path inside every container: the system, and the prefixes of the
+    interpreters Python venvs link to (the pipeline's own, for the relay, and those named by the venvs among
+    `installs`), when they are not under /usr already."""
     paths = [p for p in _ROOT_DIRS if os.path.isdir(p) and not os.path.islink(p)]
     paths += [p for p in _ETC_SHOWN if os.path.exists(p)]
-    base = os.path.realpath(sys.base_prefix)
-    if not base.startswith("/usr/") and base != "/usr":
-        paths.append(base)
+    prefixes = [os.path.realpath(sys.base_prefix)]
+    for install in installs:
+        for cfg in (install / "pyvenv.cfg", *install.glob("*/pyvenv.cfg")):
+            home = _venv_home(cfg)
+            if home:
+                prefixes.append(os.path.dirname(os.path.realpath(home)))
+    paths += [p for p in dict.fromkeys(prefixes) if p != "/usr" and not p.startswith("/usr/") and os.path.isdir(p)]
     return paths
+
+
+def _venv_home(cfg: Path) -> str | None:
+    """The `home` of a venv's pyvenv.cfg: the bin directory of the interpreter it links to."""
+    try:
+        lines = cfg.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            return value.strip()
+    return None
 
 
 def root_filesystem() -> bytes:
