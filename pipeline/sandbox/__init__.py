@@ -93,7 +93,12 @@ class Completed:
 
 
 class NotStarted(Exception):
-    """The server did not start: it exited before it listened, or no sandbox could be set up; the message says why."""
+    """The server did not start: it exited before it listened (`limit`: stopped at that limit), or no sandbox could
+    be set up; the message says why."""
+
+    def __init__(self, message: str, limit: LimitName | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class SandboxUnavailable(Exception):

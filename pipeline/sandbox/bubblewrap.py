@@ -92,7 +92,7 @@ class BubblewrapBackend:
                 process = await anyio.open_process(guarded(session.argv), env=LAUNCH_ENV, stdin=subprocess.DEVNULL, stdout=log,
                                                    stderr=log, start_new_session=True)
             try:
-                await _until_listening(session.socket, process, started)
+                await _until_listening(session.socket, process, started, session.enforcer)
                 async with host_side(str(session.socket)) as port:
                     started.url = f"http://127.0.0.1:{port}{job.url_path}"
                     yield started
@@ -135,7 +135,9 @@ class BubblewrapBackend:
                     socket = shared / "relay.sock"
                 for path in writable:
                     _chown_tree(path, uid)
-                argv = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(self._spec(job, uid, enforcer, workdirs, socket))]
+                spec = scratch / "launch.json"
+                spec.write_text(json.dumps(self._spec(job, uid, enforcer, workdirs, socket)))
+                argv = [sys.executable, "-I", "-S", str(LAUNCHER), str(spec)]
                 enforcer.start()
                 yield _Session(argv=argv, enforcer=enforcer, uid=uid, socket=socket)
             finally:
@@ -163,14 +165,15 @@ class BubblewrapBackend:
             files["resolv.conf"] = Path("/etc/resolv.conf").read_bytes().hex()
         for name in files:
             args += ["--ro-bind", f"@stage:files/{name}", f"/etc/{name}"]
+        # The tmpfs first: an install may lie under one of them on the host (/tmp), and is mounted over it.
+        for path in workdirs:
+            args += ["--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", path]
         for i, (source, target) in enumerate(_interpreters(job, socket is not None)):
             stage[f"python{i}"] = source
             args += ["--ro-bind", f"@stage:python{i}", target]
         for i, mount in enumerate(job.mounts):
             stage[f"m{i}"] = str(mount.source)
             args += ["--bind" if mount.writable else "--ro-bind", f"@stage:m{i}", mount.target]
-        for path in workdirs:
-            args += ["--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", path]
         for i, (target, content) in enumerate(sorted(job.files.items())):
             files[f"f{i}"] = content.hex()
             target = target if target.startswith("/") else f"{job.workdir}/{target}"
@@ -185,7 +188,7 @@ class BubblewrapBackend:
             args += ["--setenv", key, value]
         args += ["--chdir", job.workdir, "--", *command]
         cpu = limits.cpu_seconds
-        rlimits = {"RLIMIT_NPROC": [limits.pids, limits.pids], "RLIMIT_CPU": [cpu, cpu + 1], "RLIMIT_CORE": [0, 0],
+        rlimits = {"RLIMIT_NPROC": [enforcer.nproc, enforcer.nproc], "RLIMIT_CPU": [cpu, cpu + 1], "RLIMIT_CORE": [0, 0],
                    "RLIMIT_FSIZE": [limits.disk_mb * 1024 * 1024] * 2}
         return {"cgroups": enforcer.cgroup_procs, "rlimits": rlimits, "stage": stage, "files": files, "uid": uid, "gid": uid, "bwrap": args}
 
@@ -267,12 +270,12 @@ def _uid_slot() -> Iterator[int]:
     raise NotStarted(f"all {SLOTS} sandbox uids are in use")
 
 
-async def _until_listening(socket: Path, process: anyio.abc.Process, started: Started) -> None:
+async def _until_listening(socket: Path, process: anyio.abc.Process, started: Started, enforcer: Enforcer) -> None:
     """Wait until the relay inside listens (it does once the server accepts connections), or the server has exited."""
     while True:
         if process.returncode is not None:
             tail = _tail(started.stderr_path)
-            raise NotStarted(f"exited with code {process.returncode} before listening: {tail or 'no output'}")
+            raise NotStarted(f"exited with code {process.returncode} before listening: {tail or 'no output'}", enforcer.limit_hit())
         if socket.exists():
             try:
                 stream = await anyio.connect_unix(socket)

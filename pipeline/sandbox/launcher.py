@@ -1,6 +1,7 @@
 """Start bubblewrap as a uid that owns nothing on the host, from a clean environment (run as a script: `python -I -S`).
 
-Run as root (by the probe's guardian, or the backend itself), with one argument: a JSON spec from `bubblewrap.py`.
+Run as root (by the probe's guardian, or the backend itself), with one argument: the path of a JSON spec written by
+`bubblewrap.py` in the backend's scratch directory (out of the sandbox's sight; a spec can outgrow one argument).
 Standard library only, and nothing of the pipeline imported: this process starts many times per run and must not
 read the pipeline's environment or files. In order, it
 
@@ -93,7 +94,8 @@ def main(spec: dict) -> None:
 
 if __name__ == "__main__":
     try:
-        main(json.loads(sys.argv[1]))
+        with open(sys.argv[1], "rb") as spec:
+            main(json.load(spec))
     except OSError as exc:
         os.write(2, f"sandbox launcher: {exc}\n".encode())
         os._exit(125)

@@ -113,6 +113,12 @@ class Enforcer:
         return f"cgroup v{self.cgroups.version}" if self.cgroups else "watchdog"
 
     @property
+    def nproc(self) -> int:
+        """RLIMIT_NPROC for the sandbox's uid: with a pids cgroup, a backstop above it (so the cgroup is the limit that
+        fails a fork, and counts it); without, the limit itself."""
+        return self.limits.pids * 2 if self.cgroups else self.limits.pids
+
+    @property
     def cgroup_procs(self) -> list[str]:
         return self.cgroups.procs if self.cgroups else []
 
@@ -148,29 +154,36 @@ class Enforcer:
             if not pids:
                 continue
             samples = [s for s in map(_sample, pids) if s is not None]
-            rss, ticks = sum(s[0] for s in samples), [s[1] for s in samples]
+            rss, ticks, tasks = sum(s[0] for s in samples), [s[1] for s in samples], sum(s[2] for s in samples)
             exceeded: LimitName | None = None
             if self.cgroups is None and rss > self.limits.memory_mb * 1024 * 1024:
                 exceeded = "memory"
-            elif self.cgroups is None and len(pids) >= self.limits.pids:
+            elif self.cgroups is None and tasks >= self.limits.pids - 1:  # RLIMIT_NPROC fails the next fork
                 exceeded = "pids"
-            elif sum(ticks) >= cpu_limit or any(t >= cpu_limit - TICKS for t in ticks):  # RLIMIT_CPU kills the latter now
+            elif sum(ticks) >= cpu_limit or any(t >= cpu_limit - TICKS // 5 for t in ticks):  # RLIMIT_CPU kills the latter now
                 exceeded = "cpu"
-            elif self._full_tmpfs(pids[0]):
+            elif self._full_tmpfs(pids):
                 self.note("disk")
             if exceeded is not None:
                 self.note(exceeded)
                 if exceeded != "pids":  # at the pids limit forks fail: the server may well go on without them
                     _kill_all(pids)
 
-    def _full_tmpfs(self, pid: int) -> bool:
-        for mount in self.tmpfs:
+    def _full_tmpfs(self, pids: list[int]) -> bool:
+        """Whether a writable tmpfs of the sandbox is full, as seen from each mount namespace among its processes."""
+        seen = set()
+        for pid in pids:
             try:
-                stats = os.statvfs(f"/proc/{pid}/root{mount}")
+                namespace = os.stat(f"/proc/{pid}/ns/mnt").st_ino
+                if namespace in seen:
+                    continue
+                seen.add(namespace)
+                for mount in self.tmpfs:
+                    stats = os.statvfs(f"/proc/{pid}/root{mount}")
+                    if stats.f_blocks and stats.f_bavail * stats.f_frsize < 64 * 1024:
+                        return True
             except OSError:
                 continue
-            if stats.f_blocks and stats.f_bavail * stats.f_frsize < 64 * 1024:
-                return True
         return False
 
 
@@ -189,14 +202,14 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
-def _sample(pid: int) -> tuple[int, int] | None:
-    """(resident bytes, CPU ticks) of one process."""
+def _sample(pid: int) -> tuple[int, int, int] | None:
+    """(resident bytes, CPU ticks, threads) of one process."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return int(fields[21]) * PAGE, int(fields[11]) + int(fields[12])
+    return int(fields[21]) * PAGE, int(fields[11]) + int(fields[12]), int(fields[17])
 
 
 def _kill_all(pids: list[int]) -> None:

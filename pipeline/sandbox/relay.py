@@ -62,6 +62,8 @@ async def host_side(socket_path: str) -> AsyncIterator[int]:
         bridges.add(task)
         try:
             await _bridge(reader, writer, lambda: asyncio.open_unix_connection(socket_path))
+        except asyncio.CancelledError:
+            pass  # the context is closing: the connection ends with it (a cancelled callback task would be logged)
         finally:
             bridges.discard(task)
 
