@@ -37,13 +37,32 @@ def python_job(code: str, *args: str, limits: ResourceLimits = ResourceLimits(),
     return Job(argv=(PYTHON, "-c", code, *args), env=dict(ENV), limits=limits, **fields)
 
 
+def talk(argv, env: dict[str, str], stdin: bytes, timeout: float) -> subprocess.CompletedProcess:
+    """Run the bridge as the probe does: write `stdin` and keep it open until the server's output ends (closing it
+    means the probe is done), or `timeout` passed."""
+    with subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as bridge:
+        assert bridge.stdin is not None and bridge.stdout is not None and bridge.stderr is not None
+        bridge.stdin.write(stdin)
+        bridge.stdin.flush()
+        timer = threading.Timer(timeout, bridge.kill)
+        timer.start()
+        errors: list[bytes] = []
+        reader = threading.Thread(target=lambda: errors.append(bridge.stderr.read()))
+        reader.start()
+        out = bridge.stdout.read()
+        code = bridge.wait()
+        reader.join()
+        timer.cancel()
+        bridge.stdin.close()
+    return subprocess.CompletedProcess(argv, code, out, errors[0])
+
+
 async def run_started(job: Job, scratch: Path, stdin: bytes = b"", timeout: float = 30) -> tuple[int, str, str, str | None]:
     """Start `job`, talk to it through the bridge the backend hands out, as the probe does; (exit code, stdout,
     stderr, limit hit) once it has ended (or `timeout` passed)."""
     async with BACKEND.start(job, scratch) as started:
         assert started.argv is not None and started.backend.startswith("docker ")
-        done = await anyio.to_thread.run_sync(lambda: subprocess.run(started.argv, env=started.env, input=stdin, capture_output=True,
-                                                                       timeout=timeout))
+        done = await anyio.to_thread.run_sync(talk, started.argv, started.env, stdin, timeout)
     return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"), started.limit_hit()
 
 
@@ -170,8 +189,7 @@ def test_the_bridge_starts_from_a_clean_environment_and_passes_stdin_stdout_and_
         async with BACKEND.start(job, tmp_path) as started:
             assert CANARY not in repr(started.env)
             assert set(started.env) <= {"PYTHONPATH", "LANG", "DOCKER_HOST", "DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH"}
-            return await anyio.to_thread.run_sync(lambda: subprocess.run(started.argv, env=started.env, input=b"hello\n", capture_output=True,
-                                                                           timeout=30))
+            return await anyio.to_thread.run_sync(talk, started.argv, started.env, b"hello\n", 30.0)
 
     done = anyio.run(run)
     assert (done.returncode, done.stdout, done.stderr) == (7, b"got hello\n", b"to stderr\n")

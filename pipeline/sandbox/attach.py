@@ -4,8 +4,9 @@ The probe speaks to a stdio server by spawning a command and using its stdin and
 is this bridge: it attaches to the created container's stdin, stdout and stderr (the Docker SDK's attach socket),
 starts it (after attaching, so no early output is lost), then copies its own stdin to the container's and the
 container's stdout and stderr to its own, until the container's output ends; it exits with the container's exit code
-(so the probe sees the server's own status). When its stdin ends it half-closes the socket, and the daemon closes the
-container's stdin (the container is created with StdinOnce), as a pipe would.
+(so the probe sees the server's own status). When its stdin ends (the probe is done) the bridge exits at once, and the
+container's stdin stays open (it is created without StdinOnce): the server runs until the backend removes it, so what
+it did is still there to be read (which limit it reached) when the probe asks.
 
 The bridge runs on the host, with an environment of its own making (the backend gives it PYTHONPATH and LANG): nothing of
 the pipeline's environment reaches it but where the daemon is (DOCKER_HOST and its TLS settings, when set), and
@@ -46,9 +47,9 @@ def _copy_stdin(sock: socket.socket) -> None:
     try:
         while chunk := os.read(0, 65536):
             sock.sendall(chunk)
-        sock.shutdown(socket.SHUT_WR)
     except OSError:
-        pass  # the container's side closed: its output loop ends the bridge
+        return  # the container's side closed: its output loop ends the bridge
+    os._exit(0)
 
 
 def _copy_output(sock: socket.socket) -> None:

@@ -80,7 +80,7 @@ class DockerBackend:
         except Exception as exc:  # the daemon refused the container (or went away): the server did not start
             raise NotStarted(f"docker: {_one_line(exc)}") from exc
         watch = Watch(job.limits, _tmpfs_targets(job))
-        started = Started(backend=self.describe(), limit_hit=lambda: watch.hit)
+        started = Started(backend=self.describe(), limit_hit=lambda: watch.hit or watch.now(client, container))
         stop = threading.Event()
         threading.Thread(target=_guard, args=(client, container, watch, stop), daemon=True).start()
         try:
@@ -190,7 +190,10 @@ class DockerBackend:
             user=f"{SANDBOX_UID}:{SANDBOX_GID}",
             hostname="sandbox",
             labels={LABEL: owner()},
-            stdin_open=stdin,  # with detach left False, the SDK sets StdinOnce too: the stdin closes with the bridge's
+            # The server's stdin stays open when the bridge's ends (no StdinOnce): a server that would exit then would
+            # take its cgroup and tmpfs along, and with them what says which limit it reached; it is removed instead.
+            stdin_open=stdin,
+            detach=True,
             tty=False,
             host_config=host_config,
         )

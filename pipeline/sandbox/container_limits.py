@@ -28,6 +28,11 @@ class Watch:
     hit: LimitName | None = None
     _cgroups: dict[str, Path] | None = field(default=None, repr=False)
 
+    def now(self, client, container_id: str) -> LimitName | None:
+        """The limit reached so far, looking once more first (a server may reach one, then answer, within one INTERVAL)."""
+        self.look(client, container_id)
+        return self.hit
+
     def look(self, client, container_id: str) -> bool:
         """Look at the container once; True while it runs. Sets `hit` the first time a limit is seen reached."""
         try:
