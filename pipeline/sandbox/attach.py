@@ -31,6 +31,7 @@ def main(container_id: str) -> int:
     client = docker.from_env(timeout=30)
     attached = client.api.attach_socket(container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
     sock: socket.socket = getattr(attached, "_sock", attached)
+    sock.settimeout(None)  # the client's API timeout is no bound on how long a server may stay quiet
     client.api.start(container_id)
     threading.Thread(target=_copy_stdin, args=(sock,), daemon=True).start()
     try:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import threading
 import time
 from contextlib import asynccontextmanager
@@ -30,7 +31,7 @@ from typing import AsyncIterator
 
 import anyio
 
-from pipeline.sandbox import Completed, Job, LimitName, NotStarted, Started, relay
+from pipeline.sandbox import Completed, Job, LimitName, NotStarted, ResourceLimits, Started, relay
 from pipeline.sandbox.container_image import SANDBOX_GID, SANDBOX_UID, ensure_image, system_mounts
 from pipeline.sandbox.container_limits import INTERVAL, Watch
 from pipeline.sandbox.relay import host_side
@@ -52,8 +53,17 @@ class DockerBackend:
         self._client_cache = None
         self._image: str | None = None
         self._version: str | None = None
+        self._smoke: str | None = None  # why it cannot run here, "" when it can: found once
 
     def unavailable(self) -> str | None:
+        if self._smoke is None:
+            self._smoke = self._try()
+        return self._smoke or None
+
+    def _try(self) -> str:
+        """Why this backend cannot run here ("" when it can): a daemon must answer, the base image be there or be made,
+        and a container with every setting of a sandbox run a command (a daemon inside an unprivileged container may
+        answer and still fail there)."""
         try:
             import docker
 
@@ -64,7 +74,9 @@ class DockerBackend:
             return "the docker Python package is not installed"
         except Exception as exc:  # the SDK raises many kinds (connection, API, requests' own): each one means "not here"
             return f"docker: {_one_line(exc)}"
-        return None
+        with tempfile.TemporaryDirectory(prefix="scoreboard-docker-") as scratch:
+            done = self.run(Job(argv=("true",), env={"PATH": "/usr/bin:/bin"}, limits=ResourceLimits(wall_seconds=30)), Path(scratch))
+        return "" if done.returncode == 0 else f"docker: a sandbox container cannot run here: {_one_line(Exception(done.output))}"
 
     def describe(self) -> str:
         if self._version is None:
