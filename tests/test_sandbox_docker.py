@@ -332,6 +332,36 @@ def test_an_http_server_that_exits_before_listening_did_not_start_and_says_why(t
     assert not labelled_containers_of_ours()
 
 
+SHARED_FILLER = """
+import http.server, threading, time
+def fill():
+    time.sleep(0.5)
+    for n in range(64):
+        try:
+            with open(f"/run/relay/junk{n}", "wb") as f:
+                f.write(bytes(1 << 20))
+        except OSError:
+            pass
+threading.Thread(target=fill).start()
+http.server.HTTPServer(("127.0.0.1", 3001), http.server.SimpleHTTPRequestHandler).serve_forever()
+"""
+
+
+def test_the_relay_directory_is_a_small_tmpfs_and_filling_it_is_the_disk_limit(tmp_path):
+    async def run():
+        async with BACKEND.start(python_job(SHARED_FILLER, port=3001, limits=ResourceLimits(disk_mb=8)), tmp_path) as started:
+            container = labelled_containers_of_ours()[0]["Id"]
+            for _ in range(50):
+                if not BACKEND._client().api.inspect_container(container)["State"]["Running"]:
+                    break
+                await anyio.sleep(0.1)
+            return started.limit_hit(), BACKEND._client().api.inspect_container(container)["State"]
+
+    hit, state = anyio.run(run)
+    assert hit == "disk" and not state["Running"]
+    assert not list(tmp_path.rglob("junk*"))  # nothing of it on the host's disk
+
+
 def labelled_containers_of_ours() -> list[dict]:
     return [c for c in labelled_containers() if c["Labels"][LABEL] == owner()]
 

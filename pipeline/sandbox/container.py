@@ -11,8 +11,9 @@ else.
 
 A stdio server is reached through `attach` (a bridge command the probe spawns in place of the server). An HTTP server
 runs under `relay.py` inside (the base interpreter, always shown): it listens on the container's own loopback, the
-relay on a unix socket in a directory of `scratch` bound writable at SOCKET_DIR, and `relay.host_side` gives the host
-a loopback port; the server's output is copied from the daemon's (capped) log to `scratch`/stderr.log. Containers are
+relay on a unix socket in a tiny tmpfs at SOCKET_DIR, which the host reaches as /proc/<pid>/root/... (no host directory
+is writable from inside, so no server can fill the host's disk through it), and `relay.host_side` gives the host a
+loopback port; the server's output is copied from the daemon's (capped) log to `scratch`/stderr.log. Containers are
 labelled with their owner (boot, pid, start time of the process that made them); each backend start first removes
 containers whose owner is gone, so a pipeline killed outright leaves nothing running past its next start. When the
 context ends the container is force-removed, which kills everything in it, double-forked daemons included.
@@ -41,7 +42,8 @@ PING_SECONDS = 3.0  # a daemon that does not answer this soon is not there
 API_SECONDS = 60.0
 OUTPUT_TAIL = 4000  # characters of a one-shot run's output kept
 LOG_CAP = {"max-size": "1m", "max-file": "1"}  # what the daemon keeps of a container's output (HTTP servers, one-shot runs)
-SOCKET_DIR = "/run/relay"  # inside: the directory shared with the host where the relay listens (HTTP servers)
+SOCKET_DIR = "/run/relay"  # inside: where the relay listens (HTTP servers), a tmpfs the host reaches through /proc
+SOCKET_DIR_BYTES = 64 * 1024
 RELAY_INSIDE = "/run/relay.py"
 RELAY = Path(relay.__file__)
 
@@ -91,7 +93,7 @@ class DockerBackend:
             container = client.api.create_container(**self._spec(job, scratch, stdin=job.port is None))["Id"]
         except Exception as exc:  # the daemon refused the container (or went away): the server did not start
             raise NotStarted(f"docker: {_one_line(exc)}") from exc
-        watch = Watch(job.limits, _tmpfs_targets(job))
+        watch = Watch(job.limits, _tmpfs_targets(job) + ((SOCKET_DIR,) if job.port is not None else ()))
         started = Started(backend=self.describe(), limit_hit=lambda: watch.hit or watch.now(client, container))
         stop = threading.Event()
         threading.Thread(target=_guard, args=(client, container, watch, stop), daemon=True).start()
@@ -101,10 +103,9 @@ class DockerBackend:
                 started.env = _bridge_env()
                 yield started
             else:
-                socket = scratch / "relay" / "relay.sock"
                 started.stderr_path = scratch / "stderr.log"
                 await anyio.to_thread.run_sync(_start_logging, client, container, started.stderr_path)
-                await _until_listening(client, container, socket, started.stderr_path)
+                socket = await _until_listening(client, container, started.stderr_path)
                 async with host_side(str(socket)) as port:
                     started.url = f"http://127.0.0.1:{port}{job.url_path}"
                     yield started
@@ -119,10 +120,10 @@ class DockerBackend:
         writable = [m.source for m in job.mounts if m.writable]
         for source in writable:
             _chown_tree(source, SANDBOX_UID, SANDBOX_GID)  # the sandbox user writes the prefix; it is ours again after
-        container = client.api.create_container(**self._spec(job, scratch, stdin=False))["Id"]
         watch = Watch(job.limits, _tmpfs_targets(job))
-        timed_out = False
+        timed_out, container = False, None
         try:
+            container = client.api.create_container(**self._spec(job, scratch, stdin=False))["Id"]
             client.api.start(container)
             deadline = time.monotonic() + (job.limits.wall_seconds or 3600)
             while watch.look(client, container) and watch.hit is None:
@@ -138,7 +139,8 @@ class DockerBackend:
         except Exception as exc:
             code, output = 1, f"docker: {_one_line(exc)}"
         finally:
-            _remove(client, container)
+            if container is not None:
+                _remove(client, container)
             for source in writable:
                 _chown_tree(source, os.getuid(), os.getgid())
         hit: LimitName | None = "time" if timed_out and watch.hit is None else watch.hit
@@ -168,11 +170,8 @@ class DockerBackend:
         mounts += _file_mounts(job, scratch)
         command = list(job.argv)
         if job.port is not None:
-            shared = scratch / "relay"
-            shared.mkdir(exist_ok=True)
-            os.chown(shared, SANDBOX_UID, SANDBOX_GID)  # the relay inside makes its socket there
-            mounts += [docker.types.Mount(SOCKET_DIR, str(shared), type="bind"),
-                       docker.types.Mount(RELAY_INSIDE, str(RELAY), type="bind", read_only=True)]
+            tmpfs[SOCKET_DIR] = f"rw,nosuid,nodev,noexec,size={SOCKET_DIR_BYTES},{owned}"
+            mounts.append(docker.types.Mount(RELAY_INSIDE, str(RELAY), type="bind", read_only=True))
             command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/relay.sock", str(job.port), *command]
         host_config = client.api.create_host_config(
             network_mode="bridge" if job.network else "none",
@@ -257,16 +256,18 @@ def _start_logging(client, container: str, path: Path) -> None:
     threading.Thread(target=copy, daemon=True).start()
 
 
-async def _until_listening(client, container: str, socket: Path, log: Path) -> None:
-    """Wait until the relay inside listens (it does once the server accepts connections), or the server has exited."""
+async def _until_listening(client, container: str, log: Path) -> Path:
+    """Wait until the relay inside listens (it does once the server accepts connections), or the server has exited.
+    The relay's socket, as the host reaches it: through the container's root, seen from the host's /proc."""
     while True:
-        if socket.exists():
+        state = (await anyio.to_thread.run_sync(client.api.inspect_container, container))["State"]
+        socket = Path(f"/proc/{state.get('Pid') or 0}/root{SOCKET_DIR}/relay.sock")
+        if state.get("Running") and socket.exists():
             try:
                 await (await anyio.connect_unix(socket)).aclose()
-                return
+                return socket
             except OSError:
                 pass
-        state = (await anyio.to_thread.run_sync(client.api.inspect_container, container))["State"]
         if not state.get("Running"):
             tail = log.read_bytes()[-2000:].decode("utf-8", "replace").strip() if log.exists() else ""
             raise NotStarted(f"exited with code {state.get('ExitCode')} before listening: {tail or 'no output'}")
