@@ -264,19 +264,37 @@ def test_nothing_outlives_the_context_not_even_a_double_forked_daemon(tmp_path):
     assert not labelled_containers_of_ours()
 
 
-def test_containers_of_an_owner_that_died_are_reaped_at_the_next_start(tmp_path):
+KILLED_PIPELINE = """
+import sys
+from pathlib import Path
+import anyio
+from pipeline.sandbox import Job
+from pipeline.sandbox.container import DockerBackend
+
+async def main():
+    server = "import http.server; http.server.HTTPServer(('127.0.0.1', 3001), http.server.BaseHTTPRequestHandler).serve_forever()"
+    job = Job(argv=(sys.argv[1], "-c", server), env={"PATH": "/usr/bin:/bin"}, port=3001)
+    async with DockerBackend().start(job, Path(sys.argv[2])):
+        print("started", flush=True)
+        await anyio.sleep(60)
+
+anyio.run(main)
+"""
+
+
+def test_the_containers_of_a_pipeline_killed_outright_are_reaped_at_the_next_start(tmp_path):
     client = BACKEND._client()
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    spec = BACKEND._spec(python_job("import time; time.sleep(60)"), tmp_path, stdin=False)
-    boot = owner().split()[0]
-    stale = client.api.create_container(**{**spec, "labels": {LABEL: f"{boot} {gone.pid} 1"}})["Id"]
-    client.api.start(stale)
-    mine = client.api.create_container(**spec)["Id"]
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": os.pathsep.join(sys.path)}
+    with subprocess.Popen([sys.executable, "-c", KILLED_PIPELINE, PYTHON, str(tmp_path)], env=env, stdout=subprocess.PIPE) as pipeline:
+        assert pipeline.stdout is not None and pipeline.stdout.readline() == b"started\n"
+        pipeline.kill()
+    left = [c for c in labelled_containers() if c["Labels"][LABEL].split()[1] == str(pipeline.pid)]
+    assert [c["State"] for c in left] == ["running"]  # the test can see what it left
+    mine = client.api.create_container(**BACKEND._spec(python_job("pass"), tmp_path, stdin=False))["Id"]
     try:
         reap_stale(client)
-        left = {c["Id"] for c in labelled_containers()}
-        assert stale not in left and mine in left
+        ids = {c["Id"] for c in labelled_containers()}
+        assert left[0]["Id"] not in ids and mine in ids  # a live owner's container stays
     finally:
         client.api.remove_container(mine, force=True)
 
