@@ -234,6 +234,15 @@ def test_a_one_shot_run_writes_its_writable_prefix_which_is_ours_again_afterward
     assert {(p.stat().st_uid, p.stat().st_gid) for p in (prefix, prefix / "lib", built)} == {(os.getuid(), os.getgid())}
 
 
+def test_a_one_shot_run_filling_its_writable_prefix_is_stopped_at_the_disk_limit(tmp_path):
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    code = "import sys, time\nfor n in range(64):\n    open(f'{sys.argv[1]}/blob{n}', 'wb').write(bytes(1 << 20))\ntime.sleep(30)"
+    job = python_job(code, str(prefix), mounts=(Mount(prefix, str(prefix), writable=True),), limits=ResourceLimits(disk_mb=16))
+    done = BACKEND.run(job, tmp_path)
+    assert done.limit_hit == "disk" and done.returncode != 0
+
+
 DAEMON = """
 import os, sys, time
 if os.fork() == 0:

@@ -120,7 +120,7 @@ class DockerBackend:
         writable = [m.source for m in job.mounts if m.writable]
         for source in writable:
             _chown_tree(source, SANDBOX_UID, SANDBOX_GID)  # the sandbox user writes the prefix; it is ours again after
-        watch = Watch(job.limits, _tmpfs_targets(job))
+        watch = Watch(job.limits, _tmpfs_targets(job), writable=tuple(writable))
         timed_out, container = False, None
         try:
             container = client.api.create_container(**self._spec(job, scratch, stdin=False))["Id"]

@@ -5,13 +5,15 @@ The kernel holds memory (the cgroup's limit, no swap), pids (the cgroup's pids.m
 a child was OOM-killed, when its forks fail, or when its tree as a whole used more CPU time than allowed; nor does it
 say which limit was reached. `Watch` reads that, every `INTERVAL` while the container runs and once more before it is
 removed, from the daemon (inspect, one-shot stats: this works with any daemon) and, where the host shows them, from the
-container's cgroup files and its tmpfs mounts (through /proc/<pid>/root). A limit reached is kept; the caller stops
-the container.
+container's cgroup files and its tmpfs mounts (through /proc/<pid>/root); and, once a second, the size of the host
+directories a one-shot run may write (an install's prefix, held to the same disk limit as a tmpfs). A limit reached is
+kept; the caller stops the container.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,14 +21,17 @@ from pipeline.sandbox import LimitName, ResourceLimits
 
 INTERVAL = 0.2  # seconds between two looks at a running container
 DISK_SLACK = 64 * 1024  # a tmpfs with less free than this is full
+MEASURE_EVERY = 1.0  # seconds between two walks of the writable host directories
 
 
 @dataclass
 class Watch:
     limits: ResourceLimits
     tmpfs: tuple[str, ...]  # the container's size-capped mounts, inside paths
+    writable: tuple[Path, ...] = ()  # host directories a one-shot run may write (an install's prefix): host disk, measured
     hit: LimitName | None = None
     _cgroups: dict[str, Path] | None = field(default=None, repr=False)
+    _measured: float = field(default=0.0, repr=False)
 
     def now(self, client, container_id: str) -> LimitName | None:
         """The limit reached so far, looking once more first (a server may reach one, then answer, within one INTERVAL)."""
@@ -66,6 +71,10 @@ class Watch:
         return "cpu" if used_ns >= self.limits.cpu_seconds * 1e9 else None
 
     def _disk(self, pid: int) -> LimitName | None:
+        if self.writable and time.monotonic() - self._measured >= MEASURE_EVERY:
+            self._measured = time.monotonic()
+            if sum(map(_used_bytes, self.writable)) > self.limits.disk_mb * 1024 * 1024:
+                return "disk"
         for mount in self.tmpfs:
             try:
                 usage = os.statvfs(f"/proc/{pid}/root{mount}")
@@ -74,6 +83,17 @@ class Watch:
             if usage.f_bavail * usage.f_frsize < DISK_SLACK:
                 return "disk"
         return None
+
+
+def _used_bytes(root: Path) -> int:
+    used = 0
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                used += os.lstat(os.path.join(folder, name)).st_blocks * 512
+            except OSError:
+                continue
+    return used
 
 
 def _cgroup_dirs(pid: int) -> dict[str, Path]:
