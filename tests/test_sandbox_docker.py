@@ -198,7 +198,8 @@ def test_the_bridge_starts_from_a_clean_environment_and_passes_stdin_stdout_and_
 HOSTILE = {
     # A child allocates 2 GB (the server itself survives its child's death: the backend must stop it).
     "memory": "import os, time\nif os.fork() == 0:\n    data = bytearray(2 << 30)\n    os._exit(0)\ntime.sleep(60)",
-    "pids": "import os, time\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)",
+    "pids": "import os, time\nwhile True:\n    try:\n        if os.fork() == 0:\n            time.sleep(60)\n    except OSError:\n        break\n"
+            "time.sleep(60)",
     # Three busy processes: none reaches its own RLIMIT_CPU before the tree has used the whole allowance.
     "cpu": "import os\nos.fork(); os.fork()\nwhile True:\n    pass",
     "disk": "import time\ntry:\n    with open('/work/fill', 'wb') as f:\n        while True:\n            f.write(bytes(1 << 20))\n"
@@ -206,20 +207,41 @@ HOSTILE = {
 }
 
 
+async def until_a_limit(job: Job, scratch: Path) -> tuple[str | None, int | None]:
+    """Start `job` and wait (20 s at most) until a limit is reached; (that limit, the bridge's exit code once the
+    limit was seen: None while the server goes on)."""
+    async with BACKEND.start(job, scratch) as started:
+        bridge = await anyio.open_process(list(started.argv or ()), env=started.env)
+        try:
+            with anyio.move_on_after(20):
+                while started.limit_hit() is None:
+                    await anyio.sleep(0.1)
+            with anyio.move_on_after(3):  # the watchdog stops it within a look or two, where it does
+                await bridge.wait()
+            return started.limit_hit(), bridge.returncode
+        finally:
+            if bridge.returncode is None:
+                bridge.kill()
+                await bridge.wait()
+
+
 @pytest.mark.parametrize("limit", sorted(HOSTILE))
-def test_a_process_tree_past_a_limit_is_stopped_and_the_limit_named(tmp_path, limit):
+def test_a_process_tree_at_a_limit_is_held_the_limit_named_and_cpu_time_stopped(tmp_path, limit):
     limits = ResourceLimits(memory_mb=64, pids=16, cpu_seconds=2, disk_mb=8)
-    code, _, err, hit = anyio.run(run_started, python_job(HOSTILE[limit], limits=limits), tmp_path, b"", 40.0)
-    assert hit == limit, err
-    assert code != 0
+    hit, ended = anyio.run(until_a_limit, python_job(HOSTILE[limit], limits=limits), tmp_path)
+    assert hit == limit
+    if limit == "cpu":  # nothing in the kernel holds the tree's CPU time: the watchdog stops the server
+        assert ended is not None and ended != 0
+    else:  # the kernel held it (a killed child, failed forks, a full tmpfs); the server goes on as it was left
+        assert ended is None
     assert not labelled_containers_of_ours()
 
 
 def test_a_one_shot_run_past_its_time_or_a_limit_says_which(tmp_path):
     slow = BACKEND.run(python_job("import time; print('started', flush=True); time.sleep(60)", limits=ResourceLimits(wall_seconds=2)), tmp_path)
     assert (slow.returncode, slow.limit_hit) == (124, "time") and "started" in slow.output
-    bomb = BACKEND.run(python_job(HOSTILE["pids"], limits=ResourceLimits(pids=16, wall_seconds=30)), tmp_path)
-    assert bomb.limit_hit == "pids"
+    bomb = BACKEND.run(python_job(HOSTILE["pids"], limits=ResourceLimits(pids=16, wall_seconds=2)), tmp_path)
+    assert bomb.limit_hit == "pids"  # the first limit reached, before its time ran out
     assert not labelled_containers_of_ours()
 
 
@@ -374,18 +396,16 @@ http.server.HTTPServer(("127.0.0.1", 3001), http.server.SimpleHTTPRequestHandler
 """
 
 
-def test_the_relay_directory_is_a_small_tmpfs_and_filling_it_is_the_disk_limit(tmp_path):
+def test_the_relay_directory_is_a_small_tmpfs_and_filling_it_reaches_the_disk_limit(tmp_path):
     async def run():
         async with BACKEND.start(python_job(SHARED_FILLER, port=3001, limits=ResourceLimits(disk_mb=8)), tmp_path) as started:
-            container = labelled_containers_of_ours()[0]["Id"]
             for _ in range(50):
-                if not BACKEND._client().api.inspect_container(container)["State"]["Running"]:
+                if started.limit_hit() is not None:
                     break
                 await anyio.sleep(0.1)
-            return started.limit_hit(), BACKEND._client().api.inspect_container(container)["State"]
+            return started.limit_hit()
 
-    hit, state = anyio.run(run)
-    assert hit == "disk" and not state["Running"]
+    assert anyio.run(run) == "disk"
     assert not list(tmp_path.rglob("junk*"))  # nothing of it on the host's disk
 
 

@@ -126,12 +126,12 @@ class DockerBackend:
             container = client.api.create_container(**self._spec(job, scratch, stdin=False))["Id"]
             client.api.start(container)
             deadline = time.monotonic() + (job.limits.wall_seconds or 3600)
-            while watch.look(client, container) and watch.hit is None:
+            while watch.look(client, container) and not watch.stop:
                 if time.monotonic() > deadline:
                     timed_out = True
                     break
                 time.sleep(INTERVAL)
-            if watch.hit or timed_out:
+            if watch.stop or timed_out:
                 _kill(client, container)
             code = int(client.api.wait(container, timeout=30).get("StatusCode", 1))
             output = client.api.logs(container, stdout=True, stderr=True, tail=200).decode("utf-8", "replace")[-OUTPUT_TAIL:]
@@ -231,10 +231,10 @@ def reap_stale(client) -> None:
 
 
 def _guard(client, container: str, watch: Watch, stop: threading.Event) -> None:
-    """A thread, while the context lasts: look at the container every INTERVAL; stop it at the first limit reached."""
+    """A thread, while the context lasts: look at the container every INTERVAL; stop it at a limit only the watch holds."""
     while not stop.wait(INTERVAL):
         watch.look(client, container)
-        if watch.hit is not None:
+        if watch.stop:
             _kill(client, container)
             return
 

@@ -1,13 +1,13 @@
-"""Which limit stopped a container, and stopping one that reached a limit the kernel does not enforce on the tree.
+"""Which limit a container reached, and when it must be stopped: at a limit the kernel does not hold on the tree.
 
-The kernel holds memory (the cgroup's limit, no swap), pids (the cgroup's pids.max: a fork bomb's forks fail) and disk
-(each tmpfs has a size); RLIMIT_CPU holds each process's CPU time. What the kernel does not do is stop the server when
-a child was OOM-killed, when its forks fail, or when its tree as a whole used more CPU time than allowed; nor does it
-say which limit was reached. `Watch` reads that, every `INTERVAL` while the container runs and once more before it is
-removed, from the daemon (inspect, one-shot stats: this works with any daemon) and, where the host shows them, from the
-container's cgroup files and its tmpfs mounts (through /proc/<pid>/root); and, once a second, the size of the host
-directories a one-shot run may write (an install's prefix, held to the same disk limit as a tmpfs). A limit reached is
-kept; the caller stops the container.
+The kernel holds memory (the cgroup's limit, no swap: the OOM killer), pids (the cgroup's pids.max: a fork bomb's
+forks fail) and the size of each tmpfs (writes fail); RLIMIT_CPU holds each process's CPU time. Those are recorded,
+and the server goes on as the kernel left it, as on the bubblewrap backend with cgroups. What nothing in the kernel
+holds is the CPU time of the tree as a whole, and the host directories a one-shot run may write (an install's prefix,
+on the host's disk, held to the disk limit): there `stop` is set and the caller stops the container. `Watch` reads all
+this every `INTERVAL` while the container runs, and once more when asked, from the daemon (inspect, one-shot stats:
+any daemon) and, where the host shows them, from the container's cgroup files and its tmpfs mounts (through
+/proc/<pid>/root); the writable directories are measured once a second.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ class Watch:
     tmpfs: tuple[str, ...]  # the container's size-capped mounts, inside paths
     writable: tuple[Path, ...] = ()  # host directories a one-shot run may write (an install's prefix): host disk, measured
     hit: LimitName | None = None
+    stop: bool = False  # a limit only this watch holds was reached: the container must be stopped
+    _stats: dict = field(default_factory=dict, repr=False)  # the last one-shot stats, read once per look
     _cgroups: dict[str, Path] | None = field(default=None, repr=False)
     _measured: float = field(default=0.0, repr=False)
 
@@ -39,42 +41,49 @@ class Watch:
         return self.hit
 
     def look(self, client, container_id: str) -> bool:
-        """Look at the container once; True while it runs. Sets `hit` the first time a limit is seen reached."""
+        """Look at the container once; True while it runs. Records the first limit seen reached; sets `stop` at one
+        only this watch holds."""
         try:
             state = client.api.inspect_container(container_id)["State"]
         except Exception:  # removed meanwhile: nothing more to see
             return False
-        if self.hit is None and state.get("OOMKilled"):
-            self.hit = "memory"
+        if state.get("OOMKilled"):
+            self._record("memory")
         pid = int(state.get("Pid") or 0)
         if not state.get("Running") or pid <= 0:
             return False
-        if self.hit is None:
-            self.hit = self._memory_or_pids_or_cpu(client, container_id, pid) or self._disk(pid)
+        for limit in (self._from_cgroups(client, container_id, pid), self._full_tmpfs(pid)):
+            self._record(limit)
+        for limit in (self._cpu_time(client, container_id), self._writable_full()):
+            if limit is not None:
+                self._record(limit)
+                self.stop = True
         return True
 
-    def _memory_or_pids_or_cpu(self, client, container_id: str, pid: int) -> LimitName | None:
+    def _record(self, limit: LimitName | None) -> None:
+        if self.hit is None:
+            self.hit = limit
+
+    def _from_cgroups(self, client, container_id: str, pid: int) -> LimitName | None:
         if self._cgroups is None:
             self._cgroups = _cgroup_dirs(pid)
         if _oom_kills(self._cgroups) or _failed_forks(self._cgroups):
             return "memory" if _oom_kills(self._cgroups) else "pids"
-        try:
-            stats = client.api.stats(container_id, stream=False, one_shot=True)
-        except Exception:
-            return None
-        memory, pids = stats.get("memory_stats") or {}, stats.get("pids_stats") or {}
+        self._stats = _stats(client, container_id)
+        memory, pids = self._stats.get("memory_stats") or {}, self._stats.get("pids_stats") or {}
         if memory.get("limit") and memory.get("max_usage", 0) >= memory["limit"]:
             return "memory"
         if pids.get("limit") and pids.get("current", 0) >= pids["limit"]:
             return "pids"
+        return None
+
+    def _cpu_time(self, client, container_id: str) -> LimitName | None:
+        stats = self._stats or _stats(client, container_id)
+        self._stats = {}
         used_ns = ((stats.get("cpu_stats") or {}).get("cpu_usage") or {}).get("total_usage", 0)
         return "cpu" if used_ns >= self.limits.cpu_seconds * 1e9 else None
 
-    def _disk(self, pid: int) -> LimitName | None:
-        if self.writable and time.monotonic() - self._measured >= MEASURE_EVERY:
-            self._measured = time.monotonic()
-            if sum(map(_used_bytes, self.writable)) > self.limits.disk_mb * 1024 * 1024:
-                return "disk"
+    def _full_tmpfs(self, pid: int) -> LimitName | None:
         for mount in self.tmpfs:
             try:
                 usage = os.statvfs(f"/proc/{pid}/root{mount}")
@@ -83,6 +92,19 @@ class Watch:
             if usage.f_bavail * usage.f_frsize < DISK_SLACK:
                 return "disk"
         return None
+
+    def _writable_full(self) -> LimitName | None:
+        if not self.writable or time.monotonic() - self._measured < MEASURE_EVERY:
+            return None
+        self._measured = time.monotonic()
+        return "disk" if sum(map(_used_bytes, self.writable)) > self.limits.disk_mb * 1024 * 1024 else None
+
+
+def _stats(client, container_id: str) -> dict:
+    try:
+        return client.api.stats(container_id, stream=False, one_shot=True) or {}
+    except Exception:
+        return {}
 
 
 def _used_bytes(root: Path) -> int:
