@@ -17,7 +17,7 @@ namespace ends with bwrap's helper, and the uid's processes are killed whatever 
 from __future__ import annotations
 
 import fcntl
-import json
+import marshal
 import os
 import shutil
 import signal
@@ -34,7 +34,7 @@ import anyio
 
 from pipeline.lifetime import end, guarded
 from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started
-from pipeline.sandbox.limits import Enforcer, processes_of
+from pipeline.sandbox.limits import Enforcer, processes
 from pipeline.sandbox.relay import host_side
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -51,7 +51,7 @@ FAKE_ETC = {
     "group": "root:x:0:\nsandbox:x:1000:\nnogroup:x:65534:\n",
     "hosts": "127.0.0.1 localhost\n::1 localhost\n",
 }
-SOCKET_DIR = "/run/relay"  # inside: the directory shared with the host, where the relay listens
+SOCKET_DIR = "/run/relay"  # inside: where the relay listens, a directory the host sees too
 RELAY_INSIDE = "/run/relay.py"
 OUTPUT_TAIL = 4000
 LAUNCH_ENV: dict[str, str] = {}  # the launcher needs nothing; bwrap gets an empty environment from it
@@ -61,7 +61,6 @@ LAUNCH_ENV: dict[str, str] = {}  # the launcher needs nothing; bwrap gets an emp
 class _Session:
     argv: list[str]  # the launcher's command line
     enforcer: Enforcer
-    uid: int
     socket: Path | None  # HTTP: the relay's socket, as the host sees it
 
 
@@ -107,45 +106,47 @@ class BubblewrapBackend:
 
     def _run(self, job: Job, scratch: Path) -> Completed:
         with self._session(job, scratch) as session:
-            process = subprocess.Popen(guarded(session.argv), env=LAUNCH_ENV, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                       stderr=subprocess.STDOUT, start_new_session=True)
-            with process:
-                try:
-                    output, _ = process.communicate(timeout=job.limits.wall_seconds)
-                except subprocess.TimeoutExpired:
-                    session.enforcer.note("time")
-                    end(process.pid)
-                    output, _ = process.communicate()
+            log = scratch / "output.log"  # a file, capped by RLIMIT_FSIZE: a build's output is never held in memory whole
+            with log.open("wb") as output:
+                process = subprocess.Popen(guarded(session.argv), env=LAUNCH_ENV, stdin=subprocess.DEVNULL, stdout=output,
+                                           stderr=output, start_new_session=True)
+            try:
+                process.wait(timeout=job.limits.wall_seconds)
+            except subprocess.TimeoutExpired:
+                session.enforcer.note("time")
+                end(process.pid)
+                process.wait()
             session.enforcer.stop()
-            text = output.decode("utf-8", "replace")[-OUTPUT_TAIL:]
-            return Completed(returncode=process.returncode, output=text, limit_hit=session.enforcer.limit_hit())
+            return Completed(returncode=process.returncode, output=_tail(log, OUTPUT_TAIL), limit_hit=session.enforcer.limit_hit())
 
     @contextmanager
     def _session(self, job: Job, scratch: Path) -> Iterator[_Session]:
+        scratch.mkdir(parents=True, exist_ok=True)
         with _uid_slot() as uid:
-            workdirs = tuple(dict.fromkeys(p for p in (job.workdir, job.env.get("HOME"), "/tmp") if p))
-            enforcer = Enforcer(f"{os.getpid()}-{uid}", uid, job.limits, workdirs)
+            # Everything the server may write is a directory of one size-capped tmpfs (the enforcer mounts it in the
+            # scratch directory): its home and work directory, /tmp, /dev/shm and, for an HTTP server, the relay's socket.
+            workdirs = (*dict.fromkeys(p for p in (job.workdir, job.env.get("HOME"), "/tmp", "/dev/shm") if p),
+                        *([SOCKET_DIR] if job.port is not None else []))
+            enforcer = Enforcer(f"{os.getpid()}-{uid}", uid, job.limits, scratch / "disk")
             writable = [m.source for m in job.mounts if m.writable]
+            socket = scratch / "disk" / str(len(workdirs) - 1) / "relay.sock" if job.port is not None else None
             try:
-                socket = None
-                if job.port is not None:
-                    shared = scratch / "relay"
-                    shared.mkdir()
-                    writable.append(shared)
-                    socket = shared / "relay.sock"
                 for path in writable:
                     _chown_tree(path, uid)
-                spec = scratch / "launch.json"
-                spec.write_text(json.dumps(self._spec(job, uid, enforcer, workdirs, socket)))
+                spec = scratch / "launch.spec"
+                spec.write_bytes(marshal.dumps(self._spec(job, uid, enforcer, workdirs, socket is not None)))
                 argv = [sys.executable, "-I", "-S", str(LAUNCHER), str(spec)]
                 enforcer.start()
-                yield _Session(argv=argv, enforcer=enforcer, uid=uid, socket=socket)
+                for i, _ in enumerate(workdirs):
+                    (scratch / "disk" / str(i)).mkdir()
+                    os.chown(scratch / "disk" / str(i), uid, uid)
+                yield _Session(argv=argv, enforcer=enforcer, socket=socket)
             finally:
                 enforcer.stop()
                 for path in writable:
                     _chown_tree(path, 0, os.getgid())
 
-    def _spec(self, job: Job, uid: int, enforcer: Enforcer, workdirs: tuple[str, ...], socket: Path | None) -> dict:
+    def _spec(self, job: Job, uid: int, enforcer: Enforcer, workdirs: tuple[str, ...], relay: bool) -> dict:
         assert self.bwrap is not None
         limits = job.limits
         stage: dict[str, str] = {}
@@ -165,10 +166,11 @@ class BubblewrapBackend:
             files["resolv.conf"] = Path("/etc/resolv.conf").read_bytes().hex()
         for name in files:
             args += ["--ro-bind", f"@stage:files/{name}", f"/etc/{name}"]
-        # The tmpfs first: an install may lie under one of them on the host (/tmp), and is mounted over it.
-        for path in workdirs:
-            args += ["--size", str(limits.disk_mb * 1024 * 1024), "--tmpfs", path]
-        for i, (source, target) in enumerate(_interpreters(job, socket is not None)):
+        # The writable directories before the mounts: an install may lie under /tmp on the host, and is mounted over it.
+        stage["disk"] = str(enforcer.disk)
+        for i, path in enumerate(workdirs):
+            args += ["--bind", f"@stage:disk/{i}", path]
+        for i, (source, target) in enumerate(_interpreters(job, relay)):
             stage[f"python{i}"] = source
             args += ["--ro-bind", f"@stage:python{i}", target]
         for i, mount in enumerate(job.mounts):
@@ -180,10 +182,10 @@ class BubblewrapBackend:
             args += [arg for parent in _parents(target, job.workdir) for arg in ("--dir", parent)]
             args += ["--file", f"@fd:f{i}", target]
         command = list(job.argv)
-        if socket is not None:
-            stage["relay"], stage["socket"] = str(RELAY), str(socket.parent)
-            args += ["--ro-bind", "@stage:relay", RELAY_INSIDE, "--bind", "@stage:socket", SOCKET_DIR]
-            command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/{socket.name}", str(job.port), *command]
+        if relay:
+            stage["relay"] = str(RELAY)
+            args += ["--ro-bind", "@stage:relay", RELAY_INSIDE]
+            command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/relay.sock", str(job.port), *command]
         for key, value in job.env.items():
             args += ["--setenv", key, value]
         args += ["--chdir", job.workdir, "--", *command]
@@ -251,15 +253,15 @@ def _uid_slot() -> Iterator[int]:
     """A uid no other sandbox (of this pipeline or another on the machine) holds, and that runs nothing."""
     locks = Path(tempfile.gettempdir()) / "scoreboard-sandbox-uids"
     locks.mkdir(mode=0o700, exist_ok=True)
+    taken = {uid for _, uid, _ in processes()}  # a uid that still has processes (even unreaped ones) is not handed out
     for slot in range(SLOTS):
+        uid = UID_BASE + slot
+        if uid in taken:
+            continue
         fd = os.open(locks / str(slot), os.O_CREAT | os.O_RDWR, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(fd)
-            continue
-        uid = UID_BASE + slot
-        if processes_of(uid):  # left by a pipeline that died: a uid that still runs something is not handed out
             os.close(fd)
             continue
         try:
@@ -274,7 +276,7 @@ async def _until_listening(socket: Path, process: anyio.abc.Process, started: St
     """Wait until the relay inside listens (it does once the server accepts connections), or the server has exited."""
     while True:
         if process.returncode is not None:
-            tail = _tail(started.stderr_path)
+            tail = _tail(started.stderr_path, 2000)
             raise NotStarted(f"exited with code {process.returncode} before listening: {tail or 'no output'}", enforcer.limit_hit())
         if socket.exists():
             try:
@@ -287,10 +289,12 @@ async def _until_listening(socket: Path, process: anyio.abc.Process, started: St
             await process.wait()
 
 
-def _tail(path: Path | None) -> str:
+def _tail(path: Path | None, cap: int) -> str:
     if path is None or not path.exists():
         return ""
-    return path.read_bytes()[-2000:].decode("utf-8", "replace").strip()
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - cap))
+        return fh.read().decode("utf-8", "replace").strip()
 
 
 async def _stop(process: anyio.abc.Process) -> None:

@@ -1,6 +1,6 @@
 """Start bubblewrap as a uid that owns nothing on the host, from a clean environment (run as a script: `python -I -S`).
 
-Run as root (by the probe's guardian, or the backend itself), with one argument: the path of a JSON spec written by
+Run as root (by the probe's guardian, or the backend itself), with one argument: the path of a spec written by
 `bubblewrap.py` in the backend's scratch directory (out of the sandbox's sight; a spec can outgrow one argument).
 Standard library only, and nothing of the pipeline imported: this process starts many times per run and must not
 read the pipeline's environment or files. In order, it
@@ -22,7 +22,7 @@ of the staged file NAME (for `--file`, which copies it into a writable tmpfs).
 from __future__ import annotations
 
 import ctypes
-import json
+import marshal
 import os
 import resource
 import sys
@@ -95,7 +95,7 @@ def main(spec: dict) -> None:
 if __name__ == "__main__":
     try:
         with open(sys.argv[1], "rb") as spec:
-            main(json.load(spec))
+            main(marshal.load(spec))  # written by the backend itself; marshal, as json would double the start time
     except OSError as exc:
         os.write(2, f"sandbox launcher: {exc}\n".encode())
         os._exit(125)

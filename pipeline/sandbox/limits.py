@@ -1,11 +1,13 @@
 """Hold a sandbox's process tree to its ResourceLimits, and say afterwards which limit stopped it.
 
 Memory and pids are held by cgroups where this process may create them (cgroup v1 `memory` and `pids` hierarchies,
-or a cgroup v2 tree with both controllers), else by a watchdog that sums the resident memory and counts the processes
-of the sandbox's uid (every sandbox runs as a uid of its own) and kills them all past a limit; RLIMIT_NPROC bounds
+or a cgroup v2 tree with both controllers), else by a watchdog that sums the memory (proportional set sizes: shared
+pages count once) and counts the tasks of the sandbox's uid (every sandbox runs as a uid of its own) and kills them
+all past a limit; RLIMIT_NPROC bounds
 forks on its own either way. CPU time: RLIMIT_CPU per process (SIGXCPU, then SIGKILL), and the watchdog kills the
-tree once the CPU time of its processes together passes the limit (a server cannot dodge it by forking). Disk: the
-writable tmpfs mounts are sized by the backend and RLIMIT_FSIZE caps each file; the watchdog notes a full tmpfs.
+tree once the CPU time of its processes together passes the limit (a server cannot dodge it by forking). Disk: one
+tmpfs of the limit's size holds everything the sandbox may write (`mount_disk`), RLIMIT_FSIZE caps each file, and
+the tmpfs, mounted on the host, says afterwards whether it was filled.
 
 `Enforcer` is one sandbox's: `start` before the launch (the launcher joins `cgroup_procs`), `stop` afterwards: it
 kills whatever of the uid is still alive and removes the cgroups.
@@ -13,6 +15,7 @@ kills whatever of the uid is still alive and removes the cgroups.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import threading
@@ -26,6 +29,8 @@ GROUP = "scoreboard-sandbox"
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TICKS = os.sysconf("SC_CLK_TCK")
 POLL = 0.05  # seconds between two looks at the tree
+MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 class Cgroups:
@@ -44,8 +49,10 @@ class Cgroups:
             return made if made._make({"memory": {"memory.limit_in_bytes": memory, "memory.memsw.limit_in_bytes": memory},
                                        "pids": {"pids.max": pids}}) else None
         v2 = _cgroup2_root()
-        if v2 is not None and {"memory", "pids"} <= set((v2 / "cgroup.controllers").read_text().split()):
+        if v2 is not None:
             try:
+                if not {"memory", "pids"} <= set((v2 / "cgroup.controllers").read_text().split()):
+                    return None
                 (v2 / "cgroup.subtree_control").write_text("+memory +pids")
                 (v2 / GROUP).mkdir(exist_ok=True)
                 (v2 / GROUP / "cgroup.subtree_control").write_text("+memory +pids")
@@ -72,10 +79,7 @@ class Cgroups:
         return sorted({str(path / "cgroup.procs") for path in self.dirs.values()})
 
     def pids(self) -> list[int]:
-        try:
-            return [int(line) for line in (self.dirs["pids"] / "cgroup.procs").read_text().split()]
-        except OSError:
-            return []
+        return _read_pids(self.dirs["pids"])
 
     def hit(self) -> LimitName | None:
         memory = _keyed(self.dirs["memory"] / ("memory.oom_control" if self.version == 1 else "memory.events"))
@@ -89,7 +93,7 @@ class Cgroups:
         for path in {*self.dirs.values()}:
             deadline = time.monotonic() + 2
             while path.exists():
-                _kill_all(self.pids() if self.dirs["pids"] == path else _read_pids(path))
+                _kill_all(_read_pids(path))
                 try:
                     path.rmdir()
                 except OSError:
@@ -101,8 +105,8 @@ class Cgroups:
 class Enforcer:
     """The limits of one sandbox: its cgroups (where possible) and a watchdog thread over its uid's processes."""
 
-    def __init__(self, name: str, uid: int, limits: ResourceLimits, tmpfs: tuple[str, ...] = ()) -> None:
-        self.uid, self.limits, self.tmpfs = uid, limits, tmpfs
+    def __init__(self, name: str, uid: int, limits: ResourceLimits, disk: Path | None = None) -> None:
+        self.uid, self.limits, self.disk = uid, limits, disk
         self.cgroups = Cgroups.create(name, limits)
         self._hit: LimitName | None = None
         self._stopped = threading.Event()
@@ -123,6 +127,8 @@ class Enforcer:
         return self.cgroups.procs if self.cgroups else []
 
     def start(self) -> None:
+        if self.disk is not None:
+            mount_disk(self.disk, self.uid, self.limits.disk_mb)
         self._thread.start()
 
     def note(self, limit: LimitName) -> None:
@@ -132,6 +138,8 @@ class Enforcer:
     def limit_hit(self) -> LimitName | None:
         if self._hit is None and self.cgroups is not None:
             self._hit = self.cgroups.hit()
+        if self._hit is None and self.disk is not None and os.path.ismount(self.disk) and _full(self.disk):
+            self._hit = "disk"
         return self._hit
 
     def stop(self) -> None:
@@ -146,6 +154,8 @@ class Enforcer:
             time.sleep(0.01)
         if self.cgroups is not None:
             self.cgroups.remove()
+        if self.disk is not None and os.path.ismount(self.disk):
+            _check(_libc.umount2(str(self.disk).encode(), MNT_DETACH), f"umount {self.disk}")
 
     def _watch(self) -> None:
         cpu_limit = self.limits.cpu_seconds * TICKS
@@ -162,54 +172,69 @@ class Enforcer:
                 exceeded = "pids"
             elif sum(ticks) >= cpu_limit or any(t >= cpu_limit - TICKS // 5 for t in ticks):  # RLIMIT_CPU kills the latter now
                 exceeded = "cpu"
-            elif self._full_tmpfs(pids):
-                self.note("disk")
             if exceeded is not None:
                 self.note(exceeded)
                 if exceeded != "pids":  # at the pids limit forks fail: the server may well go on without them
                     _kill_all(pids)
 
-    def _full_tmpfs(self, pids: list[int]) -> bool:
-        """Whether a writable tmpfs of the sandbox is full, as seen from each mount namespace among its processes."""
-        seen = set()
-        for pid in pids:
-            try:
-                namespace = os.stat(f"/proc/{pid}/ns/mnt").st_ino
-                if namespace in seen:
-                    continue
-                seen.add(namespace)
-                for mount in self.tmpfs:
-                    stats = os.statvfs(f"/proc/{pid}/root{mount}")
-                    if stats.f_blocks and stats.f_bavail * stats.f_frsize < 64 * 1024:
-                        return True
-            except OSError:
-                continue
-        return False
+
+def mount_disk(path: Path, uid: int, size_mb: int) -> None:
+    """The sandbox's writable space (its home, work directory and /tmp are directories in it): a tmpfs of the disk
+    limit's size, owned by the sandbox's uid, mounted on the host so it can be looked at after the sandbox has gone."""
+    path.mkdir(exist_ok=True)
+    options = f"size={size_mb * 1024 * 1024},mode=0755,uid={uid},gid={uid}".encode()
+    _check(_libc.mount(b"sandbox-disk", str(path).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"mount {path}")
 
 
-def processes_of(uid: int) -> list[int]:
-    """The live processes whose real uid is `uid` (as this process's namespace sees it)."""
+def _full(path: Path) -> bool:
+    stats = os.statvfs(path)
+    return stats.f_bavail * stats.f_frsize < 64 * 1024
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def processes_of(uid: int, zombies: bool = False) -> list[int]:
+    """The processes whose real uid is `uid` (as this process's namespace sees it); with `zombies`, those not yet
+    reaped too (they still count against RLIMIT_NPROC; one whose parent has gone is init's to reap)."""
+    return [pid for pid, owner, state in processes() if owner == uid and (zombies or state not in "ZX")]
+
+
+def processes() -> list[tuple[int, int, str]]:
+    """(pid, real uid, state) of every process. The real uid, from status: a process that makes itself non-dumpable
+    shows its /proc directory as root's."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/status", "rb") as status:
-                    fields = dict(line.split(b":", 1) for line in status.read().splitlines() if b":" in line)
-            except OSError:
+                    head = status.read(1024)
+                state = head.split(b"\nState:", 1)[1].split(None, 1)[0].decode()
+                uid = int(head.split(b"\nUid:", 1)[1].split(None, 1)[0])
+            except (OSError, IndexError, ValueError):
                 continue
-            if int(fields[b"Uid"].split()[0]) == uid and fields[b"State"].split()[0] not in (b"Z", b"X"):
-                found.append(int(entry))
+            found.append((int(entry), uid, state))
     return found
 
 
 def _sample(pid: int) -> tuple[int, int, int] | None:
-    """(resident bytes, CPU ticks, threads) of one process."""
+    """(memory, CPU ticks, threads) of one process. Memory is its proportional set size: pages shared with the
+    processes it forked count once among them all, as they do against a cgroup."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return int(fields[21]) * PAGE, int(fields[11]) + int(fields[12]), int(fields[17])
+    memory = int(fields[21]) * PAGE
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+            memory = next((int(line.split()[1]) * 1024 for line in rollup if line.startswith(b"Pss:")), memory)
+    except (OSError, ValueError):
+        pass
+    return memory, int(fields[11]) + int(fields[12]), int(fields[17])
 
 
 def _kill_all(pids: list[int]) -> None:

@@ -9,7 +9,7 @@ CASE: read PATH...      read files outside (canaries); every finding is the text
       connect HOST:PORT...  open a TCP connection and send a line
       forkbomb          fork until the kernel says no (the children sleep)
       allocate MB       allocate and touch MB megabytes
-      fill DIR          write to DIR until the disk is full
+      fill DIR...       write to each DIR until the disk is full
       spin              burn CPU time for ever
       daemon MARKER     leave a double-forked daemon whose command line carries MARKER
       benign            nothing: a normal server
@@ -90,18 +90,21 @@ def _allocate(megabytes: int) -> dict[str, str]:
     return {"allocated": f"{len(block) // (1024 * 1024)} MB"}
 
 
-def _fill(directory: str) -> dict[str, str]:
-    written = 0
+def _fill(directories: list[str]) -> dict[str, str]:
+    found = {}
     chunk = b"\0" * (1024 * 1024)
-    try:
-        with open(os.path.join(directory, "fill"), "wb") as fh:
-            while written < 64 * 1024:
-                fh.write(chunk)
-                fh.flush()
-                written += 1
-    except OSError as exc:
-        return {"written_mb": str(written), "stopped": exc.strerror or str(exc)}
-    return {"written_mb": str(written), "stopped": "never"}
+    for directory in directories:
+        written = 0
+        try:
+            with open(os.path.join(directory, "fill"), "wb") as fh:
+                while written < 64 * 1024:
+                    fh.write(chunk)
+                    fh.flush()
+                    written += 1
+            found[directory] = f"{written} MB, never stopped"
+        except OSError as exc:
+            found[directory] = f"{written} MB, then {exc.strerror or exc}"
+    return found
 
 
 def _daemon(marker: str) -> dict[str, str]:
@@ -131,7 +134,7 @@ def findings(case: str, args: list[str]) -> dict[str, str]:
     if case == "allocate":
         return _allocate(int(args[0]))
     if case == "fill":
-        return _fill(args[0])
+        return _fill(args)
     if case == "spin":
         while True:
             pass
