@@ -320,14 +320,16 @@ def test_the_containers_of_a_pipeline_killed_outright_are_reaped_at_the_next_sta
         assert pipeline.stdout is not None and pipeline.stdout.readline() == b"started\n"
         pipeline.kill()
     left = [c for c in labelled_containers() if c["Labels"][LABEL].split()[1] == str(pipeline.pid)]
-    assert [c["State"] for c in left] == ["running"]  # the test can see what it left
-    mine = client.api.create_container(**BACKEND._spec(python_job("pass"), tmp_path, stdin=False))["Id"]
-    try:
-        reap_stale(client)
-        ids = {c["Id"] for c in labelled_containers()}
-        assert left[0]["Id"] not in ids and mine in ids  # a live owner's container stays
-    finally:
-        client.api.remove_container(mine, force=True)
+    assert [c["State"] for c in left] == ["running"] and os.path.ismount(tmp_path / "disk")  # the test can see what it left
+
+    async def reap_while_mine_runs() -> tuple[set[str], list[dict]]:
+        async with BACKEND.start(python_job("pass"), tmp_path):
+            reap_stale(client)
+            return {c["Id"] for c in labelled_containers()}, labelled_containers_of_ours()
+
+    ids, mine = anyio.run(reap_while_mine_runs)
+    assert left[0]["Id"] not in ids and mine and mine[0]["Id"] in ids  # a live owner's container stays
+    assert not os.path.ismount(tmp_path / "disk")  # the disk of the one reaped
 
 
 def catalog_job(installed, server_id: str, **fields) -> Job:

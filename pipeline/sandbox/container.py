@@ -21,6 +21,7 @@ context ends the container is force-removed, which kills everything in it, doubl
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import tempfile
@@ -35,6 +36,7 @@ import anyio
 from pipeline.sandbox import Completed, Job, LimitName, NotStarted, ResourceLimits, Started, relay
 from pipeline.sandbox.container_image import SANDBOX_GID, SANDBOX_UID, ensure_image, system_mounts
 from pipeline.sandbox.container_limits import INTERVAL, Watch
+from pipeline.sandbox.limits import mount_disk
 from pipeline.sandbox.relay import host_side
 
 LABEL = "mcp-scoreboard.sandbox"  # its value: the owner, "boot-id pid start-time"
@@ -42,8 +44,10 @@ PING_SECONDS = 3.0  # a daemon that does not answer this soon is not there
 API_SECONDS = 60.0
 OUTPUT_TAIL = 4000  # characters of a one-shot run's output kept
 LOG_CAP = {"max-size": "1m", "max-file": "1"}  # what the daemon keeps of a container's output (HTTP servers, one-shot runs)
-SOCKET_DIR = "/run/relay"  # inside: where the relay listens (HTTP servers), a tmpfs the host reaches through /proc
-SOCKET_DIR_BYTES = 64 * 1024
+SOCKET_DIR = "/run/relay"  # inside: where the relay listens (HTTP servers), in the container's disk; the host reaches
+# it through /proc/<pid>/root, so no host directory is ever writable from inside
+DISK = "disk"  # in scratch: the host tmpfs that holds all a container may write
+MNT_DETACH = 2
 RELAY_INSIDE = "/run/relay.py"
 RELAY = Path(relay.__file__)
 
@@ -90,10 +94,11 @@ class DockerBackend:
         client = self._client()
         try:
             reap_stale(client)
-            container = client.api.create_container(**self._spec(job, scratch, stdin=job.port is None))["Id"]
+            spec, watch = self._prepare(job, scratch, stdin=job.port is None)
+            container = client.api.create_container(**spec)["Id"]
         except Exception as exc:  # the daemon refused the container (or went away): the server did not start
+            _unmount(scratch / DISK)
             raise NotStarted(f"docker: {_one_line(exc)}") from exc
-        watch = Watch(job.limits, _tmpfs_targets(job) + ((SOCKET_DIR,) if job.port is not None else ()))
         started = Started(backend=self.describe(), limit_hit=lambda: watch.hit or watch.now(client, container))
         stop = threading.Event()
         threading.Thread(target=_guard, args=(client, container, watch, stop), daemon=True).start()
@@ -112,7 +117,7 @@ class DockerBackend:
         finally:
             stop.set()
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_last_look_and_remove, client, container, watch)
+                await anyio.to_thread.run_sync(_last_look_and_remove, client, container, watch, scratch / DISK)
 
     def run(self, job: Job, scratch: Path) -> Completed:
         client = self._client()
@@ -120,10 +125,10 @@ class DockerBackend:
         writable = [m.source for m in job.mounts if m.writable]
         for source in writable:
             _chown_tree(source, SANDBOX_UID, SANDBOX_GID)  # the sandbox user writes the prefix; it is ours again after
-        watch = Watch(job.limits, _tmpfs_targets(job), writable=tuple(writable))
-        timed_out, container = False, None
+        timed_out, container, watch = False, None, None
         try:
-            container = client.api.create_container(**self._spec(job, scratch, stdin=False))["Id"]
+            spec, watch = self._prepare(job, scratch, stdin=False, writable=tuple(writable))
+            container = client.api.create_container(**spec)["Id"]
             client.api.start(container)
             deadline = time.monotonic() + (job.limits.wall_seconds or 3600)
             while watch.look(client, container) and not watch.stop:
@@ -141,9 +146,11 @@ class DockerBackend:
         finally:
             if container is not None:
                 _remove(client, container)
+            _unmount(scratch / DISK)
             for source in writable:
                 _chown_tree(source, os.getuid(), os.getgid())
-        hit: LimitName | None = "time" if timed_out and watch.hit is None else watch.hit
+        found = watch.hit if watch is not None else None
+        hit: LimitName | None = "time" if timed_out and found is None else found
         return Completed(returncode=code if not timed_out else 124, output=output, limit_hit=hit)
 
     # -- the container
@@ -155,22 +162,33 @@ class DockerBackend:
             self._client_cache = docker.from_env(timeout=API_SECONDS)
         return self._client_cache
 
-    def _spec(self, job: Job, scratch: Path, stdin: bool) -> dict:
+    def _prepare(self, job: Job, scratch: Path, stdin: bool, writable: tuple[Path, ...] = ()) -> tuple[dict, Watch]:
+        """The container's settings, and the watch over its limits."""
         import docker.types
 
         client = self._client()
         self._image = self._image or ensure_image(client)
         limits = job.limits
-        size = f"{limits.disk_mb}m"
-        owned = f"uid={SANDBOX_UID},gid={SANDBOX_GID},mode=0700"
-        tmpfs = {target: f"rw,nosuid,nodev,exec,size={size},{'mode=1777' if target == '/tmp' else owned}" for target in _tmpfs_targets(job)}
+        places = _writable_places(job)
+        disk = scratch / DISK
+        tmpfs: dict[str, str] = {}
+        mounts = []
+        if _mount_disk(disk, limits.disk_mb):  # one size for all it may write, as on bubblewrap
+            for index, place in enumerate((*places, "/dev/shm")):
+                folder = disk / str(index)
+                folder.mkdir()
+                os.chown(folder, SANDBOX_UID, SANDBOX_GID)
+                folder.chmod(0o1777 if place in ("/tmp", "/dev/shm") else 0o700)
+                mounts.append(docker.types.Mount(place, str(folder), type="bind"))
+        else:  # not allowed to mount here: a tmpfs of that size for each
+            owned = f"uid={SANDBOX_UID},gid={SANDBOX_GID},mode=0700"
+            tmpfs = {p: f"rw,nosuid,nodev,exec,size={limits.disk_mb}m,{'mode=1777' if p == '/tmp' else owned}" for p in places}
         own = {m.target for m in job.mounts}
-        mounts = [docker.types.Mount(p, p, type="bind", read_only=True) for p in system_mounts([m.source for m in job.mounts]) if p not in own]
+        mounts += [docker.types.Mount(p, p, type="bind", read_only=True) for p in system_mounts([m.source for m in job.mounts]) if p not in own]
         mounts += [docker.types.Mount(m.target, str(m.source), type="bind", read_only=not m.writable) for m in job.mounts]
         mounts += _file_mounts(job, scratch)
         command = list(job.argv)
         if job.port is not None:
-            tmpfs[SOCKET_DIR] = f"rw,nosuid,nodev,noexec,size={SOCKET_DIR_BYTES},{owned}"
             mounts.append(docker.types.Mount(RELAY_INSIDE, str(RELAY), type="bind", read_only=True))
             command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/relay.sock", str(job.port), *command]
         host_config = client.api.create_host_config(
@@ -193,7 +211,7 @@ class DockerBackend:
                 docker.types.Ulimit(name="core", soft=0, hard=0),
             ],
         )
-        return dict(
+        spec = dict(
             image=self._image,
             command=command,
             environment=dict(job.env),
@@ -208,6 +226,7 @@ class DockerBackend:
             tty=False,
             host_config=host_config,
         )
+        return spec, Watch(limits, places, disk=disk if os.path.ismount(disk) else None, writable=writable)
 
 
 def owner(pid: int | None = None) -> str:
@@ -217,7 +236,8 @@ def owner(pid: int | None = None) -> str:
 
 
 def reap_stale(client) -> None:
-    """Remove the sandbox containers whose owner no longer runs (a pipeline killed before it could remove them)."""
+    """Remove the sandbox containers whose owner no longer runs (a pipeline killed before it could remove them), and
+    unmount their disks."""
     try:
         found = client.api.containers(all=True, filters={"label": LABEL})
     except Exception:
@@ -227,7 +247,10 @@ def reap_stale(client) -> None:
         pid = rest.partition(" ")[0]
         alive = boot == _boot_id() and pid.isdigit() and _start_time(int(pid)) != "" and owner(int(pid)) == summary["Labels"][LABEL]
         if not alive:
+            disks = {Path(m["Source"]).parent for m in summary.get("Mounts") or [] if Path(m.get("Source", "/")).parent.name == DISK}
             _remove(client, summary["Id"])
+            for disk in disks:  # its host tmpfs, which its owner did not live to unmount
+                _unmount(disk)
 
 
 def _guard(client, container: str, watch: Watch, stop: threading.Event) -> None:
@@ -279,9 +302,25 @@ def _inside_python() -> str:
     return str(Path(sys.base_prefix).resolve() / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
 
 
-def _last_look_and_remove(client, container: str, watch: Watch) -> None:
+def _last_look_and_remove(client, container: str, watch: Watch, disk: Path) -> None:
     watch.look(client, container)
     _remove(client, container)
+    _unmount(disk)
+
+
+def _mount_disk(path: Path, size_mb: int) -> bool:
+    """A tmpfs of the disk limit's size on the host, for all the container may write; False where mounting is not
+    allowed (a pipeline that is not root)."""
+    try:
+        mount_disk(path, SANDBOX_UID, size_mb)
+    except OSError:
+        return False
+    return True
+
+
+def _unmount(path: Path) -> None:
+    if os.path.ismount(path):
+        ctypes.CDLL(None, use_errno=True).umount2(str(path).encode(), MNT_DETACH)
 
 
 def _kill(client, container: str) -> None:
@@ -298,9 +337,10 @@ def _remove(client, container: str) -> None:
         pass  # gone already, or being removed by another owner's reaping
 
 
-def _tmpfs_targets(job: Job) -> tuple[str, ...]:
+def _writable_places(job: Job) -> tuple[str, ...]:
+    """Where the container may write, inside: its work directory, /tmp, its home, the relay's directory."""
     home = job.env.get("HOME")
-    targets = [job.workdir, "/tmp"]
+    targets = [job.workdir, "/tmp", *([SOCKET_DIR] if job.port is not None else [])]
     if home and not any(PurePosixPath(t) == PurePosixPath(home) or PurePosixPath(t) in PurePosixPath(home).parents for t in targets):
         targets.append(home)
     return tuple(dict.fromkeys(targets))

@@ -28,6 +28,7 @@ MEASURE_EVERY = 1.0  # seconds between two walks of the writable host directorie
 class Watch:
     limits: ResourceLimits
     tmpfs: tuple[str, ...]  # the container's size-capped mounts, inside paths
+    disk: Path | None = None  # the host tmpfs holding all the container may write, where there is one
     writable: tuple[Path, ...] = ()  # host directories a one-shot run may write (an install's prefix): host disk, measured
     hit: LimitName | None = None
     stop: bool = False  # a limit only this watch holds was reached: the container must be stopped
@@ -49,6 +50,8 @@ class Watch:
             return False
         if state.get("OOMKilled"):
             self._record("memory")
+        if self.disk is not None and _full(str(self.disk)):  # still there after the container has gone
+            self._record("disk")
         pid = int(state.get("Pid") or 0)
         if not state.get("Running") or pid <= 0:
             return False
@@ -84,14 +87,7 @@ class Watch:
         return "cpu" if used_ns >= self.limits.cpu_seconds * 1e9 else None
 
     def _full_tmpfs(self, pid: int) -> LimitName | None:
-        for mount in self.tmpfs:
-            try:
-                usage = os.statvfs(f"/proc/{pid}/root{mount}")
-            except OSError:
-                continue
-            if usage.f_bavail * usage.f_frsize < DISK_SLACK:
-                return "disk"
-        return None
+        return "disk" if any(_full(f"/proc/{pid}/root{mount}") for mount in self.tmpfs) else None
 
     def _writable_full(self) -> LimitName | None:
         if not self.writable or time.monotonic() - self._measured < MEASURE_EVERY:
@@ -105,6 +101,14 @@ def _stats(client, container_id: str) -> dict:
         return client.api.stats(container_id, stream=False, one_shot=True) or {}
     except Exception:
         return {}
+
+
+def _full(path: str) -> bool:
+    try:
+        usage = os.statvfs(path)
+    except OSError:
+        return False
+    return usage.f_bavail * usage.f_frsize < DISK_SLACK
 
 
 def _used_bytes(root: Path) -> int:
