@@ -371,15 +371,20 @@ def test_a_real_http_server_inside_is_probed_through_the_relay(tmp_path, install
     assert not labelled_containers_of_ours()
 
 
+async def run_until_started(job: Job, scratch: Path) -> None:
+    async with BACKEND.start(job, scratch):
+        raise AssertionError("started")
+
+
 def test_an_http_server_that_exits_before_listening_did_not_start_and_says_why(tmp_path):
     job = python_job("import sys; print('no port for me', file=sys.stderr); sys.exit(3)", port=3001)
-
-    async def run() -> None:
-        async with BACKEND.start(job, tmp_path):
-            raise AssertionError("started")
-
-    with pytest.raises(NotStarted, match="exited with code 3 before listening: no port for me"):
-        anyio.run(run)
+    with pytest.raises(NotStarted, match="exited with code 3 before listening: no port for me") as failed:
+        anyio.run(run_until_started, job, tmp_path)
+    assert failed.value.limit is None
+    big = python_job("data = bytearray(1 << 30)", port=3001, limits=ResourceLimits(memory_mb=64))
+    with pytest.raises(NotStarted, match="exited with code 137 before listening") as failed:
+        anyio.run(run_until_started, big, tmp_path)
+    assert failed.value.limit == "memory"
     assert not labelled_containers_of_ours()
 
 

@@ -110,7 +110,7 @@ class DockerBackend:
             else:
                 started.stderr_path = scratch / "stderr.log"
                 await anyio.to_thread.run_sync(_start_logging, client, container, started.stderr_path)
-                socket = await _until_listening(client, container, started.stderr_path)
+                socket = await _until_listening(client, container, started.stderr_path, watch)
                 async with host_side(str(socket)) as port:
                     started.url = f"http://127.0.0.1:{port}{job.url_path}"
                     yield started
@@ -279,7 +279,7 @@ def _start_logging(client, container: str, path: Path) -> None:
     threading.Thread(target=copy, daemon=True).start()
 
 
-async def _until_listening(client, container: str, log: Path) -> Path:
+async def _until_listening(client, container: str, log: Path, watch: Watch) -> Path:
     """Wait until the relay inside listens (it does once the server accepts connections), or the server has exited.
     The relay's socket, as the host reaches it: through the container's root, seen from the host's /proc."""
     while True:
@@ -293,7 +293,8 @@ async def _until_listening(client, container: str, log: Path) -> Path:
                 pass
         if not state.get("Running"):
             tail = log.read_bytes()[-2000:].decode("utf-8", "replace").strip() if log.exists() else ""
-            raise NotStarted(f"exited with code {state.get('ExitCode')} before listening: {tail or 'no output'}")
+            limit = await anyio.to_thread.run_sync(watch.now, client, container)
+            raise NotStarted(f"exited with code {state.get('ExitCode')} before listening: {tail or 'no output'}", limit)
         await anyio.sleep(0.05)
 
 
