@@ -195,6 +195,19 @@ def test_the_bridge_starts_from_a_clean_environment_and_passes_stdin_stdout_and_
     assert (done.returncode, done.stdout, done.stderr) == (7, b"got hello\n", b"to stderr\n")
 
 
+def test_each_spawn_of_the_bridge_is_a_new_server_and_all_are_removed(tmp_path):
+    code = "import os, sys; open('/work/seen', 'a').write('x'); print(open('/work/seen').read(), sys.stdin.readline().strip(), flush=True)"
+
+    async def run() -> list[bytes]:
+        async with BACKEND.start(python_job(code), tmp_path) as started:
+            answers = [await anyio.to_thread.run_sync(talk, started.argv, started.env, b"hi\n", 30.0) for _ in range(2)]
+            assert len(labelled_containers_of_ours()) == 2
+            return [a.stdout for a in answers]
+
+    assert anyio.run(run) == [b"x hi\n", b"xx hi\n"]  # a new server each time, on the start's one disk (as on bubblewrap)
+    assert not labelled_containers_of_ours()
+
+
 HOSTILE = {
     # A child allocates 2 GB (the server itself survives its child's death: the backend must stop it).
     "memory": "import os, time\nif os.fork() == 0:\n    data = bytearray(2 << 30)\n    os._exit(0)\ntime.sleep(60)",

@@ -29,6 +29,7 @@ WAIT_SECONDS = 5  # after its output ended, how long to wait for the container's
 
 def main(container_id: str) -> int:
     client = docker.from_env(timeout=30)
+    container_id = _fresh(client, container_id)
     attached = client.api.attach_socket(container_id, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
     sock: socket.socket = getattr(attached, "_sock", attached)
     sock.settimeout(None)  # the client's API timeout is no bound on how long a server may stay quiet
@@ -42,6 +43,16 @@ def main(container_id: str) -> int:
         return int(client.api.wait(container_id, timeout=WAIT_SECONDS).get("StatusCode", 1))
     except Exception:
         return 1
+
+
+def _fresh(client, container_id: str) -> str:
+    """The container to start: the one given, the first time; a new one made like it each later time (a probe may
+    start a stdio server more than once, each time afresh). The backend removes them all, by their session label."""
+    found = client.api.inspect_container(container_id)
+    if found["State"]["Status"] == "created":
+        return container_id
+    config = {**found["Config"], "HostConfig": found["HostConfig"]}
+    return client.api.create_container_from_config(config)["Id"]
 
 
 def _copy_stdin(sock: socket.socket) -> None:

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path, PurePosixPath
 from typing import AsyncIterator
@@ -40,6 +41,7 @@ from pipeline.sandbox.limits import mount_disk
 from pipeline.sandbox.relay import host_side
 
 LABEL = "mcp-scoreboard.sandbox"  # its value: the owner, "boot-id pid start-time"
+SESSION = "mcp-scoreboard.session"  # one start's containers (a stdio server started again gets a new one)
 PING_SECONDS = 3.0  # a daemon that does not answer this soon is not there
 API_SECONDS = 60.0
 OUTPUT_TAIL = 4000  # characters of a one-shot run's output kept
@@ -99,9 +101,10 @@ class DockerBackend:
         except Exception as exc:  # the daemon refused the container (or went away): the server did not start
             _unmount(scratch / DISK)
             raise NotStarted(f"docker: {_one_line(exc)}") from exc
-        started = Started(backend=self.describe(), limit_hit=lambda: watch.hit or watch.now(client, container))
+        session = spec["labels"][SESSION]
+        started = Started(backend=self.describe(), limit_hit=lambda: watch.hit or watch.now(client, _latest(client, session, container)))
         stop = threading.Event()
-        threading.Thread(target=_guard, args=(client, container, watch, stop), daemon=True).start()
+        threading.Thread(target=_guard, args=(client, session, container, watch, stop), daemon=True).start()
         try:
             if job.port is None:
                 started.argv = (sys.executable, "-s", "-m", "pipeline.sandbox.attach", container)
@@ -117,7 +120,7 @@ class DockerBackend:
         finally:
             stop.set()
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(_last_look_and_remove, client, container, watch, scratch / DISK)
+                await anyio.to_thread.run_sync(_last_look_and_remove, client, session, container, watch, scratch / DISK)
 
     def run(self, job: Job, scratch: Path) -> Completed:
         client = self._client()
@@ -218,7 +221,7 @@ class DockerBackend:
             working_dir=job.workdir,
             user=f"{SANDBOX_UID}:{SANDBOX_GID}",
             hostname="sandbox",
-            labels={LABEL: owner()},
+            labels={LABEL: owner(), SESSION: uuid.uuid4().hex},
             # The server's stdin stays open when the bridge's ends (no StdinOnce): a server that would exit then would
             # take its cgroup and tmpfs along, and with them what says which limit it reached; it is removed instead.
             stdin_open=stdin,
@@ -253,13 +256,23 @@ def reap_stale(client) -> None:
                 _unmount(disk)
 
 
-def _guard(client, container: str, watch: Watch, stop: threading.Event) -> None:
+def _guard(client, session: str, container: str, watch: Watch, stop: threading.Event) -> None:
     """A thread, while the context lasts: look at the container every INTERVAL; stop it at a limit only the watch holds."""
     while not stop.wait(INTERVAL):
-        watch.look(client, container)
+        current = _latest(client, session, container)
+        watch.look(client, current)
         if watch.stop:
-            _kill(client, container)
+            _kill(client, current)
             return
+
+
+def _latest(client, session: str, first: str) -> str:
+    """The session's latest container: the bridge makes a new one for each later start of a stdio server."""
+    try:
+        found = client.api.containers(all=True, filters={"label": f"{SESSION}={session}"})
+    except Exception:
+        return first
+    return max(found, key=lambda c: c.get("Created", 0))["Id"] if found else first
 
 
 def _start_logging(client, container: str, path: Path) -> None:
@@ -303,9 +316,14 @@ def _inside_python() -> str:
     return str(Path(sys.base_prefix).resolve() / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}")
 
 
-def _last_look_and_remove(client, container: str, watch: Watch, disk: Path) -> None:
-    watch.look(client, container)
-    _remove(client, container)
+def _last_look_and_remove(client, session: str, container: str, watch: Watch, disk: Path) -> None:
+    watch.look(client, _latest(client, session, container))
+    try:
+        made = [c["Id"] for c in client.api.containers(all=True, filters={"label": f"{SESSION}={session}"})]
+    except Exception:
+        made = []
+    for each in dict.fromkeys([container, *made]):
+        _remove(client, each)
     _unmount(disk)
 
 
