@@ -90,7 +90,7 @@ def test_two_runs_keep_one_row_per_server_and_two_runs_of_history(two_runs):
     assert fast == 2 * CATALOG_SIZE
     assert db["score_history"].count == 4 * CATALOG_SIZE  # daily snapshots: both runs fall on one day
     assert db["judgements"].count == db.execute("select count(distinct server_id || tool_name) from judgements").fetchone()[0]
-    evidence = json.loads(next(db.query("select evidence from probe_runs where server_id = 'mcp-server-time' limit 1"))["evidence"])
+    evidence = json.loads(next(db.query("select evidence from probe_runs where server_id = 'mcp-server-time' and kind = 'sandbox'"))["evidence"])
     assert evidence["server_info"]["name"] and evidence["tools"]
 
 

@@ -172,3 +172,36 @@ def test_without_a_sandbox_every_package_is_refused_never_run_unsandboxed(db, mo
     _, result = store.latest_probe(db, "package")
     assert report.counts == {"refused": 1}
     assert result.outcome.value == "refused" and "bubblewrap: no user namespaces" in result.detail
+
+
+def test_the_host_side_of_the_relay_follows_no_symlink_the_sandbox_leaves(tmp_path):
+    """The relay's socket directory is the sandbox's to write: a symlink in the socket's place, to a socket of the
+    host's, must not be followed."""
+    import asyncio
+    import socket
+
+    from pipeline.sandbox.relay import host_side
+
+    host_socket = tmp_path / "host.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(host_socket))
+    listener.listen()
+    listener.setblocking(False)
+    planted = tmp_path / "relay.sock"
+    planted.symlink_to(host_socket)
+
+    async def attempt() -> bytes:
+        async with host_side(str(planted)) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET / HTTP/1.0\r\n\r\n")
+            try:
+                return await reader.read()
+            except ConnectionResetError:
+                return b""
+            finally:
+                writer.close()
+
+    assert anyio.run(attempt) == b""
+    with pytest.raises(BlockingIOError):
+        listener.accept()  # nothing reached the host's socket
+    listener.close()

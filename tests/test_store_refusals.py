@@ -17,6 +17,7 @@ from pipeline.judge import OfflineJudge, run_judge
 from pipeline.probe import run_probe
 from pipeline.probe.install import install_key
 from pipeline.probe.monitor import run_monitor
+from pipeline.probe.sandbox import LocalProcessSandbox
 from pipeline.progress import Progress
 from pipeline.score import run_score
 from tests.support import NOW, ListSource, StaticInstaller, entry, faulty_entry, probe, python_installed, raw_server_spec
@@ -51,7 +52,8 @@ def test_a_refused_server_is_counted_named_and_every_stage_goes_on(db, settings,
     bounded = settings.model_copy(update={"call_timeout": 2.0, "probe_timeout": 8.0, "start_timeout": 5.0})
     for run in (run_probe, run_monitor):
         progress, out = lines(run.__name__, 3)
-        report = run(db, servers=servers, installer=installer, settings=bounded, now=NOW, progress=progress)
+        own = LocalProcessSandbox(bounded.start_timeout)  # the test's own servers, on the pipeline's venv
+        report = run(db, servers=servers, installer=installer, sandbox=own, settings=bounded, now=NOW, progress=progress)
         assert report.counts == {"ok": 2, "storage_failed": 1} and report.failures == 1
         assert "victim: not stored: the database refused its rows" in out.getvalue()
     assert [r["id"] for r in db.query("select id from probe_runs where server_id = 'victim'")] == [earlier]  # the earlier probe stands

@@ -35,7 +35,7 @@ import anyio
 from pipeline.lifetime import end, guarded
 from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started
 from pipeline.sandbox.limits import Enforcer, processes
-from pipeline.sandbox.relay import host_side
+from pipeline.sandbox.relay import host_side, open_socket
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
 RELAY = Path(__file__).with_name("relay.py")
@@ -278,10 +278,10 @@ async def _until_listening(socket: Path, process: anyio.abc.Process, started: St
         if process.returncode is not None:
             tail = _tail(started.stderr_path, 2000)
             raise NotStarted(f"exited with code {process.returncode} before listening: {tail or 'no output'}", enforcer.limit_hit())
-        if socket.exists():
+        if os.path.lexists(socket):
             try:
-                stream = await anyio.connect_unix(socket)
-                await stream.aclose()
+                _, writer = await open_socket(str(socket))
+                writer.close()
                 return
             except OSError:
                 pass

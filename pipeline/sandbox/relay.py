@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import stat
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -51,6 +52,18 @@ async def _bridge(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, co
         writer.close()
 
 
+async def open_socket(socket_path: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Connect to the relay's socket, and only to a socket: the directory is the sandbox's to write, and a symlink put
+    in its place (to a socket of the host's own) would otherwise be followed by the host."""
+    fd = os.open(socket_path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            raise OSError(f"{socket_path} is not a socket")
+        return await asyncio.open_unix_connection(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)
+
+
 @contextlib.asynccontextmanager
 async def host_side(socket_path: str) -> AsyncIterator[int]:
     """Listen on a free host loopback port for as long as the context lasts, relaying to `socket_path`; yields the port."""
@@ -61,7 +74,7 @@ async def host_side(socket_path: str) -> AsyncIterator[int]:
         assert task is not None
         bridges.add(task)
         try:
-            await _bridge(reader, writer, lambda: asyncio.open_unix_connection(socket_path))
+            await _bridge(reader, writer, lambda: open_socket(socket_path))
         except asyncio.CancelledError:
             pass  # the context is closing: the connection ends with it (a cancelled callback task would be logged)
         finally:
