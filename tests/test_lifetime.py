@@ -69,8 +69,9 @@ def test_killing_the_score_stage_kills_its_workers(tmp_path):
 
 def test_killing_scoreboard_run_leaves_no_process(tmp_path, installed, settings):
     """The real command over the embedded catalog, killed while it probes an HTTP server (one that would not notice
-    its stdin close)."""
-    env = {**os.environ, "SCOREBOARD_CACHE": str(settings.cache_dir)}
+    its stdin close). On bubblewrap, whose servers are the pipeline's descendants (a Docker container's are the
+    daemon's: the pipeline killed, they are reaped at its next start, tests/test_sandbox_docker.py)."""
+    env = {**os.environ, "SCOREBOARD_CACHE": str(settings.cache_dir), "SCOREBOARD_SANDBOX": "bubblewrap"}
     process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "--db", str(tmp_path / "x.db"), "run", "--site", str(tmp_path / "site")],
                                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
