@@ -1,0 +1,46 @@
+"""Install and probe the embedded local catalog through the sandbox, end to end: from an empty cache, then warm.
+
+python bench/sandbox_catalog.py
+Both runs use a fresh database and a cache directory in a temp dir (the first run fills it, the second finds every
+package installed); each prints its wall time and its outcome classes (ok, install_failed, timeout, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.calibration import calibration, calibration_line  # noqa: E402
+from bench.sandboxed import counted, piece, probe_servers, quiet, require  # noqa: E402
+from pipeline import store  # noqa: E402
+from pipeline.config import Settings  # noqa: E402
+from pipeline.discover import run_discover  # noqa: E402
+from pipeline.discover.local import LocalCatalogSource  # noqa: E402
+
+
+def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    require("installer", "backend choice", "probe adapter")
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings.from_env(cache_dir=Path(tmp) / "cache")
+        print(f"backend: {piece('backend choice')(None).describe()}")
+        speed = calibration()
+        figures = []
+        for label in ("cold", "warm"):
+            db = store.open_db(Path(tmp) / f"{label}.db")
+            run_discover(db, sources=[LocalCatalogSource()], now=datetime.now(timezone.utc), progress=quiet("discover", 1))
+            servers = store.active_servers(db)
+            seconds, counts = probe_servers(db, servers, settings.cache_dir, settings, label)
+            print(f"{label} cache: {len(servers)} servers installed and probed in {seconds:.1f} s ({seconds / len(servers):.1f} s each); {counted(counts)}")
+            figures.append(f"{label} {seconds:.0f} s ({counts.get('ok', 0)}/{len(servers)} ok)")
+        print(f"  {calibration_line(speed, calibration())}")
+        print("summary: embedded catalog through the sandbox: " + "; ".join(figures))
+
+
+if __name__ == "__main__":
+    main()
