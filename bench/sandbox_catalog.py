@@ -1,6 +1,6 @@
 """Install and probe the embedded local catalog through the sandbox, end to end: from an empty cache, then warm.
 
-python bench/sandbox_catalog.py
+python bench/sandbox_catalog.py [--sandbox auto|bubblewrap|docker]
 Both runs use a fresh database and a cache directory in a temp dir (the first run fills it, the second finds every
 package installed); each prints its wall time and its outcome classes (ok, install_failed, timeout, ...).
 """
@@ -16,19 +16,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.calibration import calibration, calibration_line  # noqa: E402
-from bench.sandboxed import counted, piece, probe_servers, quiet, require  # noqa: E402
+from bench.sandboxed import counted, probe_servers, quiet, require, sandbox_settings  # noqa: E402
 from pipeline import store  # noqa: E402
-from pipeline.config import Settings  # noqa: E402
 from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sandbox", choices=("auto", "bubblewrap", "docker"), help="the backend (default: SCOREBOARD_SANDBOX or auto)")
+    args = parser.parse_args()
     require("installer", "backend choice", "probe adapter")
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings.from_env(cache_dir=Path(tmp) / "cache")
-        print(f"backend: {piece('backend choice')(None).describe()}")
+        settings, backend = sandbox_settings(Path(tmp), args.sandbox)
+        print(f"backend: {backend}")
         speed = calibration()
         figures = []
         for label in ("cold", "warm"):

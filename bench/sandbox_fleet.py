@@ -1,6 +1,6 @@
 """Install and probe 50 real packages from the catalog snapshot through the sandbox: throughput and outcome classes.
 
-python bench/sandbox_fleet.py [--fixtures DIR] [--count 50] [--seed 14]
+python bench/sandbox_fleet.py [--fixtures DIR] [--count 50] [--seed 14] [--sandbox auto|bubblewrap|docker]
 The snapshot is ingested into a temp database; the servers it makes probeable (an npm or PyPI package with a known
 launch) are sorted by id and --count of them drawn with a seeded generator, so every run probes the same packages.
 They are installed from the package registries into an empty cache and probed in the sandbox, as `scoreboard probe` does.
@@ -20,9 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.calibration import calibration, calibration_line  # noqa: E402
 from bench.discover_snapshots import DEFAULT_FIXTURES  # noqa: E402
-from bench.sandboxed import counted, piece, probe_servers, quiet, require  # noqa: E402
+from bench.sandboxed import counted, probe_servers, quiet, require, sandbox_settings  # noqa: E402
 from pipeline import store  # noqa: E402
-from pipeline.config import Settings  # noqa: E402
 from pipeline.discover import run_discover, snapshot_sources  # noqa: E402
 
 
@@ -31,10 +30,11 @@ def main() -> None:
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
     parser.add_argument("--count", type=int, default=50)
     parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--sandbox", choices=("auto", "bubblewrap", "docker"), help="the backend (default: SCOREBOARD_SANDBOX or auto)")
     args = parser.parse_args()
     require("installer", "backend choice", "probe adapter")
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings.from_env(cache_dir=Path(tmp) / "cache")
+        settings, backend = sandbox_settings(Path(tmp), args.sandbox)
         db = store.open_db(Path(tmp) / "fleet.db")
         sources = snapshot_sources(args.fixtures)
         run_discover(db, sources=sources, now=datetime.now(timezone.utc), progress=quiet("discover", len(sources) + 1))
@@ -44,7 +44,7 @@ def main() -> None:
         chosen = random.Random(args.seed).sample(candidates, args.count)
         registries = Counter(s.launch.registry for s in chosen)
         print(f"{len(candidates)} probeable servers in the snapshot; {args.count} drawn (seed {args.seed}): {counted(registries)}; "
-              f"backend {piece('backend choice')(None).describe()}")
+              f"backend {backend}")
         speed = calibration()
         seconds, counts = probe_servers(db, chosen, settings.cache_dir, settings, "fleet")
         speed_after = calibration()

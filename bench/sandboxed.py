@@ -47,9 +47,18 @@ def backends() -> list[tuple[str, object | None, str | None]]:
     return found
 
 
+def sandbox_settings(tmp: Path, preference: str | None):
+    """Settings from the environment with the install cache in `tmp` (and the backend the user asks for), and the
+    backend that will run the servers, as named in the evidence."""
+    from pipeline.config import Settings
+
+    settings = Settings.from_env(cache_dir=tmp / "cache", sandbox=preference)
+    return settings, piece("backend choice")(settings.sandbox).describe()
+
+
 def probe_servers(db, servers, cache_dir: Path, settings, label: str) -> tuple[float, Counter]:
-    """Install and probe `servers` through the sandbox (fresh installs into `cache_dir` unless cached there): wall
-    seconds and the count of each outcome. One progress line per server on stderr."""
+    """Install and probe `servers` through the sandbox the settings choose (fresh installs into `cache_dir` unless
+    cached there): wall seconds and the count of each outcome. One progress line per server on stderr."""
     from pipeline.probe import run_probe
     from pipeline.progress import Progress
 
