@@ -22,14 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.calibration import calibration, calibration_line  # noqa: E402
 from pipeline.config import Settings  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
-from pipeline.probe import probe_limits  # noqa: E402
+from pipeline.probe import package_sandbox, probe_limits  # noqa: E402
 from pipeline.probe.deep import deep_probe  # noqa: E402
 from pipeline.probe.install import Installer, install_key  # noqa: E402
-from pipeline.probe.sandbox import LocalProcessSandbox  # noqa: E402
 
 
 async def measure(spec, installed, settings: Settings, runs: int) -> tuple[float, list[float], object]:
-    sandbox = LocalProcessSandbox(settings.start_timeout)
+    sandbox = package_sandbox(settings)  # as `scoreboard probe` runs them
     started = time.perf_counter()
     async with sandbox.start(spec, installed) as running:
         start_seconds = time.perf_counter() - started

@@ -29,9 +29,11 @@ from pipeline.store import content_hash
 # How `probe TARGET` and `check` end when the probe could not meet the server: a code per class of outcome, so CI can
 # tell a server that would not start from one it could not reach, and a gate from a fault.
 OUTCOME_EXITS: list[tuple[int, str, tuple[ProbeOutcome, ...]]] = [
-    (3, "could not be started", (ProbeOutcome.install_failed, ProbeOutcome.start_failed)),
+    (3, "could not be started", (ProbeOutcome.install_failed, ProbeOutcome.start_failed, ProbeOutcome.no_entry_point,
+                                 ProbeOutcome.crashed_on_start, ProbeOutcome.needs_external_service)),
     (4, "could not be reached, or did not answer", (ProbeOutcome.unreachable, ProbeOutcome.timeout, ProbeOutcome.refused)),
-    (5, "could not be negotiated with, or broke the session", (ProbeOutcome.protocol_error, ProbeOutcome.http_error, ProbeOutcome.crashed)),
+    (5, "could not be negotiated with, or broke the session", (ProbeOutcome.protocol_error, ProbeOutcome.http_error, ProbeOutcome.crashed,
+                                                                ProbeOutcome.resource_limit, ProbeOutcome.blocked)),
     (6, "requires authorization", (ProbeOutcome.auth_required,)),
     (7, "is rate limiting requests", (ProbeOutcome.rate_limited,)),
     (8, "asks not to be probed", (ProbeOutcome.opted_out,)),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel
 
@@ -32,6 +33,7 @@ class Settings(BaseModel):
     probe_timeout: float = 12.0  # a whole deep probe of one server, every step within it (SCOREBOARD_PROBE_TIMEOUT)
     fast_probe_timeout: float = 15.0
     install_timeout: float = 600.0
+    sandbox: Literal["auto", "bubblewrap", "docker"] = "auto"  # SCOREBOARD_SANDBOX: where packages run (auto: Docker if reachable)
     concurrency: int = 4
     allow_private: bool = False  # SCOREBOARD_ALLOW_PRIVATE=1: catalog remotes on loopback/private addresses may be probed (tests)
     stderr_cap: int = 64_000  # bytes of a server's stderr kept as evidence
@@ -63,6 +65,7 @@ class Settings(BaseModel):
             "glama_token": os.environ.get("GLAMA_API_TOKEN"),
             "npm_downloads_api": os.environ.get("SCOREBOARD_NPM_DOWNLOADS_API"),
             "pypi_stats_api": os.environ.get("SCOREBOARD_PYPI_STATS_API"),
+            "sandbox": os.environ.get("SCOREBOARD_SANDBOX"),
         }
         values = {k: v for k, v in env.items() if v}
         values.update({k: v for k, v in overrides.items() if v is not None})

@@ -169,6 +169,11 @@ class ProbeOutcome(str, Enum):
     protocol_error = "protocol_error"
     http_error = "http_error"
     crashed = "crashed"
+    no_entry_point = "no_entry_point"  # installed, but no command to start was found
+    crashed_on_start = "crashed_on_start"  # exited, or closed its pipes, before the handshake
+    needs_external_service = "needs_external_service"  # wants a real database or API the sandbox does not give it
+    resource_limit = "resource_limit"  # stopped at a sandbox limit (memory, pids, cpu, disk, time), named in the detail
+    blocked = "blocked"  # tried something the sandbox refused, where that is observable
 
 
 class CheckResult(BaseModel):
@@ -261,6 +266,7 @@ class ProbeResult(BaseModel):
     delist: bool = False  # the server's opt-out file asks to be taken off the scoreboard too
     retry_after_s: float | None = None  # rate limited: how long the server asked us to wait before the next probe
     exchanges: list[dict[str, Any]] | None = None  # the raw layer's HTTP exchanges (status, kept headers, timings, failure)
+    sandbox: str | None = None  # the sandbox backend a local server ran in, e.g. "bubblewrap 0.8.0" (None: not sandboxed)
 
     @property
     def reachable(self) -> bool:

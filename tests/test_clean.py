@@ -26,6 +26,7 @@ from pipeline.models import CheckResult, LaunchSpec, ProbeOutcome, ProbeResult
 from pipeline.probe import run_probe
 from pipeline.probe.install import install_key
 from pipeline.probe.monitor import run_monitor
+from pipeline.probe.sandbox import LocalProcessSandbox
 from pipeline.render import run_build
 from pipeline.render.environment import environment
 from pipeline.render.finish import FORMULA_STARTS, LEADERBOARD_CSV_COLUMNS, _csv, csv_cell
@@ -206,8 +207,9 @@ def test_hostile_servers_are_stored_clean_the_run_goes_on_and_the_site_stays_val
         bounded = settings.model_copy(update={"call_timeout": 2.0, "probe_timeout": 8.0, "start_timeout": 5.0, "allow_private": True,
                                               "concurrency": 4})
         installer = StaticInstaller({install_key(s): python_installed() for s in (stdio, good)})
-        deep = run_probe(db, servers=servers, installer=installer, settings=bounded, now=NOW, progress=quiet(4))
-        fast = run_monitor(db, servers=servers, installer=installer, settings=bounded, now=NOW, progress=quiet(4))
+        own = LocalProcessSandbox(bounded.start_timeout)  # the test's own servers, on the pipeline's venv
+        deep = run_probe(db, servers=servers, installer=installer, sandbox=own, settings=bounded, now=NOW, progress=quiet(4))
+        fast = run_monitor(db, servers=servers, installer=installer, sandbox=own, settings=bounded, now=NOW, progress=quiet(4))
     assert "storage_failed" not in deep.counts and "storage_failed" not in fast.counts
     stored = {(r["server_id"], r["kind"]): r for r in db.query("select server_id, kind, outcome, detail, evidence from probe_runs")}
     assert set(stored) == {(s.id, kind) for s in servers for kind in ("deep", "fast")}  # every server, both suites: the run went on

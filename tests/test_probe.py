@@ -15,7 +15,11 @@ from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import LaunchSpec
 from pipeline.probe import run_probe
 from pipeline.probe.install import Installed, Installer, install_key
+from pipeline.probe.sandbox import LocalProcessSandbox
 from pipeline.progress import Progress
+from pipeline.sandbox.bubblewrap import SLOTS, UID_BASE
+from pipeline.sandbox.choice import choose
+from pipeline.sandbox.limits import processes
 from tests.support import NOW, TEST_SERVERS, ListSource, StaticInstaller, faulty_entry, leftover_processes, python_installed, raw_server_spec
 
 
@@ -118,18 +122,21 @@ def test_an_mcp_apps_server_has_its_views_read(probed_catalog):
     assert any(r["uri"].startswith("ui://") for r in apps.resources)
 
 
-def test_raw_evidence_and_snapshots_are_stored(probed_catalog):
+def test_raw_evidence_and_snapshots_are_stored(probed_catalog, settings):
     db, report, _ = probed_catalog
     assert report.counts == {"ok": len(EXPECTED)} and report.failures == 0
-    rows = list(db.query("select server_id, evidence, tool_count from probe_runs where kind = 'deep'"))
+    # Packages from the registries run in the sandbox: sandbox runs, naming the backend.
+    rows = list(db.query("select server_id, evidence, tool_count from probe_runs where kind = 'sandbox'"))
     assert len(rows) == len(EXPECTED)
     for row in rows:
         evidence = json.loads(row["evidence"])
         assert evidence["server_id"] == row["server_id"] and len(evidence["tools"]) == row["tool_count"]
+        assert evidence["sandbox"] == choose(settings.sandbox).describe()
     snapshots = list(db.query("select server_id, content_hash, tool_count from tool_snapshots"))
     assert len(snapshots) == len(EXPECTED) and all(len(s["content_hash"]) == 64 for s in snapshots)
     # stdio and HTTP servers were both stopped: nothing of ours is left running.
-    assert leftover_processes("scoreboard-run-") == []
+    assert leftover_processes("scoreboard-sandbox-") == []  # no launcher
+    assert not [pid for pid, uid, state in processes() if UID_BASE <= uid < UID_BASE + SLOTS and state not in "ZX"]  # nothing sandboxed
 
 
 def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed):
@@ -160,7 +167,9 @@ def test_every_failure_is_classified_and_the_run_goes_on(db, settings, installed
     bounded = settings.model_copy(update={"call_timeout": 1.0, "probe_timeout": 4.0, "start_timeout": 2.0, "concurrency": 6})
     servers = store.active_servers(db)
     started = time.monotonic()
-    report = run_probe(db, servers=servers, installer=StaticInstaller(results), settings=bounded, now=NOW, progress=quiet("probe", len(servers)))
+    # The test's own servers run on the pipeline's venv: started as the user's own command would be, not sandboxed.
+    report = run_probe(db, servers=servers, installer=StaticInstaller(results), sandbox=LocalProcessSandbox(bounded.start_timeout), settings=bounded,
+                       now=NOW, progress=quiet("probe", len(servers)))
     elapsed = time.monotonic() - started
     outcome = {s.id: store.latest_probe(db, s.id)[1] for s in servers}
     assert {k: v.outcome.value for k, v in outcome.items()} == {

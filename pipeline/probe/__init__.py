@@ -25,8 +25,10 @@ from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.fast import fast_probe
 from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.probe.raw import USER_AGENT, Limits, probe_client
-from pipeline.probe.sandbox import LocalProcessSandbox, Running, Sandbox, StartFailed
+from pipeline.probe.sandbox import IsolatedSandbox, NoSandbox, Running, Sandbox, SandboxRefused, StartFailed
 from pipeline.progress import Progress
+from pipeline.sandbox import SandboxUnavailable
+from pipeline.sandbox.choice import choose
 
 ProbeKind = Literal["deep", "fast"]
 
@@ -66,7 +68,7 @@ def run_probe(
             report.counts["opted_out"] = len(servers) - len(asked)
         servers = asked
     progress = progress or Progress(stage, len(servers))
-    sandbox = sandbox or LocalProcessSandbox(settings.start_timeout)
+    sandbox = sandbox or package_sandbox(settings)
     specs = [s.launch for s in servers if s.launch is not None]
     if specs:
         progress.note(f"installing {len({install_key(s) for s in specs})} packages into the cache")
@@ -110,6 +112,14 @@ def run_probe(
     return report
 
 
+def package_sandbox(settings: Settings) -> Sandbox:
+    """Where packages from the registries run: the sandbox backend the settings choose, or none at all (every start refused)."""
+    try:
+        return IsolatedSandbox(choose(settings.sandbox), settings.start_timeout)
+    except SandboxUnavailable as exc:
+        return NoSandbox(str(exc))
+
+
 def probe_limits(settings: Settings, allow_private: bool, allowed: frozenset[str] = frozenset()) -> Limits:
     """The bounds of every request, and the User-Agent that names the scoreboard and where its probing is explained
     (`allowed`: the non-public address kinds of a target we started or the user named)."""
@@ -141,6 +151,9 @@ async def probe_server(
                 limits = probe_limits(settings, allow_private=False, allowed=frozenset({LOOPBACK}))
                 result = await probe(server.id, running, limits=limits, total_timeout=timeout, now=now)
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
+                if (limit := running.limit_hit()) is not None:
+                    result.outcome = ProbeOutcome.resource_limit
+                    result.detail = f"stopped at the sandbox's {limit} limit" + (f" ({result.detail})" if result.detail else "")
         elif server.remote_url:
             asked = None
             limits = probe_limits(settings, allow_private=settings.allow_private)
@@ -161,8 +174,12 @@ async def probe_server(
             result = await probe(server.id, running, limits=limits, total_timeout=timeout, now=now)
         else:
             return _failed(server, kind, now, ProbeOutcome.unreachable, "no way to reach this server: no package to start and no remote URL")
+    except SandboxRefused as exc:
+        return _failed(server, kind, now, ProbeOutcome.refused, str(exc))
     except StartFailed as exc:
         result = _failed(server, kind, now, ProbeOutcome.start_failed, str(exc))
+        if exc.limit is not None:
+            result.outcome, result.detail = ProbeOutcome.resource_limit, f"stopped at the sandbox's {exc.limit} limit ({exc})"
         result.duration_ms = (time.perf_counter() - started) * 1000
     except Exception as exc:  # noqa: BLE001 - whatever one server does, the others are still probed
         result = _failed(server, kind, now, ProbeOutcome.start_failed, f"{type(exc).__name__}: {exc}"[:1000])
@@ -170,6 +187,10 @@ async def probe_server(
     if result.outcome == ProbeOutcome.start_failed and result.stderr_tail:
         result.detail = f"{result.detail}; stderr: {result.stderr_tail[-500:]}"
     result.package_version = version
+    if server.launch is not None and isinstance(sandbox, IsolatedSandbox):
+        result.sandbox = sandbox.backend.describe()
+        if kind == "deep":
+            result.kind = "sandbox"  # seed 000: local servers earn their protocol scores in sandbox runs
     return result
 
 

@@ -92,6 +92,15 @@ class Completed:
     limit_hit: LimitName | None = None
 
 
+class NotStarted(Exception):
+    """The server did not start: it exited before it listened (`limit`: stopped at that limit), or no sandbox could
+    be set up; the message says why."""
+
+    def __init__(self, message: str, limit: LimitName | None = None) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 class SandboxUnavailable(Exception):
     """This backend cannot run here; the message says why (no daemon, no user namespaces, image cannot be built)."""
 

@@ -16,6 +16,7 @@ from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
 from pipeline.probe.install import Installer, install_key  # noqa: E402
+from pipeline.probe.sandbox import LocalProcessSandbox  # noqa: E402
 from tests.support import NOW, ListSource, StaticInstaller, faulty_entry, python_installed, raw_server_spec  # noqa: E402
 
 
@@ -33,8 +34,9 @@ def main() -> None:
     servers = store.active_servers(db, ids)
     print("probing", len(servers), flush=True)
     try:
-        cli._stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=StaticInstaller(installed), settings=settings,
-                                                             now=cli.utcnow(), run_id=run_id))
+        own = LocalProcessSandbox(settings.start_timeout)  # the test's own servers, on the pipeline's venv
+        cli._stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=StaticInstaller(installed), sandbox=own,
+                                                             settings=settings, now=cli.utcnow(), run_id=run_id))
     except cli.Interrupted:
         sys.exit(130)
 

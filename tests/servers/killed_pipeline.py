@@ -22,6 +22,7 @@ from pipeline.discover import run_discover  # noqa: E402
 from pipeline.models import LaunchSpec  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
 from pipeline.probe.install import install_key  # noqa: E402
+from pipeline.probe.sandbox import LocalProcessSandbox  # noqa: E402
 from tests.support import NOW, TEST_SERVERS, ListSource, StaticInstaller, faulty_entry, python_installed  # noqa: E402
 
 
@@ -41,8 +42,9 @@ def probe(marker: str, home: Path) -> None:
     run_discover(db, sources=[ListSource("test", [faulty_entry(k, v) for k, v in specs.items()])], now=NOW)
     installer = StaticInstaller({install_key(spec): python_installed() for spec in specs.values()})
     servers = store.active_servers(db)
-    cli._stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=cli.utcnow(),
-                                                         run_id=run_id))
+    own = LocalProcessSandbox(settings.start_timeout)  # the test's own servers, on the pipeline's venv
+    cli._stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, sandbox=own, settings=settings,
+                                                         now=cli.utcnow(), run_id=run_id))
 
 
 def render(home: Path) -> None:
