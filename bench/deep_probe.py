@@ -24,7 +24,7 @@ from pipeline.config import Settings  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.probe import package_sandbox, probe_limits  # noqa: E402
 from pipeline.probe.deep import deep_probe  # noqa: E402
-from pipeline.probe.install import Installer, install_key  # noqa: E402
+from pipeline.sandbox.install import Installer, install_key  # noqa: E402
 
 
 async def measure(spec, installed, settings: Settings, runs: int) -> tuple[float, list[float], object]:
@@ -48,7 +48,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings.from_env()
     entry = next(e for e in LocalCatalogSource().read().entries if e.id == args.server)
-    installed = Installer(settings.cache_dir, settings.install_timeout).install([entry.launch])[install_key(entry.launch)]
+    installed = Installer.from_settings(settings).install([entry.launch])[install_key(entry.launch)]
     speed = calibration()
     start_seconds, times, result = anyio.run(measure, entry.launch, installed, settings, args.runs)
     speed_after = calibration()

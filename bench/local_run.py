@@ -27,10 +27,10 @@ from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.judge import OfflineJudge, run_judge  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
-from pipeline.probe.install import Installer  # noqa: E402
 from pipeline.probe.monitor import run_monitor  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.render import run_build  # noqa: E402
+from pipeline.sandbox.install import Installer  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
 from pipeline.score.registry import infos  # noqa: E402
 
@@ -38,7 +38,7 @@ from pipeline.score.registry import infos  # noqa: E402
 def one_run(settings: Settings, workdir: Path) -> dict[str, float]:
     now = datetime.now(timezone.utc)
     db = store.open_db(workdir / "bench.db")
-    installer = Installer(settings.cache_dir)
+    installer = Installer.from_settings(settings)
     silent = lambda stage, n: Progress(stage, n, stream=io.StringIO())  # noqa: E731
     times: dict[str, float] = {}
 
@@ -66,7 +66,7 @@ def main() -> None:
     args = parser.parse_args()
     settings = Settings.from_env()
     specs = [e.launch for e in LocalCatalogSource().read().entries if e.launch]
-    Installer(settings.cache_dir).install(specs)
+    Installer.from_settings(settings).install(specs)
     runs = []
     speed = calibration()
     for _ in range(args.repeat):

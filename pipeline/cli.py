@@ -23,8 +23,8 @@ from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import ProbeResult, StageReport
 from pipeline.net import LOOPBACK, PRIVATE, Reach
 from pipeline.probe import run_probe
-from pipeline.probe.install import Installer
 from pipeline.probe.monitor import run_monitor
+from pipeline.sandbox.install import Installer
 from pipeline.score import registry, run_score
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ def _install(settings: Settings, specs: list) -> dict:
         return {}
     started = time.monotonic()
     echo(f"[install] {len(specs)} local servers' packages into {settings.cache_dir} (already installed ones are kept)", err=True)
-    results = Installer(settings.cache_dir, settings.install_timeout).install(specs)
+    results = Installer.from_settings(settings).install(specs)
     failed = sorted(k for k, v in results.items() if not v.ok)
     echo(f"install done: installed {len(results) - len(failed)}, failed {len(failed)}; {time.monotonic() - started:.1f}s")
     for key in failed:
@@ -236,7 +236,7 @@ def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], s
 
 def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str) -> None:
     servers = _servers(db, server_ids)
-    installer = Installer(settings.cache_dir, settings.install_timeout)
+    installer = Installer.from_settings(settings)
     run = run_probe if kind == "deep" else run_monitor
     stage = "probe" if kind == "deep" else "monitor"
     _stage(db, stage, {"servers": list(server_ids)},
@@ -384,7 +384,7 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     target = site_dir or settings.site_dir
     _stage(db, "discover", {}, lambda _: run_discover(db, sources=[LocalCatalogSource()], now=utcnow()))
     servers = store.active_servers(db)
-    installer = Installer(settings.cache_dir, settings.install_timeout)
+    installer = Installer.from_settings(settings)
     # Local servers are analysed from their installed package, so install before analysing.
     _install(settings, [s.launch for s in servers if s.launch])
     fetcher = InstalledPackageFetcher(settings.cache_dir)

@@ -261,6 +261,8 @@ class ProbeResult(BaseModel):
     eras: EraFacts | None = None
     apps: AppsFacts | None = None
     package_version: str | None = None
+    package_hash: str | None = None  # the installed artifact's: npm's "sha512-..." integrity, or "sha256:<hex>" of the PyPI file
+    install_method: str | None = None  # wheel, sdist-in-sandbox, no-deps, npm or npm-with-scripts (methodology deviation 43)
     stderr_tail: str | None = None
     exit_code: int | None = None  # a stdio server that exited by itself: its status (negative: the signal that killed it)
     delist: bool = False  # the server's opt-out file asks to be taken off the scoreboard too

@@ -12,8 +12,8 @@ from pipeline.config import Settings
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import ProbeOutcome
-from pipeline.probe.install import Installed, Installer
 from pipeline.render import run_build
+from pipeline.sandbox.install import Installed, Installer
 from pipeline.score import run_score
 from pipeline.score.registry import infos
 from pipeline.store import open_db

@@ -28,8 +28,8 @@ import jsonschema
 from pipeline.discover import SourceBatch
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import AnalysisResult, CatalogEntry, CheckResult, LaunchSpec, ProbeOutcome, ProbeResult, Server, SourceRecord
-from pipeline.probe.install import Installed, install_key
 from pipeline.progress import Progress
+from pipeline.sandbox.install import Installed, install_key
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_SERVERS = Path(__file__).resolve().parent / "servers"

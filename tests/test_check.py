@@ -14,7 +14,7 @@ from pipeline.check import exit_codes, exit_for, probe_target, render_probe, ren
 from pipeline.config import Settings
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import HttpFacts, ProbeOutcome
-from pipeline.probe.install import install_key
+from pipeline.sandbox.install import install_key
 from tests.support import NOW, REPO, TEST_SERVERS, probe, python_server
 
 

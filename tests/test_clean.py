@@ -24,13 +24,13 @@ from pipeline.clean import MAX_TEXT, clean, clean_text, isolate_bidi, terminal_t
 from pipeline.discover import run_discover
 from pipeline.models import CheckResult, LaunchSpec, ProbeOutcome, ProbeResult
 from pipeline.probe import run_probe
-from pipeline.probe.install import install_key
 from pipeline.probe.monitor import run_monitor
 from pipeline.probe.sandbox import LocalProcessSandbox
 from pipeline.render import run_build
 from pipeline.render.environment import environment
 from pipeline.render.finish import FORMULA_STARTS, LEADERBOARD_CSV_COLUMNS, _csv, csv_cell
 from pipeline.render.rendering import json_file
+from pipeline.sandbox.install import install_key
 from pipeline.score import run_score
 from pipeline.score.registry import infos
 from pipeline.store.encoding import clean_json_text

@@ -14,12 +14,12 @@ from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import LaunchSpec
 from pipeline.probe import run_probe
-from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.probe.sandbox import LocalProcessSandbox
 from pipeline.progress import Progress
 from pipeline.sandbox.bubblewrap import SLOTS, UID_BASE
 from pipeline.sandbox.choice import choose
 from pipeline.sandbox.limits import processes
+from pipeline.sandbox.install import Installed, Installer, install_key
 from tests.support import NOW, TEST_SERVERS, ListSource, StaticInstaller, faulty_entry, leftover_processes, python_installed, raw_server_spec
 
 
@@ -72,7 +72,7 @@ def test_real_server_is_probed_in_its_own_era(probed_catalog, server_id):
     assert checks["invalid_messages"].passed is True
     if era == "legacy":
         assert checks["ping"].passed is True and result.ping_ms is not None
-    assert result.package_version
+    assert result.package_version and result.package_hash.startswith(("sha256:", "sha512-")) and result.install_method in ("wheel", "npm")
 
 
 def test_handshake_metadata_is_captured(probed_catalog):
@@ -234,7 +234,7 @@ def test_real_installer_records_failures(tmp_path):
     bad = LaunchSpec(registry="pypi", package="not a valid requirement!!", command="x", transport="stdio")
     results = Installer(tmp_path, timeout=120).install([bad])
     result = results[install_key(bad)]
-    assert result.ok is False and "pip install" in result.error
+    assert result.ok is False and result.failure == "install_failed" and "not a valid pypi package name" in result.error  # refused before pip
 
 
 class ExplodingSandbox:

@@ -185,8 +185,8 @@ def test_opted_out_servers_are_not_probed_and_delisted_ones_stay_off(db, setting
 
     from pipeline import store
     from pipeline.probe import run_probe
-    from pipeline.probe.install import Installer
     from pipeline.progress import Progress
+    from pipeline.sandbox.install import Installer
     from tests.support import NOW, ListSource, entry, quiet
 
     calls = []
@@ -223,9 +223,9 @@ def test_gated_and_rate_limited_servers_are_named_states_and_retry_after_is_hono
     from pipeline import store
     from pipeline.discover import run_discover
     from pipeline.probe import run_probe
-    from pipeline.probe.install import Installer
     from pipeline.probe.monitor import run_monitor
     from pipeline.progress import Progress
+    from pipeline.sandbox.install import Installer
     from tests.support import NOW, ListSource, entry, quiet
 
     routes = {
@@ -261,9 +261,9 @@ def test_health_checks_honour_the_last_opt_out_without_fetching_it_again(db, set
     from pipeline import store
     from pipeline.discover import run_discover
     from pipeline.probe import run_probe
-    from pipeline.probe.install import Installer
     from pipeline.probe.monitor import run_monitor
     from pipeline.progress import Progress
+    from pipeline.sandbox.install import Installer
     from tests.support import NOW, ListSource, entry, quiet
 
     seen = []

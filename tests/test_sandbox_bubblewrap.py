@@ -20,9 +20,9 @@ from pipeline import store
 from pipeline.config import Settings
 from pipeline.discover import run_discover
 from pipeline.probe import run_probe
-from pipeline.probe.install import install_key
 from pipeline.sandbox import Job, Mount, ResourceLimits, SandboxUnavailable, choice, limits
 from pipeline.sandbox.bubblewrap import UID_BASE, BubblewrapBackend
+from pipeline.sandbox.install import install_key
 from pipeline.sandbox.limits import processes_of
 from tests.support import NOW, ListSource, StaticInstaller, faulty_entry, python_installed, quiet, raw_server_spec
 

@@ -24,10 +24,10 @@ import pytest
 from pipeline.config import Settings
 from pipeline.models import LaunchSpec, ProbeOutcome, ProbeResult, Server
 from pipeline.probe import probe_server
-from pipeline.probe.install import Installed
 from pipeline.probe.sandbox import IsolatedSandbox
 from pipeline.sandbox import ResourceLimits
 from pipeline.sandbox.choice import available
+from pipeline.sandbox.install import Installed
 from tests.support import NOW, TEST_SERVERS
 
 LIMITS = ResourceLimits(memory_mb=160, pids=32, cpu_seconds=2, disk_mb=16)

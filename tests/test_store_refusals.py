@@ -15,9 +15,9 @@ from pipeline.analyze.fetch import LocalDirectoryFetcher
 from pipeline.discover import run_discover
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.probe import run_probe
-from pipeline.probe.install import install_key
 from pipeline.probe.monitor import run_monitor
 from pipeline.progress import Progress
+from pipeline.sandbox.install import install_key
 from pipeline.score import run_score
 from tests.support import NOW, ListSource, StaticInstaller, entry, faulty_entry, probe, python_installed, raw_server_spec
 

@@ -12,8 +12,8 @@ from email.parser import Parser
 from pathlib import Path
 from typing import Protocol
 
-from pipeline.identity import package_folder
-from pipeline.models import Server
+from pipeline.models import LaunchSpec, Server
+from pipeline.sandbox.install import installed_prefix
 
 MAX_TEXT = 200_000  # bytes of any one text file read for analysis
 MAX_FILES = 5_000  # files listed from one source tree
@@ -56,16 +56,20 @@ class InstalledPackageFetcher:
         launch = server.launch
         if launch is None:
             raise FetchFailed("no installed package: this server is not started from a package")
+        prefix = installed_prefix(self.cache_dir, launch.registry, launch.package, launch.version)
+        if prefix is None:
+            raise FetchFailed(f"{launch.requirement} is not installed in the cache (run the probe stage first)")
         if launch.registry == "npm":
-            return self._npm(launch.package)
-        return self._pypi(launch.package)
+            return self._npm(launch, prefix)
+        return self._pypi(launch, prefix)
 
-    def _npm(self, package: str) -> SourceTree:
-        modules = self.cache_dir / "npm" / "node_modules"
+    def _npm(self, launch: LaunchSpec, prefix: Path) -> SourceTree:
+        package = launch.package
+        modules = prefix / "node_modules"
         root = modules / package
         manifest_path = root / "package.json"
         if not manifest_path.exists():
-            raise FetchFailed(f"{package} is not installed in the cache (run the probe stage first)")
+            raise FetchFailed(f"{package}: its package.json is missing from its install")
         manifest = json.loads(_read(manifest_path) or "{}")
         files = _list_files(root)
         deps = {**manifest.get("dependencies", {})}
@@ -87,10 +91,11 @@ class InstalledPackageFetcher:
             installed_versions=installed,
         )
 
-    def _pypi(self, package: str) -> SourceTree:
-        site = next((self.cache_dir / "pypi").glob(f"{package_folder(package)}/venv/lib/python*/site-packages"), None)
+    def _pypi(self, launch: LaunchSpec, prefix: Path) -> SourceTree:
+        package = launch.package
+        site = next(prefix.glob("venv/lib/python*/site-packages"), None)
         if site is None:
-            raise FetchFailed(f"{package} is not installed in the cache (run the probe stage first)")
+            raise FetchFailed(f"{package}: its install has no site-packages")
         normalized = package.replace("-", "_").lower()
         dist = next((d for d in site.glob("*.dist-info") if d.name.lower().startswith(normalized + "-")), None)
         if dist is None:

@@ -23,12 +23,12 @@ from pipeline.probe.budget import Budget
 from pipeline.probe.deep import deep_probe
 from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.fast import fast_probe
-from pipeline.probe.install import Installed, Installer, install_key
 from pipeline.probe.raw import USER_AGENT, Limits, probe_client
 from pipeline.probe.sandbox import IsolatedSandbox, NoSandbox, Running, Sandbox, SandboxRefused, StartFailed
 from pipeline.progress import Progress
 from pipeline.sandbox import SandboxUnavailable
 from pipeline.sandbox.choice import choose
+from pipeline.sandbox.install import Installed, Installer, install_key
 
 ProbeKind = Literal["deep", "fast"]
 
@@ -187,6 +187,8 @@ async def probe_server(
     if result.outcome == ProbeOutcome.start_failed and result.stderr_tail:
         result.detail = f"{result.detail}; stderr: {result.stderr_tail[-500:]}"
     result.package_version = version
+    if installed is not None:
+        result.package_hash, result.install_method = installed.artifact_hash, installed.method
     if server.launch is not None and isinstance(sandbox, IsolatedSandbox):
         result.sandbox = sandbox.backend.describe()
         if kind == "deep":

@@ -10,9 +10,9 @@ from sqlite_utils import Database
 from pipeline.config import Settings
 from pipeline.models import Server, StageReport
 from pipeline.probe import run_probe
-from pipeline.probe.install import Installer
 from pipeline.probe.sandbox import Sandbox
 from pipeline.progress import Progress
+from pipeline.sandbox.install import Installer
 
 
 def run_monitor(

@@ -28,8 +28,8 @@ import anyio
 
 from pipeline.lifetime import end, guarded
 from pipeline.models import LaunchSpec, Transport
-from pipeline.probe.install import Installed
 from pipeline.sandbox import Backend, Job, LimitName, Mount, NotStarted, ResourceLimits
+from pipeline.sandbox.install import Installed
 
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 MAX_FILE_BYTES = 64 * 1024 * 1024  # any one file a server writes; past it the kernel stops the server (SIGXFSZ; a
@@ -124,7 +124,8 @@ class IsolatedSandbox:
         values = {"workdir": INSIDE_HOME, "port": str(INSIDE_PORT)}
         files = _git_repository(scratch / "repository") if spec.workdir == "git-repository" else {}
         mounts = (Mount(installed.prefix, str(installed.prefix)),) if installed.prefix else ()
-        return Job(argv=(str(installed.executable), *(_expand(a, values) for a in spec.args)), env=server_environment(spec, installed, values),
+        argv = (str(installed.executable), *installed.entry_args, *(_expand(a, values) for a in spec.args))
+        return Job(argv=argv, env=server_environment(spec, installed, values),
                    mounts=mounts, workdir=INSIDE_HOME, port=INSIDE_PORT if spec.transport != "stdio" else None,
                    url_path=_url_path(spec, values), limits=self.limits, files=files)
 
@@ -187,7 +188,7 @@ class LocalProcessSandbox:
                 _make_git_repository(workdir)
             port = _free_port() if spec.transport != "stdio" else None
             values = {"workdir": str(workdir), "port": str(port or "")}
-            args = tuple(_expand(a, values) for a in spec.args)
+            args = (*installed.entry_args, *(_expand(a, values) for a in spec.args))
             env = scrubbed_environment(installed.path_dirs, workdir)
             env.update({k: _expand(v, values) for k, v in spec.env.items()})
             running = Running(

@@ -15,8 +15,8 @@ from pipeline.config import Settings  # noqa: E402
 from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.local import LocalCatalogSource  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
-from pipeline.probe.install import Installer, install_key  # noqa: E402
 from pipeline.probe.sandbox import LocalProcessSandbox  # noqa: E402
+from pipeline.sandbox.install import Installer, install_key  # noqa: E402
 from tests.support import NOW, ListSource, StaticInstaller, faulty_entry, python_installed, raw_server_spec  # noqa: E402
 
 

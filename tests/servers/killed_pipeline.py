@@ -21,8 +21,8 @@ from pipeline.config import Settings  # noqa: E402
 from pipeline.discover import run_discover  # noqa: E402
 from pipeline.models import LaunchSpec  # noqa: E402
 from pipeline.probe import run_probe  # noqa: E402
-from pipeline.probe.install import install_key  # noqa: E402
 from pipeline.probe.sandbox import LocalProcessSandbox  # noqa: E402
+from pipeline.sandbox.install import install_key  # noqa: E402
 from tests.support import NOW, TEST_SERVERS, ListSource, StaticInstaller, faulty_entry, python_installed  # noqa: E402
 
 
