@@ -30,13 +30,14 @@ from pipeline.store import content_hash
 # tell a server that would not start from one it could not reach, and a gate from a fault.
 OUTCOME_EXITS: list[tuple[int, str, tuple[ProbeOutcome, ...]]] = [
     (3, "could not be started", (ProbeOutcome.install_failed, ProbeOutcome.start_failed, ProbeOutcome.no_entry_point,
-                                 ProbeOutcome.crashed_on_start, ProbeOutcome.needs_external_service)),
+                                 ProbeOutcome.crashed_on_start)),
     (4, "could not be reached, or did not answer", (ProbeOutcome.unreachable, ProbeOutcome.timeout, ProbeOutcome.refused)),
-    (5, "could not be negotiated with, or broke the session", (ProbeOutcome.protocol_error, ProbeOutcome.http_error, ProbeOutcome.crashed,
-                                                                ProbeOutcome.resource_limit, ProbeOutcome.blocked)),
+    (5, "could not be negotiated with, or broke the session", (ProbeOutcome.protocol_error, ProbeOutcome.http_error, ProbeOutcome.crashed)),
     (6, "requires authorization", (ProbeOutcome.auth_required,)),
     (7, "is rate limiting requests", (ProbeOutcome.rate_limited,)),
     (8, "asks not to be probed", (ProbeOutcome.opted_out,)),
+    (9, "needs a database, an API or a setting the sandbox does not give it", (ProbeOutcome.needs_external_service,)),
+    (10, "was stopped by the sandbox: at a resource limit, or doing something it refuses", (ProbeOutcome.resource_limit, ProbeOutcome.blocked)),
 ]
 EXIT_BELOW_MIN_SCORE = 1
 NOT_MEASURED = "not measured"

@@ -22,21 +22,29 @@ class EnvVar(BaseModel):
     name: str
     secret: bool = False
     description: str | None = None
+    required: bool | None = None  # None: the source does not say
+    default: str | None = None  # the value the source says to use when none is given
+    format: str | None = None  # the registry's input format: string, number, boolean, filepath
 
 
 class LaunchSpec(BaseModel):
-    """How to install and start a local server: a package and the command it installs."""
+    """How to install and start a local server: a package and the command it installs.
+
+    `args` and `env` are argv items and values, never shell text. Placeholders expanded at the start: `{workdir}` (the
+    server's throw-away working directory) and `{port}` (a port of our choosing, HTTP servers only).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     registry: Registry
     package: str
     version: str | None = None
-    command: str
+    command: str | None = None  # None: the package's own entry point (its npm bin, its console script)
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     transport: Transport
-    url: str | None = None  # template for HTTP servers, e.g. http://127.0.0.1:{port}/mcp
+    # The HTTP endpoint inside the sandbox, e.g. http://127.0.0.1:{port}/mcp; a literal port where the server picks its own
+    url: str | None = None
     workdir: Literal["empty", "git-repository"] = "empty"
 
     @property
@@ -119,6 +127,7 @@ class Listing(BaseModel):
     metrics: dict[str, float] = Field(default_factory=dict)
     attributes: dict[str, Any] = Field(default_factory=dict)
     weak_repository: str | None = None  # a guessed repository, joined only if another source names it
+    launch: LaunchSpec | None = None  # how its package is started, where the source says enough (pipeline.discover.launch)
     raw: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -269,6 +278,7 @@ class ProbeResult(BaseModel):
     retry_after_s: float | None = None  # rate limited: how long the server asked us to wait before the next probe
     exchanges: list[dict[str, Any]] | None = None  # the raw layer's HTTP exchanges (status, kept headers, timings, failure)
     sandbox: str | None = None  # the sandbox backend a local server ran in, e.g. "bubblewrap 0.8.0" (None: not sandboxed)
+    mocked_env: list[str] | None = None  # the variables given mock values at its start (names only)
 
     @property
     def reachable(self) -> bool:

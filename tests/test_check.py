@@ -91,8 +91,10 @@ def test_an_http_server_not_met_exits_with_its_outcome_class(status, command, co
 def test_every_outcome_but_ok_has_one_documented_exit_code():
     codes = {outcome: exit_for(probe(outcome=outcome)) for outcome in ProbeOutcome}
     assert codes.pop(ProbeOutcome.ok) is None
-    assert {code for code, _ in codes.values()} == {3, 4, 5, 6, 7, 8}
+    assert {code for code, _ in codes.values()} == {3, 4, 5, 6, 7, 8, 9, 10}
     assert codes[ProbeOutcome.opted_out][0] == 8 and codes[ProbeOutcome.timeout][0] == 4 and codes[ProbeOutcome.install_failed][0] == 3
+    assert codes[ProbeOutcome.crashed_on_start][0] == codes[ProbeOutcome.no_entry_point][0] == 3
+    assert codes[ProbeOutcome.needs_external_service][0] == 9 and codes[ProbeOutcome.resource_limit][0] == codes[ProbeOutcome.blocked][0] == 10
     readme = (REPO / "README.md").read_text()
     documented = [f"| {code} | {meaning} |" for code, meaning in exit_codes(gate=True)]
     assert [line for line in documented if line not in readme] == []

@@ -159,11 +159,13 @@ def mapping(value: Any, what: str) -> dict[str, Any]:
     return value
 
 
-def env_var(name: Any, *, secret: Any = None, description: Any = None) -> EnvVar | None:
+def env_var(name: Any, *, secret: Any = None, description: Any = None, required: Any = None, default: Any = None,
+            format: Any = None) -> EnvVar | None:
     if not isinstance(name, str) or not name.strip():
         return None
     flag = bool(secret) if isinstance(secret, bool) else bool(SECRET_NAME.search(name))
-    return EnvVar(name=name.strip()[:200], secret=flag, description=text(description))
+    return EnvVar(name=name.strip()[:200], secret=flag, description=text(description), required=required if isinstance(required, bool) else None,
+                  default=default if isinstance(default, str) and len(default) <= 1000 else None, format=text(format))
 
 
 def number(value: Any) -> float | None:

@@ -51,6 +51,8 @@ def _entry(item: dict[str, Any]) -> CatalogEntry:
     unknown = set(item) - _LAUNCH_FIELDS - _TOP_LEVEL_ONLY
     if unknown:
         raise TypeError(f"unknown fields: {', '.join(sorted(unknown))}")
+    if not item.get("command"):  # the embedded catalog names what it starts; discovered servers may leave it to the installer
+        raise TypeError("missing field `command`")
     launch = LaunchSpec(**{k: v for k, v in item.items() if k in _LAUNCH_FIELDS})
     if launch.transport != "stdio" and not launch.url:
         raise TypeError("an HTTP server needs a `url` template")

@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from pipeline.clean import clean_text
+from pipeline.discover.launch import listing_launch
 from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, slug_id, source_rank
 from pipeline.models import CatalogEntry, EnvVar, Listing, SourceRecord
 
@@ -138,6 +139,10 @@ def _merge(group: list[tuple[Listing, list[str]]], aliases: dict[str, str]) -> C
     remotes = values.get("remotes") or []
     first = min(remotes, key=lambda r: r.transport != "streamable-http") if remotes else None
     repo = parse_github(values.get("repository"))  # type: ignore[arg-type]
+    # A server with a public endpoint is measured there; otherwise its package is started in the sandbox.
+    launch = None if first and is_public_endpoint(remote_key(first.url) or "") else values.get("launch")
+    if launch is None:
+        provenance.pop("launch", None)
     return CatalogEntry(
         id=slug_id(canonical),
         name=str(values.get("name") or values.get("registry_name") or canonical),
@@ -145,8 +150,9 @@ def _merge(group: list[tuple[Listing, list[str]]], aliases: dict[str, str]) -> C
         repository=values.get("repository"),  # type: ignore[arg-type]
         subpath=values.get("subpath"),  # type: ignore[arg-type]
         homepage=values.get("homepage"),  # type: ignore[arg-type]
-        transport=first.transport if first else "stdio",
+        transport=launch.transport if launch else first.transport if first else "stdio",  # type: ignore[attr-defined]
         remote_url=first.url if first else None,
+        launch=launch,  # type: ignore[arg-type]
         env_vars=values.get("env_vars") or [],  # type: ignore[arg-type]
         external_links=links,
         repo_key=repo.repo_key if repo else None,
@@ -180,6 +186,7 @@ def _fields(listing: Listing, aliases: dict[str, str]) -> dict[str, object]:
         "remotes": listing.remotes,
         "packages": listing.packages,
         "env_vars": _unique_env(listing.env_vars),
+        "launch": listing_launch(listing.launch, listing.packages),
     }
 
 

@@ -102,7 +102,7 @@ def _fields(entry: CatalogEntry) -> dict[str, Any]:
     return {
         **{field: clean_text(value) if value else value for field, value in text.items()},
         "transport": entry.transport,
-        "launch": entry.launch.model_dump_json() if entry.launch else None,  # our own local catalog's
+        "launch": entry.launch.model_dump_json() if entry.launch else None,
         "env_vars": dumps(clean([v.model_dump() for v in entry.env_vars])),
         "packages": dumps(clean([p.model_dump(exclude_none=True) for p in entry.packages])),
         "remotes": dumps(clean([r.model_dump() for r in entry.remotes])),
@@ -116,8 +116,8 @@ def _provenance(entry: CatalogEntry) -> dict[str, str]:
         provenance["transport"] = provenance["remotes"]
     if "repository" in provenance:
         provenance["repo_key"] = provenance["repository"]
-    if entry.launch:
-        provenance["launch"] = provenance["transport"] = "local"
+    if entry.launch:  # the server is started from its package: its transport is the launch's
+        provenance["launch"] = provenance["transport"] = provenance.get("launch", "local")
     return provenance
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from pipeline.discover.base import SourceBatch, env_var, mapping, paginate, read_json_snapshot, text
 from pipeline.discover.http import SourceHTTP
+from pipeline.discover.launch import first_launch
 from pipeline.models import Listing, Package, Remote
 
 NAME = "official-registry"
@@ -77,7 +78,8 @@ def _listing(server: dict[str, Any], meta: dict[str, Any]) -> Listing:
                                     transport=text(transport.get("type"))))
         for var in raw.get("environmentVariables") or raw.get("environment_variables") or []:
             if isinstance(var, dict) and (found := env_var(var.get("name"), secret=var.get("isSecret", var.get("is_secret")),
-                                                           description=var.get("description"))):
+                                                           description=var.get("description"), required=var.get("isRequired", var.get("is_required")),
+                                                           default=var.get("default"), format=var.get("format"))):
                 variables.append(found)
     remotes = []
     for raw in server.get("remotes") or []:
@@ -97,6 +99,9 @@ def _listing(server: dict[str, Any], meta: dict[str, Any]) -> Listing:
         attributes["version"] = text(server.get("version")) or text(server["version_detail"].get("version"))
     if name.startswith("io.github."):
         attributes["registry_namespace_verified"] = "github"
+    launch, refused = first_launch(server.get("packages") or [])
+    if refused:
+        attributes["launch_refused"] = refused[:1000]
     return Listing(
         source=NAME,
         key=name,
@@ -110,6 +115,7 @@ def _listing(server: dict[str, Any], meta: dict[str, Any]) -> Listing:
         packages=packages,
         env_vars=variables,
         attributes=attributes,
+        launch=launch,
         raw=server,
     )
 

@@ -28,7 +28,9 @@ from pipeline.probe.sandbox import IsolatedSandbox, NoSandbox, Running, Sandbox,
 from pipeline.progress import Progress
 from pipeline.sandbox import SandboxUnavailable
 from pipeline.sandbox.choice import choose
+from pipeline.sandbox.failures import StartAttempt, classify, classify_start
 from pipeline.sandbox.install import Installed, Installer, install_key
+from pipeline.sandbox.mockenv import mocked_launch
 
 ProbeKind = Literal["deep", "fast"]
 
@@ -138,7 +140,9 @@ async def probe_server(
     """Probe one server; whatever happens, return a classified result."""
     version = installed.version if installed else None
     if server.launch is not None and (installed is None or not installed.ok):
-        return _failed(server, kind, now, ProbeOutcome.install_failed, installed.error if installed else "not installed")
+        failure = classify(StartAttempt(install_error=installed.error if installed else "not installed"))
+        assert failure is not None
+        return _sandboxed(_failed(server, kind, now, failure.outcome, failure.detail), sandbox, kind)
     probe = deep_probe if kind == "deep" else fast_probe
     timeout = settings.probe_timeout if kind == "deep" else settings.fast_probe_timeout
     started = time.perf_counter()
@@ -146,11 +150,13 @@ async def probe_server(
     try:
         if server.launch is not None:
             assert installed is not None
-            async with sandbox.start(server.launch, installed) as running:
+            launch, mocked = mocked_launch(server)
+            async with sandbox.start(launch, installed) as running:
                 # We started it on loopback ourselves; loopback is all it may send us to (it is a stranger's code).
                 limits = probe_limits(settings, allow_private=False, allowed=frozenset({LOOPBACK}))
                 result = await probe(server.id, running, limits=limits, total_timeout=timeout, now=now)
                 result.stderr_tail = running.stderr_tail(settings.stderr_cap)
+                result.mocked_env = mocked
                 if (limit := running.limit_hit()) is not None:
                     result.outcome = ProbeOutcome.resource_limit
                     result.detail = f"stopped at the sandbox's {limit} limit" + (f" ({result.detail})" if result.detail else "")
@@ -189,10 +195,19 @@ async def probe_server(
     result.package_version = version
     if installed is not None:
         result.package_hash, result.install_method = installed.artifact_hash, installed.method
-    if server.launch is not None and isinstance(sandbox, IsolatedSandbox):
-        result.sandbox = sandbox.backend.describe()
-        if kind == "deep":
-            result.kind = "sandbox"  # seed 000: local servers earn their protocol scores in sandbox runs
+    if server.launch is not None:
+        result = _sandboxed(result, sandbox, kind, running)
+    return result
+
+
+def _sandboxed(result: ProbeResult, sandbox: Sandbox, kind: ProbeKind, running: Running | None = None) -> ProbeResult:
+    """A package's run in an isolated sandbox: it names the backend, and a start that failed gets its failure class."""
+    if not isinstance(sandbox, IsolatedSandbox):
+        return result
+    result.sandbox = sandbox.backend.describe()
+    if kind == "deep":
+        result.kind = "sandbox"  # seed 000: local servers earn their protocol scores in sandbox runs
+    classify_start(result, running.limit_hit() if running else None, running.blocked() if running else None)
     return result
 
 

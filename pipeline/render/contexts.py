@@ -16,6 +16,7 @@ from pipeline.render.badges import embed_snippets
 from pipeline.render.evidence import protocol, reliability, schema_drift, tool_rows
 from pipeline.render.pages import Dimension, HeadlineScore, ProbeSeen, RubricSection, ServerFacts, ServerPage
 from pipeline.render.values import VISIBILITY_ICONS
+from pipeline.sandbox.failures import not_measured
 
 
 @dataclass
@@ -37,6 +38,7 @@ def safe_url(url: str | None) -> str | None:
 
 
 # Source figures shown as "popularity", in this order, with their labels (metrics keys from discovery).
+LOG_TAIL = 1500  # characters of a failed sandbox start's log shown on its page
 POPULARITY = {
     "github_stars": "GitHub stars", "docker_pulls": "Docker Hub pulls", "npm_weekly_downloads": "npm downloads last week",
     "pypi_weekly_downloads": "PyPI downloads last week", "smithery_uses": "Smithery uses", "pulsemcp_visitors_week": "PulseMCP visitors last week",
@@ -125,6 +127,7 @@ def _headline_score(card: dict[str, Any] | None, rules: list[dict[str, Any]]) ->
 
 def _probe_seen(probe: tuple[int, ProbeResult]) -> ProbeSeen:
     ref, result = probe
+    failed = not_measured(result.kind, result.outcome.value)
     return ProbeSeen.model_construct(
         ref=f"probe_runs/{ref}", started_at=result.started_at.isoformat(), outcome=result.outcome.value, detail=result.detail,
         transport=result.transport, era=result.era, protocol_version=result.protocol_version, handshake=result.handshake,
@@ -132,6 +135,8 @@ def _probe_seen(probe: tuple[int, ProbeResult]) -> ProbeSeen:
         ping_ms=round(result.ping_ms, 1) if result.ping_ms is not None else None, server_info=result.server_info,
         capabilities=sorted((result.capabilities or {}).keys()), instructions=result.instructions, package_version=result.package_version,
         checks=[c.model_dump() for c in result.checks], resources=len(result.resources or []), prompts=len(result.prompts or []),
+        sandbox=result.sandbox, mocked_env=result.mocked_env or [], sandbox_failure=failed,
+        log_tail=result.stderr_tail[-LOG_TAIL:] if failed and result.stderr_tail else None,
     )
 
 

@@ -157,6 +157,10 @@ class ProbeSeen(Context):
     checks: list[Check]
     resources: int
     prompts: int
+    sandbox: str | None  # the sandbox backend that ran it (local servers)
+    mocked_env: list[str]  # the variables it was given mock values for
+    sandbox_failure: bool  # our sandbox could not run it: not measured, never counted against it
+    log_tail: str | None  # its stderr's last lines, shown for a sandbox failure
 
 
 class Annotations(TypedDict):

@@ -15,11 +15,14 @@ from sqlite_utils import Database
 
 from pipeline import latency, store
 from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult, Server
+from pipeline.sandbox.failures import not_measured
 from pipeline.text import squash
 
 RELIABILITY_WINDOW = timedelta(days=7)  # seed 000: the 7-day figures feed the composite
 OUTSIDE_IN_WINDOW = timedelta(days=30)  # seed 003: 30 days of runs
 CHUNK = 400  # servers per read
+SANDBOX_GAIN = ("make the server start in an isolated sandbox: no network, placeholder credentials for the variables it declares, a read-only "
+                "install and a writable work directory (its page shows the sandbox's log)")
 
 
 @dataclass
@@ -96,6 +99,16 @@ class Facts:
         if self.probe is None:
             return None
         return next((c for c in self.probe.checks if c.name == name), None)
+
+    @property
+    def sandbox_not_measured(self) -> str | None:
+        """Why the latest probe says nothing of the server: a sandbox run that ended for a reason our sandbox may have
+        caused (pipeline.sandbox.failures); None otherwise."""
+        probe = self.probe
+        if probe is None or not not_measured(probe.kind, probe.outcome.value):
+            return None
+        where = f" in {probe.sandbox}" if probe.sandbox else ""
+        return f"not measured: the sandbox{where} could not run it ({probe.outcome.value}): {(probe.detail or '')[:160]}"
 
     @property
     def description(self) -> str | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pipeline import latency
 from pipeline.latency import REACHED
 from pipeline.models import BoardColumn, DimensionScore, RubricInfo
+from pipeline.sandbox.failures import not_measured
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weights, renormalised, share, unmeasured
 from pipeline.score.facts import Facts, Rollup, RunRow
 
@@ -80,8 +81,13 @@ def components(facts: Facts) -> Components:
     return facts.memo["outside-in.components"]
 
 
+def measured_runs(facts: Facts) -> list[RunRow]:
+    """The deep and sandbox runs that say something of the server: a sandbox run our sandbox may have failed is left out."""
+    return [r for r in facts.runs if not not_measured(r.kind, r.outcome)]
+
+
 def _components(facts: Facts) -> Components:
-    runs, fast = facts.runs, facts.fast30
+    runs, fast = measured_runs(facts), facts.fast30
     n = len(runs) + fast.runs
     if not n:
         return Components(0, None, None, None, None, None, None, None)
@@ -161,7 +167,8 @@ FAILURES = {"timeout": "timed out", "crashed": "crashed", "protocol_error": "pro
 
 def status(facts: Facts) -> tuple[str, str]:
     """(verdict, status chip): the chip names the cause whenever the probe classified it."""
-    candidates = [r for r in (facts.runs[-1] if facts.runs else None, facts.latest_fast) if r is not None]
+    runs = measured_runs(facts)
+    candidates = [r for r in (runs[-1] if runs else None, facts.latest_fast) if r is not None]
     latest = max(candidates, key=lambda r: r.started_at) if candidates else None
     if latest is None:
         return "Down", "unrated"

@@ -13,7 +13,7 @@ from typing import Any
 
 from pipeline.models import DimensionScore, RubricInfo
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, pass_or_fail, unmeasured, weighted_composite
-from pipeline.score.facts import Facts
+from pipeline.score.facts import SANDBOX_GAIN, Facts
 from pipeline.score.review_tools import TOOL_RULES
 from pipeline.score.tool_docs import doc_scores
 
@@ -173,6 +173,8 @@ def negotiation(facts: Facts) -> Outcome:
     """The MCP handshake succeeds (modern server/discover or legacy initialize; HTTP, SSE or stdio)."""
     if facts.probe is None:
         return unmeasured("not probed yet")
+    if (why := facts.sandbox_not_measured) is not None:
+        return unmeasured(why, SANDBOX_GAIN)
     return pass_or_fail(facts.probe.reachable, f"negotiated {facts.probe.protocol_version} via {facts.probe.handshake}",
                         f"handshake failed: {facts.probe.outcome.value}", "make the server answer the handshake")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pipeline.models import DimensionScore, RubricInfo
 from pipeline.score.badges import badges
 from pipeline.score.engine import Decay, Depends, Dimension, Outcome, Rubric, RuleSet, percent, ratio, share, unmeasured, weighted_composite
-from pipeline.score.facts import Facts
+from pipeline.score.facts import SANDBOX_GAIN, Facts
 from pipeline.score.flags import FLAGS
 from pipeline.score.scoreboard_interpretability import INTERPRETABILITY_RULES
 from pipeline.score.scoreboard_security import SECURITY_RULES
@@ -126,6 +126,8 @@ def reachability(facts: Facts) -> Outcome:
     """Did the server complete the MCP handshake (initialize or server/discover)?"""
     if facts.probe is None:
         return unmeasured("not probed yet")
+    if (why := facts.sandbox_not_measured) is not None:
+        return unmeasured(why, SANDBOX_GAIN)
     if facts.probe.reachable:
         return share(1, f"handshake completed ({facts.probe.handshake}, {facts.probe.protocol_version})", evidence=facts.probe_ref)
     return share(0, f"probe outcome {facts.probe.outcome.value}: {(facts.probe.detail or '')[:160]}", evidence=facts.probe_ref,
