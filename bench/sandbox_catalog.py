@@ -36,9 +36,10 @@ def main() -> None:
             db = store.open_db(Path(tmp) / f"{label}.db")
             run_discover(db, sources=[LocalCatalogSource()], now=datetime.now(timezone.utc), progress=quiet("discover", 1))
             servers = store.active_servers(db)
-            seconds, counts = probe_servers(db, servers, settings.cache_dir, settings, label)
-            each = seconds / len(servers)
-            print(f"{label} cache: {len(servers)} servers installed and probed in {seconds:.1f} s ({each:.1f} s each); {counted(counts)}")
+            install, probe, counts = probe_servers(db, servers, settings.cache_dir, settings, label)
+            seconds = install + probe
+            print(f"{label} cache: {len(servers)} servers installed and probed in {seconds:.1f} s (install {install:.1f} s, probe {probe:.1f} s); "
+                  f"{counted(counts)}")
             figures.append(f"{label} {seconds:.0f} s ({counts.get('ok', 0)}/{len(servers)} ok)")
         print(f"  {calibration_line(speed, calibration())}")
         print("summary: embedded catalog through the sandbox: " + "; ".join(figures))

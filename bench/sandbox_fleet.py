@@ -46,10 +46,11 @@ def main() -> None:
         print(f"{len(candidates)} probeable servers in the snapshot; {args.count} drawn (seed {args.seed}): {counted(registries)}; "
               f"backend {backend}")
         speed = calibration()
-        seconds, counts = probe_servers(db, chosen, settings.cache_dir, settings, "fleet")
+        install, probe, counts = probe_servers(db, chosen, settings.cache_dir, settings, "fleet")
         speed_after = calibration()
+        seconds = install + probe
         print(f"{args.count} packages installed and probed in {seconds:.0f} s: {60 * args.count / seconds:.1f} packages/minute "
-              f"(concurrency {settings.concurrency})")
+              f"(install {install:.0f} s, probe {probe:.0f} s at concurrency {settings.concurrency})")
         print(f"  outcomes: {counted(counts)}")
         print(f"  {calibration_line(speed, speed_after)}")
         print(f"summary: {60 * args.count / seconds:.1f} packages/minute over {args.count} real packages; {counts.get('ok', 0)} ok")

@@ -8,6 +8,7 @@ import io
 import sys
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -56,17 +57,25 @@ def sandbox_settings(tmp: Path, preference: str | None):
     return settings, piece("backend choice")(settings.sandbox).describe()
 
 
-def probe_servers(db, servers, cache_dir: Path, settings, label: str) -> tuple[float, Counter]:
-    """Install and probe `servers` through the sandbox the settings choose (fresh installs into `cache_dir` unless
-    cached there): wall seconds and the count of each outcome. One progress line per server on stderr."""
+def probe_servers(db, servers, cache_dir: Path, settings, label: str) -> tuple[float, float, Counter]:
+    """Install, then probe, `servers` through the sandbox the settings choose (fresh installs into `cache_dir` unless
+    cached there): wall seconds of each phase and the count of each outcome. A progress line per package, then per server."""
     from pipeline.probe import run_probe
     from pipeline.progress import Progress
 
     installer = piece("installer")(cache_dir, settings.install_timeout)
+    specs = {f"{s.launch.registry}:{s.launch.package}": s.launch for s in servers if s.launch is not None}
+    progress = Progress(f"install {label}", len(specs))
     started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=3) as pool:  # as the installer's own batch does; the probe then finds each one cached
+        futures = {pool.submit(installer.install, [spec]): name for name, spec in specs.items()}
+        for future in as_completed(futures):
+            failed = [r.error for r in future.result().values() if not r.ok]
+            progress.step(futures[future], (failed[0] or "failed")[:100] if failed else "installed", ok=not failed)
+    installed = time.perf_counter()
     report = run_probe(db, servers=servers, installer=installer, settings=settings, now=datetime.now(timezone.utc),
                        progress=Progress(f"probe {label}", len(servers)))
-    return time.perf_counter() - started, Counter({k: v for k, v in report.counts.items() if v})
+    return installed - started, time.perf_counter() - installed, Counter({k: v for k, v in report.counts.items() if v})
 
 
 def counted(counts: Counter) -> str:
