@@ -63,7 +63,7 @@ def probe_servers(db, servers, cache_dir: Path, settings, label: str) -> tuple[f
     from pipeline.probe import run_probe
     from pipeline.progress import Progress
 
-    installer = piece("installer")(cache_dir, settings.install_timeout)
+    installer = piece("installer").from_settings(settings.model_copy(update={"cache_dir": cache_dir}))  # as the CLI makes it
     specs = {f"{s.launch.registry}:{s.launch.package}": s.launch for s in servers if s.launch is not None}
     progress = Progress(f"install {label}", len(specs))
     started = time.perf_counter()
