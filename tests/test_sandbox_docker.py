@@ -18,11 +18,11 @@ import pytest
 
 from pipeline.models import ProbeOutcome
 from pipeline.probe.deep import deep_probe
-from pipeline.probe.install import install_key
 from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import Running
 from pipeline.sandbox import Job, Mount, NotStarted, ResourceLimits
 from pipeline.sandbox.container import LABEL, DockerBackend, owner, reap_stale
+from pipeline.sandbox.install import install_key
 
 BACKEND = DockerBackend()
 WHY = BACKEND.unavailable()
