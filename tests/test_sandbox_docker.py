@@ -20,7 +20,7 @@ from pipeline.models import ProbeOutcome
 from pipeline.probe.deep import deep_probe
 from pipeline.probe.raw import Limits
 from pipeline.probe.sandbox import Running
-from pipeline.sandbox import Job, Mount, NotStarted, ResourceLimits
+from pipeline.sandbox import Job, Mount, NotStarted, ResourceLimits, attach
 from pipeline.sandbox.container import LABEL, DockerBackend, owner, reap_stale
 from pipeline.sandbox.install import install_key
 
@@ -193,6 +193,15 @@ def test_the_bridge_starts_from_a_clean_environment_and_passes_stdin_stdout_and_
 
     done = anyio.run(run)
     assert (done.returncode, done.stdout, done.stderr) == (7, b"got hello\n", b"to stderr\n")
+
+
+def test_a_flood_of_stderr_reaches_the_host_capped_and_stdout_still_flows(tmp_path):
+    """The server's stderr is written to a log on the host's disk by the bridge, outside the container's disk limit."""
+    flood = attach.STDERR_CAP + 8 * 1024 * 1024
+    code = f"import sys\nfor _ in range({flood // 65536}): sys.stderr.write('e' * 65536)\nsys.stderr.flush(); print('still here', flush=True)"
+    _, out, err, _ = anyio.run(run_started, python_job(code), tmp_path)
+    assert out.strip() == "still here"
+    assert len(err) == attach.STDERR_CAP
 
 
 def test_each_spawn_of_the_bridge_is_a_new_server_and_all_are_removed(tmp_path):
