@@ -137,10 +137,11 @@ def test_cgroups_are_removed_afterwards(tmp_path):
 
 def test_choose_names_every_reason_when_none_can_run(monkeypatch):
     assert choice.choose("bubblewrap") is not None
+    assert choice.choose("auto").name == "bubblewrap"  # where it runs, it comes first: a tenth of a Docker start
     monkeypatch.setattr(BubblewrapBackend, "unavailable", lambda self: "no user namespaces")
     with pytest.raises(SandboxUnavailable, match=r"bubblewrap: no user namespaces"):
         choice.choose("bubblewrap")
-    with pytest.raises(SandboxUnavailable, match=r"docker: .*bubblewrap: no user namespaces"):
+    with pytest.raises(SandboxUnavailable, match=r"bubblewrap: no user namespaces; docker: "):
         choice.choose("auto") if isinstance(choice.available()["docker"], str) else pytest.skip("Docker runs here")
     with pytest.raises(ValueError):
         choice.choose("chroot")

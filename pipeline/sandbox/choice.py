@@ -1,4 +1,9 @@
-"""Pick the sandbox backend: Docker when its daemon is reachable, else bubblewrap; or the one the settings force."""
+"""Pick the sandbox backend: bubblewrap where it runs, else Docker when its daemon is reachable; or the one the settings force.
+
+Both hold the same limits and isolation (tests/test_sandbox_safety.py runs the hostile suite on each); bubblewrap comes
+first because it costs about a tenth of a Docker start (bench/sandbox_overhead.py), and a probe starts a stdio server
+twice (once per protocol era) within one time budget.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ def choose(preference: str = "auto") -> Backend:
     """The backend to run servers in; SandboxUnavailable (naming each backend's reason) when none can run here."""
     if preference not in PREFERENCES:
         raise ValueError(f"unknown sandbox {preference!r}: expected one of {', '.join(PREFERENCES)}")
-    candidates = [name for name in ("docker", "bubblewrap") if preference in ("auto", name)]
+    candidates = [name for name in ("bubblewrap", "docker") if preference in ("auto", name)]
     reasons = []
     for name in candidates:
         backend = _backend(name)
