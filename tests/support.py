@@ -253,6 +253,18 @@ def python_server(script: str, *args: str, path: str = "/mcp"):
         process.wait(10)
 
 
+def pids_with(marker: str) -> list[int]:
+    """This machine's processes whose command line carries `marker` (a sandbox's or a container's are among them)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
 def leftover_processes(marker: str) -> list[str]:
     """Command lines of this machine's processes that contain `marker` (other than this one)."""
     found = []

@@ -24,7 +24,7 @@ from pipeline.sandbox import Job, Mount, ResourceLimits, SandboxUnavailable, cho
 from pipeline.sandbox.bubblewrap import UID_BASE, BubblewrapBackend
 from pipeline.sandbox.install import install_key
 from pipeline.sandbox.limits import processes_of
-from tests.support import NOW, ListSource, StaticInstaller, faulty_entry, python_installed, quiet, raw_server_spec
+from tests.support import NOW, ListSource, StaticInstaller, faulty_entry, pids_with, python_installed, quiet, raw_server_spec
 
 BACKEND = BubblewrapBackend()
 pytestmark = pytest.mark.skipif(BACKEND.unavailable() is not None, reason=f"bubblewrap: {BACKEND.unavailable()}")
@@ -105,11 +105,11 @@ def test_nothing_outlives_the_context_even_when_bwrap_is_killed(tmp_path):
             assert started.argv is not None
             process = subprocess.Popen(started.argv, env=started.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
             assert process.stdout is not None and process.stdout.readline() == b"ready\n"
-            alive = _with_marker(marker)
+            alive = pids_with(marker)
             uid = os.stat(f"/proc/{alive[0]}").st_uid
             os.kill(process.pid, signal.SIGKILL)  # bwrap itself, outright: its helper (pid 1 inside) dies with it
             process.wait()
-        return alive, _with_marker(marker), uid
+        return alive, pids_with(marker), uid
 
     alive, left, uid = anyio.run(scenario)
     assert alive and not left
@@ -145,17 +145,6 @@ def test_choose_names_every_reason_when_none_can_run(monkeypatch):
         choice.choose("auto") if isinstance(choice.available()["docker"], str) else pytest.skip("Docker runs here")
     with pytest.raises(ValueError):
         choice.choose("chroot")
-
-
-def _with_marker(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                found.append(int(entry))
-        except OSError:
-            continue
-    return found
 
 
 def _sandbox_cgroups() -> list[str]:

@@ -23,6 +23,7 @@ from pipeline.probe.sandbox import Running
 from pipeline.sandbox import Job, Mount, NotStarted, ResourceLimits, attach
 from pipeline.sandbox.container import LABEL, DockerBackend, owner, reap_stale
 from pipeline.sandbox.install import install_key
+from tests.support import pids_with
 
 BACKEND = DockerBackend()
 WHY = BACKEND.unavailable()
@@ -308,12 +309,12 @@ def test_nothing_outlives_the_context_not_even_a_double_forked_daemon(tmp_path):
             bridge = await anyio.open_process(list(started.argv or ()), env=started.env)
             assert bridge.stdout is not None
             assert b"forked" in await bridge.stdout.receive()
-            assert _host_processes(marker)  # the daemon runs (the test can see it)
+            assert pids_with(marker)  # the daemon runs (the test can see it)
             bridge.kill()
             await bridge.wait()
 
     anyio.run(run)
-    assert not _host_processes(marker)
+    assert not pids_with(marker)
     assert not labelled_containers_of_ours()
 
 
@@ -440,15 +441,3 @@ def test_the_relay_directory_is_a_small_tmpfs_and_filling_it_reaches_the_disk_li
 
 def labelled_containers_of_ours() -> list[dict]:
     return [c for c in labelled_containers() if c["Labels"][LABEL] == owner()]
-
-
-def _host_processes(marker: str) -> list[int]:
-    """Host processes whose command line names `marker` (a container's processes are host processes too)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                found.append(int(entry))
-        except OSError:
-            continue
-    return found

@@ -28,7 +28,7 @@ from pipeline.probe.sandbox import IsolatedSandbox
 from pipeline.sandbox import ResourceLimits
 from pipeline.sandbox.choice import available
 from pipeline.sandbox.install import Installed
-from tests.support import NOW, TEST_SERVERS
+from tests.support import NOW, TEST_SERVERS, pids_with
 
 LIMITS = ResourceLimits(memory_mb=160, pids=32, cpu_seconds=2, disk_mb=16)
 SETTINGS = Settings(call_timeout=5.0, probe_timeout=15.0, start_timeout=20.0)
@@ -199,17 +199,5 @@ def test_a_double_forked_daemon_does_not_outlive_the_probe(backend, artist):
     result = attempt(backend, artist, "daemon", marker)
     assert result.outcome == ProbeOutcome.ok, result.detail
     assert findings(result) == {"daemon": "started", "marker": marker}
-    assert not running_with(marker)
+    assert not pids_with(marker)
     assert_next_server_runs(backend, artist)
-
-
-def running_with(marker: str) -> list[int]:
-    """Host processes whose command line carries `marker`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
-                found.append(int(entry))
-        except OSError:
-            continue
-    return found

@@ -124,3 +124,17 @@ class Backend(Protocol):
     def run(self, job: Job, scratch: Path) -> Completed:
         """Run a one-shot command to its end (bounded by `job.limits.wall_seconds`)."""
         ...
+
+
+def venv_home(cfg: Path) -> Path | None:
+    """The `home` of a venv's pyvenv.cfg: the bin directory of the interpreter it links to, which a backend shows
+    read-only inside (the venv's python is a link to it)."""
+    try:
+        lines = cfg.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.strip() == "home" and value.strip():
+            return Path(value.strip())
+    return None

@@ -33,7 +33,7 @@ from pathlib import Path
 import anyio
 
 from pipeline.lifetime import end, guarded
-from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started
+from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started, venv_home
 from pipeline.sandbox.limits import Enforcer, processes
 from pipeline.sandbox.relay import host_side, open_socket
 
@@ -215,7 +215,7 @@ def _interpreters(job: Job, relay: bool) -> list[tuple[str, str]]:
     prefixes: list[Path] = [Path(sys.base_prefix).resolve()] if relay else []
     for mount in job.mounts:
         for cfg in (mount.source / "pyvenv.cfg", *mount.source.glob("*/pyvenv.cfg")):
-            home = _venv_home(cfg)
+            home = venv_home(cfg)
             if home is not None:
                 prefixes.append(home.resolve().parent)
     covered = [Path(m.target) for m in job.mounts] + [Path(p) for p in SYSTEM]
@@ -225,18 +225,6 @@ def _interpreters(job: Job, relay: bool) -> list[tuple[str, str]]:
             found.append((str(prefix), str(prefix)))
             covered.append(prefix)
     return found
-
-
-def _venv_home(cfg: Path) -> Path | None:
-    try:
-        lines = cfg.read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        key, _, value = line.partition("=")
-        if key.strip() == "home" and value.strip():
-            return Path(value.strip())
-    return None
 
 
 def _chown_tree(path: Path, uid: int, gid: int | None = None) -> None:

@@ -27,6 +27,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+from pipeline.sandbox import venv_home
+
 REPOSITORY = "mcp-scoreboard-sandbox"
 SANDBOX_UID = 65534  # "nobody": owns nothing on the host; no user namespace remap, so this uid IS the host's uid 65534
 SANDBOX_GID = 65534
@@ -44,24 +46,11 @@ def system_mounts(installs: list[Path]) -> list[str]:
     prefixes = [os.path.realpath(sys.base_prefix)]
     for install in installs:
         for cfg in (install / "pyvenv.cfg", *install.glob("*/pyvenv.cfg")):
-            home = _venv_home(cfg)
+            home = venv_home(cfg)
             if home:
                 prefixes.append(os.path.dirname(os.path.realpath(home)))
     paths += [p for p in dict.fromkeys(prefixes) if p != "/usr" and not p.startswith("/usr/") and os.path.isdir(p)]
     return paths
-
-
-def _venv_home(cfg: Path) -> str | None:
-    """The `home` of a venv's pyvenv.cfg: the bin directory of the interpreter it links to."""
-    try:
-        lines = cfg.read_text().splitlines()
-    except OSError:
-        return None
-    for line in lines:
-        key, _, value = line.partition("=")
-        if key.strip() == "home" and value.strip():
-            return value.strip()
-    return None
 
 
 def root_filesystem() -> bytes:
