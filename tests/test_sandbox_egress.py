@@ -1,5 +1,5 @@
 """A build with the network reaches its registries and nothing else: its own network namespace, and the host's egress
-proxy as its only way out (real bubblewrap, a fake registry, a listener on the host's loopback that must hear nothing)."""
+proxy as its only way out (each real backend, a fake registry, a listener on the host's loopback that must hear nothing)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ import pytest
 
 from pipeline.sandbox import Job, Mount
 from pipeline.sandbox.bubblewrap import BubblewrapBackend
+from pipeline.sandbox.container import DockerBackend
 from pipeline.sandbox.egress import parse
 from pipeline.sandbox.installenv import registry_endpoints
 from tests.registries import FakeRegistry
 
-BACKEND = BubblewrapBackend()
+BACKENDS = {"bubblewrap": BubblewrapBackend(), "docker": DockerBackend()}
 PYTHON = str(Path(sys.base_prefix).resolve() / "bin" / "python3")
 BASE = Mount(Path(sys.base_prefix).resolve(), str(Path(sys.base_prefix).resolve()))
 
@@ -41,8 +42,11 @@ with socket.create_connection(("127.0.0.1", int(proxy)), timeout=5) as s:
 """
 
 
-@pytest.mark.skipif(BACKEND.unavailable() is not None, reason=f"bubblewrap: {BACKEND.unavailable()}")
-def test_a_build_reaches_its_registry_and_not_the_hosts_loopback(tmp_path):
+@pytest.mark.parametrize("name", sorted(BACKENDS))
+def test_a_build_reaches_its_registry_and_not_the_hosts_loopback(tmp_path, name):
+    backend = BACKENDS[name]
+    if reason := backend.unavailable():
+        pytest.skip(f"{name} cannot run here: {reason}")
     listener = socket.create_server(("127.0.0.1", 0))
     port = listener.getsockname()[1]
     with FakeRegistry() as registry:
@@ -50,7 +54,7 @@ def test_a_build_reaches_its_registry_and_not_the_hosts_loopback(tmp_path):
         allowed = registry_endpoints([registry.url])
         job = Job(argv=(PYTHON, "-I", "-c", HOSTILE, registry.url, str(port)), env={"PATH": "/usr/bin:/bin", "NO_PROXY": "*"},
                   mounts=(BASE,), workdir="/home/sandbox", network=True, registries=allowed)
-        done = BACKEND.run(job, tmp_path)
+        done = backend.run(job, tmp_path)
         assert done.returncode == 0, done.output
         assert [path for path, _ in registry.requests] == ["/simple/"]
     lines = done.output.splitlines()
