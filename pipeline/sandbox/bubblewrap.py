@@ -37,8 +37,7 @@ from pathlib import Path
 import anyio
 
 from pipeline.lifetime import end, guarded
-from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started
-from pipeline.sandbox import egress
+from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started, egress
 from pipeline.sandbox.limits import Enforcer, processes
 from pipeline.sandbox.relay import host_side, open_socket
 

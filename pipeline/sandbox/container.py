@@ -1,13 +1,13 @@
 """The Docker backend: each server (or install step) in a container of its own, made with the Docker SDK.
 
 Every container runs with no network (`network_mode="none"`; a one-shot install step that asks for it reaches its
-registries through `egress.py`'s proxy, as on bubblewrap: its socket directory bound read-only), a read-only root filesystem (the base image of `container_image`: the host's system paths shown
-read-only), size-capped tmpfs for the work directory (also home) and /tmp, all capabilities dropped,
-no-new-privileges, the unprivileged `SANDBOX_UID` (no user namespace remap: it is the host's uid 65534, which owns
-nothing), the memory limit without swap, one CPU (`nano_cpus`), a pids limit, and RLIMIT_CPU / RLIMIT_FSIZE. The
-job's mounts (install prefixes) are seen read-only at their own paths. The container's environment is exactly the
-job's (Docker adds only HOSTNAME, set to "sandbox"): its pid 1 is the server itself, so /proc/1/environ holds nothing
-else.
+registries through `egress.py`'s proxy, as on bubblewrap: its socket directory bound read-only), a read-only root
+filesystem (the base image of `container_image`: the host's system paths shown read-only), size-capped tmpfs for the
+work directory (also home) and /tmp, all capabilities dropped, no-new-privileges, the unprivileged `SANDBOX_UID` (no
+user namespace remap: it is the host's uid 65534, which owns nothing), the memory limit without swap, one CPU
+(`nano_cpus`), a pids limit, and RLIMIT_CPU / RLIMIT_FSIZE. The job's mounts (install prefixes) are seen read-only
+at their own paths. The container's environment is exactly the job's (Docker adds only HOSTNAME, set to "sandbox"):
+its pid 1 is the server itself, so /proc/1/environ holds nothing else.
 
 A stdio server is reached through `attach` (a bridge command the probe spawns in place of the server). An HTTP server
 runs under `relay.py` inside (the base interpreter, always shown): it listens on the container's own loopback, the
