@@ -219,6 +219,7 @@ def test_npm_install_scripts_run_only_through_the_sandbox_backend(npm_registry, 
     if isinstance(backend, TwinBackend):
         [job] = backend.jobs
         assert job.network and job.argv[1] == "rebuild"
+        assert job.registries == (("127.0.0.1", int(npm_registry.url.rsplit(":", 1)[1])),)  # its way out reaches the registry only
         assert [m.source for m in job.mounts if m.writable] == [result.prefix]  # only its own prefix is writable
         assert not any(secret in value for value in job.env.values() for secret in SECRETS.values())
     assert subprocess.run([str(result.executable)], capture_output=True, text=True).stdout == "started "
@@ -270,7 +271,7 @@ def test_a_source_build_runs_only_inside_the_sandbox_backend(index, tmp_path, sh
     assert (result.version, result.artifact_hash, result.method) == ("0.9", f"sha256:{sha}", "sdist-in-sandbox")
     if isinstance(backend, TwinBackend):
         assert [next(a for a in j.argv if a in ("download", "install")) for j in backend.jobs] == ["download", "install"]
-        assert all(j.network for j in backend.jobs)
+        assert all(j.network and j.registries == (("127.0.0.1", int(index.url.rsplit(":", 1)[1])),) for j in backend.jobs)
     assert subprocess.run([str(result.executable)], capture_output=True, text=True).stdout == "built\n"
     assert not marker.exists()
 

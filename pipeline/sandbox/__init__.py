@@ -60,6 +60,7 @@ class Job:
     mounts: tuple[Mount, ...] = ()  # besides the system paths every backend shows read-only
     workdir: str = "/work"  # a fresh tmpfs, the server's current directory and home
     network: bool = False  # installs and source builds only; a server never gets the network
+    registries: tuple[tuple[str, int], ...] = ()  # with network: the (host, port) pairs it may reach, and nothing else
     port: int | None = None  # an HTTP server inside listens on this port of its own loopback
     url_path: str = "/mcp"  # the path of that HTTP server's MCP endpoint
     limits: ResourceLimits = field(default_factory=ResourceLimits)

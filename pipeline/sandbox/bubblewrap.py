@@ -10,8 +10,12 @@ venv's interpreter prefix is mounted too when it lies outside /usr), size-capped
 and /tmp; `--die-with-parent`, `--new-session`, and only the Job's environment.
 
 An HTTP server listens on the loopback of its own network namespace; `relay.py` reaches it through a unix socket in
-a directory shared with the host (see there). Everything a sandbox started is gone when its context exits: its pid
-namespace ends with bwrap's helper, and the uid's processes are killed whatever is left.
+a directory shared with the host (see there). A job with the network (a build) has a network namespace of its own
+too: its only way out is `relay.py --egress`, which passes what reaches its proxy port inside to the host's egress
+proxy (`egress.py`), which reaches the job's registries and nothing else.
+
+Everything a sandbox started is gone when its context exits: its pid namespace ends with bwrap's helper, and the
+uid's processes are killed whatever is left.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -33,7 +37,7 @@ from pathlib import Path
 import anyio
 
 from pipeline.lifetime import end, guarded
-from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started, venv_home
+from pipeline.sandbox import Completed, Job, NotStarted, ResourceLimits, Started, egress, venv_home
 from pipeline.sandbox.limits import Enforcer, processes
 from pipeline.sandbox.relay import host_side, open_socket
 
@@ -62,6 +66,7 @@ class _Session:
     argv: list[str]  # the launcher's command line
     enforcer: Enforcer
     socket: Path | None  # HTTP: the relay's socket, as the host sees it
+    proxy: egress.EgressProxy | None  # a job with the network: its way out
 
 
 class BubblewrapBackend:
@@ -117,7 +122,9 @@ class BubblewrapBackend:
                 end(process.pid)
                 process.wait()
             session.enforcer.stop()
-            return Completed(returncode=process.returncode, output=_tail(log, OUTPUT_TAIL), limit_hit=session.enforcer.limit_hit())
+            refused = session.proxy.summary() if session.proxy else None
+            output = _tail(log, OUTPUT_TAIL) + (f"\n[sandbox egress] {refused}" if refused else "")
+            return Completed(returncode=process.returncode, output=output, limit_hit=session.enforcer.limit_hit())
 
     @contextmanager
     def _session(self, job: Job, scratch: Path) -> Iterator[_Session]:
@@ -130,28 +137,30 @@ class BubblewrapBackend:
             enforcer = Enforcer(f"{os.getpid()}-{uid}", uid, job.limits, scratch / "disk")
             writable = [m.source for m in job.mounts if m.writable]
             socket = scratch / "disk" / str(len(workdirs) - 1) / "relay.sock" if job.port is not None else None
+            egress_dir = scratch / "egress"
             try:
                 for path in writable:
                     _chown_tree(path, uid)
                 spec = scratch / "launch.spec"
-                spec.write_bytes(marshal.dumps(self._spec(job, uid, enforcer, workdirs, socket is not None)))
+                spec.write_bytes(marshal.dumps(self._spec(job, uid, enforcer, workdirs, socket is not None, egress_dir)))
                 argv = [sys.executable, "-I", "-S", str(LAUNCHER), str(spec)]
-                enforcer.start()
-                for i, _ in enumerate(workdirs):
-                    (scratch / "disk" / str(i)).mkdir()
-                    os.chown(scratch / "disk" / str(i), uid, uid)
-                yield _Session(argv=argv, enforcer=enforcer, socket=socket)
+                with egress.serving(egress_dir, job.registries) if job.network else nullcontext() as proxy:
+                    enforcer.start()
+                    for i, _ in enumerate(workdirs):
+                        (scratch / "disk" / str(i)).mkdir()
+                        os.chown(scratch / "disk" / str(i), uid, uid)
+                    yield _Session(argv=argv, enforcer=enforcer, socket=socket, proxy=proxy)
             finally:
                 enforcer.stop()
                 for path in writable:
                     _chown_tree(path, 0, os.getgid())
 
-    def _spec(self, job: Job, uid: int, enforcer: Enforcer, workdirs: tuple[str, ...], relay: bool) -> dict:
+    def _spec(self, job: Job, uid: int, enforcer: Enforcer, workdirs: tuple[str, ...], relay: bool, egress_dir: Path) -> dict:
         assert self.bwrap is not None
         limits = job.limits
         stage: dict[str, str] = {}
         files = {name: text.encode().hex() for name, text in FAKE_ETC.items()}
-        args = [self.bwrap, "--unshare-all", *(["--share-net"] if job.network else []), "--die-with-parent", "--new-session",
+        args = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
                 "--clearenv", "--hostname", "sandbox", "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID)]
         for path in SYSTEM:
             if os.path.islink(path):
@@ -162,15 +171,13 @@ class BubblewrapBackend:
         for entry in ETC:
             if os.path.lexists(f"/etc/{entry}"):
                 args += ["--ro-bind", f"/etc/{entry}", f"/etc/{entry}"]
-        if job.network and os.path.exists("/etc/resolv.conf"):
-            files["resolv.conf"] = Path("/etc/resolv.conf").read_bytes().hex()
         for name in files:
             args += ["--ro-bind", f"@stage:files/{name}", f"/etc/{name}"]
         # The writable directories before the mounts: an install may lie under /tmp on the host, and is mounted over it.
         stage["disk"] = str(enforcer.disk)
         for i, path in enumerate(workdirs):
             args += ["--bind", f"@stage:disk/{i}", path]
-        for i, (source, target) in enumerate(_interpreters(job, relay)):
+        for i, (source, target) in enumerate(_interpreters(job, relay or job.network)):
             stage[f"python{i}"] = source
             args += ["--ro-bind", f"@stage:python{i}", target]
         for i, mount in enumerate(job.mounts):
@@ -182,11 +189,17 @@ class BubblewrapBackend:
             args += [arg for parent in _parents(target, job.workdir) for arg in ("--dir", parent)]
             args += ["--file", f"@fd:f{i}", target]
         command = list(job.argv)
-        if relay:
+        env = dict(job.env)
+        if relay or job.network:
             stage["relay"] = str(RELAY)
             args += ["--ro-bind", "@stage:relay", RELAY_INSIDE]
+        if relay:
             command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/relay.sock", str(job.port), *command]
-        for key, value in job.env.items():
+        if job.network:
+            stage["egress"] = str(egress_dir)
+            args += ["--ro-bind", "@stage:egress", egress.SOCKET_DIR]
+            command, env = egress.inside(command, env, _inside_python(), RELAY_INSIDE)
+        for key, value in env.items():
             args += ["--setenv", key, value]
         args += ["--chdir", job.workdir, "--", *command]
         cpu = limits.cpu_seconds

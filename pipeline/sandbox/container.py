@@ -1,13 +1,13 @@
 """The Docker backend: each server (or install step) in a container of its own, made with the Docker SDK.
 
-Every container runs with no network (`network_mode="none"`; a one-shot install step that asks for it gets the
-default bridge), a read-only root filesystem (the base image of `container_image`: the host's system paths shown
-read-only), size-capped tmpfs for the work directory (also home) and /tmp, all capabilities dropped,
-no-new-privileges, the unprivileged `SANDBOX_UID` (no user namespace remap: it is the host's uid 65534, which owns
-nothing), the memory limit without swap, one CPU (`nano_cpus`), a pids limit, and RLIMIT_CPU / RLIMIT_FSIZE. The
-job's mounts (install prefixes) are seen read-only at their own paths. The container's environment is exactly the
-job's (Docker adds only HOSTNAME, set to "sandbox"): its pid 1 is the server itself, so /proc/1/environ holds nothing
-else.
+Every container runs with no network (`network_mode="none"`; a one-shot install step that asks for it reaches its
+registries through `egress.py`'s proxy, as on bubblewrap: its socket directory bound read-only), a read-only root
+filesystem (the base image of `container_image`: the host's system paths shown read-only), size-capped tmpfs for the
+work directory (also home) and /tmp, all capabilities dropped, no-new-privileges, the unprivileged `SANDBOX_UID` (no
+user namespace remap: it is the host's uid 65534, which owns nothing), the memory limit without swap, one CPU
+(`nano_cpus`), a pids limit, and RLIMIT_CPU / RLIMIT_FSIZE. The job's mounts (install prefixes) are seen read-only
+at their own paths. The container's environment is exactly the job's (Docker adds only HOSTNAME, set to "sandbox"):
+its pid 1 is the server itself, so /proc/1/environ holds nothing else.
 
 A stdio server is reached through `attach` (a bridge command the probe spawns in place of the server). An HTTP server
 runs under `relay.py` inside (the base interpreter, always shown): it listens on the container's own loopback, the
@@ -28,13 +28,13 @@ import tempfile
 import threading
 import time
 import uuid
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path, PurePosixPath
 from typing import AsyncIterator
 
 import anyio
 
-from pipeline.sandbox import Completed, Job, LimitName, NotStarted, ResourceLimits, Started, relay
+from pipeline.sandbox import Completed, Job, LimitName, NotStarted, ResourceLimits, Started, egress, relay
 from pipeline.sandbox.container_image import SANDBOX_GID, SANDBOX_UID, ensure_image, system_mounts
 from pipeline.sandbox.container_limits import INTERVAL, Watch
 from pipeline.sandbox.limits import mount_disk
@@ -48,6 +48,7 @@ OUTPUT_TAIL = 4000  # characters of a one-shot run's output kept
 LOG_CAP = {"max-size": "1m", "max-file": "1"}  # what the daemon keeps of a container's output (HTTP servers, one-shot runs)
 SOCKET_DIR = "/run/relay"  # inside: where the relay listens (HTTP servers), in the container's disk; the host reaches
 # it through /proc/<pid>/root, so no host directory is ever writable from inside
+EGRESS = "egress"  # in scratch: the directory of the egress proxy's socket (a build with the network)
 DISK = "disk"  # in scratch: the host tmpfs that holds all a container may write
 MNT_DETACH = 2
 RELAY_INSIDE = "/run/relay.py"
@@ -129,29 +130,32 @@ class DockerBackend:
         for source in writable:
             _chown_tree(source, SANDBOX_UID, SANDBOX_GID)  # the sandbox user writes the prefix; it is ours again after
         timed_out, container, watch = False, None, None
-        try:
-            spec, watch = self._prepare(job, scratch, stdin=False, writable=tuple(writable))
-            container = client.api.create_container(**spec)["Id"]
-            client.api.start(container)
-            deadline = time.monotonic() + (job.limits.wall_seconds or 3600)
-            while watch.look(client, container) and not watch.stop:
-                if time.monotonic() > deadline:
-                    timed_out = True
-                    break
-                time.sleep(INTERVAL)
-            if watch.stop or timed_out:
-                _kill(client, container)
-            code = int(client.api.wait(container, timeout=30).get("StatusCode", 1))
-            output = client.api.logs(container, stdout=True, stderr=True, tail=200).decode("utf-8", "replace")[-OUTPUT_TAIL:]
-            watch.look(client, container)
-        except Exception as exc:
-            code, output = 1, f"docker: {_one_line(exc)}"
-        finally:
-            if container is not None:
-                _remove(client, container)
-            _unmount(scratch / DISK)
-            for source in writable:
-                _chown_tree(source, os.getuid(), os.getgid())
+        with egress.serving(scratch / EGRESS, job.registries) if job.network else nullcontext() as proxy:
+            try:
+                spec, watch = self._prepare(job, scratch, stdin=False, writable=tuple(writable))
+                container = client.api.create_container(**spec)["Id"]
+                client.api.start(container)
+                deadline = time.monotonic() + (job.limits.wall_seconds or 3600)
+                while watch.look(client, container) and not watch.stop:
+                    if time.monotonic() > deadline:
+                        timed_out = True
+                        break
+                    time.sleep(INTERVAL)
+                if watch.stop or timed_out:
+                    _kill(client, container)
+                code = int(client.api.wait(container, timeout=30).get("StatusCode", 1))
+                output = client.api.logs(container, stdout=True, stderr=True, tail=200).decode("utf-8", "replace")[-OUTPUT_TAIL:]
+                watch.look(client, container)
+                if refused := proxy.summary() if proxy else None:
+                    output += f"\n[sandbox egress] {refused}"
+            except Exception as exc:
+                code, output = 1, f"docker: {_one_line(exc)}"
+            finally:
+                if container is not None:
+                    _remove(client, container)
+                _unmount(scratch / DISK)
+                for source in writable:
+                    _chown_tree(source, os.getuid(), os.getgid())
         found = watch.hit if watch is not None else None
         hit: LimitName | None = "time" if timed_out and found is None else found
         return Completed(returncode=code if not timed_out else 124, output=output, limit_hit=hit)
@@ -190,12 +194,16 @@ class DockerBackend:
         mounts += [docker.types.Mount(p, p, type="bind", read_only=True) for p in system_mounts([m.source for m in job.mounts]) if p not in own]
         mounts += [docker.types.Mount(m.target, str(m.source), type="bind", read_only=not m.writable) for m in job.mounts]
         mounts += _file_mounts(job, scratch)
-        command = list(job.argv)
-        if job.port is not None:
+        command, env = list(job.argv), dict(job.env)
+        if job.port is not None or job.network:
             mounts.append(docker.types.Mount(RELAY_INSIDE, str(RELAY), type="bind", read_only=True))
+        if job.port is not None:
             command = [_inside_python(), "-I", "-S", RELAY_INSIDE, f"{SOCKET_DIR}/relay.sock", str(job.port), *command]
+        if job.network:
+            mounts.append(docker.types.Mount(egress.SOCKET_DIR, str(scratch / EGRESS), type="bind", read_only=True))
+            command, env = egress.inside(command, env, _inside_python(), RELAY_INSIDE)
         host_config = client.api.create_host_config(
-            network_mode="bridge" if job.network else "none",
+            network_mode="none",
             read_only=True,
             tmpfs=tmpfs,
             mounts=mounts,
@@ -217,7 +225,7 @@ class DockerBackend:
         spec = dict(
             image=self._image,
             command=command,
-            environment=dict(job.env),
+            environment=env,
             working_dir=job.workdir,
             user=f"{SANDBOX_UID}:{SANDBOX_GID}",
             hostname="sandbox",

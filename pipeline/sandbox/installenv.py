@@ -16,7 +16,8 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
+from urllib.parse import urlsplit
 
 from pipeline.sandbox import Mount
 
@@ -64,6 +65,19 @@ def installer_environment(home: Path, environ: Mapping[str, str], registries: Re
     env.update(_npm_settings(user_home, environ))
     env.update({name: environ[name] for name in PASSED if environ.get(name)})
     return env
+
+
+def registry_endpoints(urls: Iterable[str]) -> tuple[tuple[str, int], ...]:
+    """The (host, port) pairs of registry URLs (space-separated lists too); local paths (find-links) need no network."""
+    found: dict[tuple[str, int], None] = {}
+    for url in (value for text in urls for value in text.split()):
+        parts = urlsplit(url)
+        try:
+            if parts.scheme in ("http", "https") and parts.hostname:
+                found[(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))] = None
+        except ValueError:  # a port that is not one
+            continue
+    return tuple(found)
 
 
 def readable_mounts(env: Mapping[str, str]) -> tuple[Mount, ...]:

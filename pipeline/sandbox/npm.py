@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from pipeline.sandbox import Backend, Job, Mount, ResourceLimits
-from pipeline.sandbox.installenv import readable_mounts
+from pipeline.sandbox.installenv import readable_mounts, registry_endpoints
 from pipeline.sandbox.names import check_version
 from pipeline.sandbox.steps import Bounds, StepFailed, run_sandboxed, run_step
 
@@ -79,7 +79,7 @@ def registry_only(env: dict[str, str], bounds: Bounds) -> dict[str, str]:
     fails. Where the host has a proxy of its own, registry access needs it and the host's proxy decides."""
     if any(env.get(name) for name in PROXY_SETTINGS):
         return env
-    registry = env.get("npm_config_registry") or run_step([npm_binary(), "config", "get", "registry"], "npm config", env, bounds).strip()
+    registry = _registry(env, bounds)
     host = urlsplit(registry).hostname
     if not host:
         raise StepFailed(f"npm's registry is not a URL: {registry[:200]!r}")
@@ -89,6 +89,10 @@ def registry_only(env: dict[str, str], bounds: Bounds) -> dict[str, str]:
             "npm_config_fetch_retry_mintimeout": "1000", "npm_config_fetch_retry_maxtimeout": "4000"}
 
 
+def _registry(env: dict[str, str], bounds: Bounds) -> str:
+    return env.get("npm_config_registry") or run_step([npm_binary(), "config", "get", "registry"], "npm config", env, bounds).strip()
+
+
 def build_in_sandbox(backend: Backend, prefix: Path, env: dict[str, str], bounds: Bounds) -> None:
     """Run the install scripts of everything in `prefix` (npm rebuild), inside the sandbox."""
     npm = npm_binary()
@@ -96,7 +100,8 @@ def build_in_sandbox(backend: Backend, prefix: Path, env: dict[str, str], bounds
     mounts = (Mount(prefix, str(prefix), writable=True), *_tool_mounts(npm, env), *readable_mounts(env))
     limits = ResourceLimits(memory_mb=2048, pids=256, cpu_seconds=int(bounds.remaining("npm rebuild")) + 1,
                             wall_seconds=bounds.remaining("npm rebuild"))
-    job = Job(argv=(npm, "rebuild", *QUIET, "--prefix", str(prefix)), env=inside, mounts=mounts, network=True, limits=limits)
+    job = Job(argv=(npm, "rebuild", *QUIET, "--prefix", str(prefix)), env=inside, mounts=mounts, network=True,
+              registries=registry_endpoints([_registry(env, bounds)]), limits=limits)
     run_sandboxed(backend, job, "npm rebuild (install scripts)", bounds, prefix)
     # npm links a bin only when its file exists, which the scripts may just have made: link again, running nothing.
     run_step([npm, "rebuild", "--ignore-scripts", *QUIET, "--prefix", str(prefix)], "npm rebuild (links)", env, bounds, prefix)

@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 
 from pipeline.sandbox import Backend, Job, Mount, ResourceLimits
-from pipeline.sandbox.installenv import SYSTEM_PATH, readable_mounts
+from pipeline.sandbox.installenv import SYSTEM_PATH, readable_mounts, registry_endpoints
 from pipeline.sandbox.names import check_version
 from pipeline.sandbox.steps import Bounds, StepFailed, run_sandboxed, run_step
 
@@ -67,7 +67,7 @@ def download_in_sandbox(backend: Backend, python: Path, requirement: str, dest: 
     tools = python.parent.parent
     argv = (str(python), "-m", "pip", "download", *PIP, "--no-deps", "-d", str(dest), "--", requirement)
     mounts = (Mount(dest, str(dest), writable=True), Mount(tools, str(tools)), *readable_mounts(env))
-    run_sandboxed(backend, _job(argv, env, mounts, bounds), f"pip download {requirement} (source)", bounds, dest)
+    run_sandboxed(backend, _job(argv, env, mounts, bounds, python), f"pip download {requirement} (source)", bounds, dest)
     return _artifact(dest, requirement)
 
 
@@ -86,13 +86,25 @@ def install_in_sandbox(backend: Backend, pip: Path, venv: Path, artifact: Artifa
     tools = pip.parent.parent
     mounts = (Mount(prefix, str(prefix), writable=True), Mount(tools, str(tools)), *readable_mounts(env))
     what = f"pip install {artifact.path.name}" + (" --no-deps" if no_deps else "")
-    run_sandboxed(backend, _job(argv, env, mounts, bounds), what, bounds, prefix)
+    run_sandboxed(backend, _job(argv, env, mounts, bounds, pip), what, bounds, prefix)
 
 
-def _job(argv: tuple[str, ...], env: dict[str, str], mounts: tuple[Mount, ...], bounds: Bounds) -> Job:
+def _job(argv: tuple[str, ...], env: dict[str, str], mounts: tuple[Mount, ...], bounds: Bounds, python: Path) -> Job:
     left = bounds.remaining("a sandboxed build")
     limits = ResourceLimits(memory_mb=2048, pids=256, cpu_seconds=int(left) + 1, wall_seconds=left)
-    return Job(argv=argv, env={**env, "HOME": "/work"}, mounts=mounts, network=True, limits=limits)
+    return Job(argv=argv, env={**env, "HOME": "/work"}, mounts=mounts, network=True, registries=_registries(python, env, bounds), limits=limits)
+
+
+def _registries(python: Path, env: dict[str, str], bounds: Bounds) -> tuple[tuple[str, int], ...]:
+    """What a build may reach: the configured indexes and find-links URLs; with no index configured, pip's default
+    index and the host it serves files from, as pip itself names them."""
+    urls = [env.get("PIP_EXTRA_INDEX_URL", ""), env.get("PIP_FIND_LINKS", "")]
+    if env.get("PIP_INDEX_URL"):
+        urls.append(env["PIP_INDEX_URL"])
+    else:
+        ask = "from pip._internal.models.index import PyPI; print(PyPI.simple_url, 'https://' + PyPI.file_storage_domain)"
+        urls.append(run_step([str(python), "-I", "-c", ask], "pip's default index", env, bounds))
+    return registry_endpoints(urls)
 
 
 def _artifact(dest: Path, requirement: str) -> Artifact:

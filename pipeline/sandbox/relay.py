@@ -11,6 +11,10 @@ interpreter mounted read-only): it starts the server as its child, waits until t
 port, only then listens on the socket (so the socket's existence says the server is ready), relays each connection,
 and exits with the server's exit status when the server exits. The host side (`host_side`) is the same relay the
 other way round, on the caller's asyncio loop. Bytes are relayed as they are; the probe's own caps bound what it reads.
+
+A build with the network (`python -I -S relay.py --egress SOCKET PORT BUILD-ARGV...`) gets the reverse: the relay
+listens on 127.0.0.1:<port> of the build's own loopback before it starts the build, and passes each connection to
+SOCKET, where the host's egress proxy (`egress.py`) answers; it exits with the build's exit status.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ CHUNK = 65536
 READY_POLL = 0.02  # seconds between two attempts to reach the starting server
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while data := await reader.read(CHUNK):
             writer.write(data)
@@ -46,7 +50,7 @@ async def _bridge(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, co
         writer.close()
         return
     try:
-        await asyncio.gather(_pipe(reader, far_writer), _pipe(far_reader, writer))
+        await asyncio.gather(pipe(reader, far_writer), pipe(far_reader, writer))
     finally:
         far_writer.close()
         writer.close()
@@ -114,12 +118,28 @@ async def _inside(socket_path: str, port: int, server: subprocess.Popen) -> int:
         return await exited
 
 
-def main(argv: list[str]) -> int:
-    socket_path, port, command = argv[0], int(argv[1]), argv[2:]
+async def _outbound(socket_path: str, port: int, command: list[str]) -> int:
+    relay = await asyncio.start_server(lambda r, w: _bridge(r, w, lambda: asyncio.open_unix_connection(socket_path)), "127.0.0.1", port)
+    async with relay:
+        build = _spawn(command)
+        return 127 if build is None else await asyncio.get_running_loop().run_in_executor(None, build.wait)
+
+
+def _spawn(command: list[str]) -> subprocess.Popen | None:
     try:
-        server = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL)
     except OSError as exc:
         print(f"relay: cannot execute {command[0]}: {exc}", file=sys.stderr)
+        return None
+
+
+def main(argv: list[str]) -> int:
+    if argv[0] == "--egress":
+        code = asyncio.run(_outbound(argv[1], int(argv[2]), argv[3:]))
+        return code if code >= 0 else 128 - code
+    socket_path, port, command = argv[0], int(argv[1]), argv[2:]
+    server = _spawn(command)
+    if server is None:
         return 127
     code = asyncio.run(_inside(socket_path, port, server))
     return code if code >= 0 else 128 - code
