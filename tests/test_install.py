@@ -29,8 +29,8 @@ from tests.registries import NpmRegistry, PypiIndex
 SERVER_JS = "#!/usr/bin/env node\nprocess.stdout.write('started ' + process.argv.slice(2).join(' '));\n"
 SECRETS = {"GITHUB_TOKEN": "ghp_planted_secret_token", "SMITHERY_API_KEY": "smithery-planted-key", "AWS_SECRET_ACCESS_KEY": "aws-planted"}
 # npm's install step also gets the settings that keep it to its registry (pipeline.sandbox.npm.registry_only)
-GUARDS = {"npm_config_proxy", "npm_config_https_proxy", "npm_config_noproxy", "npm_config_git", "npm_config_fetch_retry_mintimeout",
-          "npm_config_fetch_retry_maxtimeout"}
+GUARDS = {"npm_config_proxy", "npm_config_https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "npm_config_git",
+          "npm_config_fetch_retry_mintimeout", "npm_config_fetch_retry_maxtimeout"}
 ALLOWED = {"PATH", "HOME", "LANG", "PIP_CONFIG_FILE", "npm_config_globalconfig", *PASSED, *GUARDS}
 
 
@@ -122,10 +122,11 @@ def test_npm_installs_the_resolved_version_exactly_with_its_integrity_and_runs_n
     assert tree.ref == "1.2.0" and tree.manifest_kind == "package.json" and "bin/server.js" in tree.files
 
 
-@pytest.mark.parametrize("dependency", ["http://localhost:{port}/evil.tgz", "git+http://localhost:{port}/evil.git"])
+@pytest.mark.parametrize("dependency", ["http://127.0.0.1:{port}/evil.tgz", "http://localhost:{port}/evil.tgz",
+                                        "git+http://localhost:{port}/evil.git"])
 def test_npm_reaches_its_registry_and_nothing_else(npm_registry, tmp_path, dependency):
-    """A dependency named by URL or git spec would have npm fetch it from the host, anywhere (here: another host name
-    for a port of the host's loopback): it is never fetched, and the install fails with the reason."""
+    """A dependency named by URL or git spec would have npm fetch it from the host, anywhere (here: another port of
+    the host's loopback, by address and by name): it is never fetched, and the install fails with the reason."""
     with NpmRegistry() as elsewhere:
         npm_registry.publish("reaching", "1.0.0", {"s.js": SERVER_JS}, bin={"reaching": "s.js"},
                              dependencies={"evil": dependency.format(port=elsewhere.url.rsplit(":", 1)[1])})

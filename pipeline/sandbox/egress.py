@@ -134,13 +134,29 @@ def serving(directory: Path, allowed: Iterable[tuple[str, int]]) -> Iterator[Egr
     directory.mkdir(mode=0o755, exist_ok=True)
     socket_path = directory / SOCKET_NAME
     proxy = EgressProxy(allowed)
+    with _running(lambda: asyncio.start_unix_server(proxy.handle, str(socket_path))):
+        os.chmod(socket_path, 0o666)
+        yield proxy
+
+
+@contextmanager
+def listening(allowed: Iterable[tuple[str, int]]) -> Iterator[str]:
+    """The proxy on a port of the host's loopback, for an installer that runs on the host (npm, its scripts ignored):
+    yields its URL, for the installer's proxy settings."""
+    proxy = EgressProxy(allowed)
+    with _running(lambda: asyncio.start_server(proxy.handle, "127.0.0.1", 0)) as server:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+@contextmanager
+def _running(start) -> Iterator[asyncio.base_events.Server]:
+    """A server started by `start` on an event loop in a thread of its own; stopped, with every connection, at the end."""
     loop = asyncio.new_event_loop()
-    server = loop.run_until_complete(asyncio.start_unix_server(proxy.handle, str(socket_path)))
-    os.chmod(socket_path, 0o666)
+    server = loop.run_until_complete(start())
     thread = threading.Thread(target=loop.run_forever, name="egress-proxy", daemon=True)
     thread.start()
     try:
-        yield proxy
+        yield server
     finally:
         loop.call_soon_threadsafe(loop.stop)
         thread.join()

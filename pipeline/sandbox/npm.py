@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from pipeline.sandbox import Backend, Job, Mount, ResourceLimits
+from pipeline.sandbox import Backend, Job, Mount, ResourceLimits, egress
 from pipeline.sandbox.installenv import readable_mounts, registry_endpoints
 from pipeline.sandbox.names import check_version
 from pipeline.sandbox.steps import Bounds, StepFailed, run_sandboxed, run_step
 
 QUIET = ("--no-audit", "--no-fund", "--update-notifier=false", "--loglevel=warn")
 PROXY_SETTINGS = ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "npm_config_proxy", "npm_config_https_proxy")
-NOWHERE = "http://127.0.0.1:9"  # the discard port: nothing answers there
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,8 @@ def install(package: str, resolved: Resolved, prefix: Path, env: dict[str, str],
     prefix.mkdir(parents=True, exist_ok=True)
     (prefix / "package.json").write_text('{"name": "scoreboard-install", "private": true}\n')
     argv = [npm_binary(), "install", "--ignore-scripts", *QUIET, "--prefix", str(prefix), "--", f"{package}@{resolved.version}"]
-    run_step(argv, f"npm install {package}@{resolved.version}", registry_only(env, bounds), bounds, prefix)
+    with registry_only(env, bounds) as guarded_env:
+        run_step(argv, f"npm install {package}@{resolved.version}", guarded_env, bounds, prefix)
     try:
         lock = json.loads((prefix / "package-lock.json").read_text())
         entry = lock["packages"][f"node_modules/{package}"]
@@ -72,21 +73,20 @@ def install(package: str, resolved: Resolved, prefix: Path, env: dict[str, str],
     return entry.get("integrity") or resolved.integrity
 
 
-def registry_only(env: dict[str, str], bounds: Bounds) -> dict[str, str]:
+@contextmanager
+def registry_only(env: dict[str, str], bounds: Bounds) -> Iterator[dict[str, str]]:
     """npm on the host reaches its registry and nothing else. A package's dependencies may be named by URL or git
     spec (`"x": "http://127.0.0.1:5432/..."`, `"git+ssh://..."`), which npm would fetch from the host, anywhere: every
-    request goes to a proxy that does not exist except the registry's host (`noproxy`), and git is a command that
-    fails. Where the host has a proxy of its own, registry access needs it and the host's proxy decides."""
+    request goes through the egress proxy, which reaches the registry's host and port only (403 for the rest), and
+    git is a command that fails. Where the host has a proxy of its own, registry access needs it and that proxy decides."""
     if any(env.get(name) for name in PROXY_SETTINGS):
-        return env
-    registry = _registry(env, bounds)
-    host = urlsplit(registry).hostname
-    if not host:
-        raise StepFailed(f"npm's registry is not a URL: {registry[:200]!r}")
-    return {**env, "npm_config_proxy": NOWHERE, "npm_config_https_proxy": NOWHERE, "npm_config_noproxy": host,
-            "npm_config_git": shutil.which("false") or "/bin/false",
-            # a refused proxy is retried: briefly, so a URL dependency fails in seconds, not minutes
-            "npm_config_fetch_retry_mintimeout": "1000", "npm_config_fetch_retry_maxtimeout": "4000"}
+        yield env
+        return
+    with egress.listening(registry_endpoints([_registry(env, bounds)])) as proxy:
+        yield {**{k: v for k, v in env.items() if k not in egress.NO_PROXY_ENV}, **dict.fromkeys(egress.PROXY_ENV, proxy),
+               "npm_config_git": shutil.which("false") or "/bin/false",
+               # a refused request is retried: briefly, so a URL dependency fails in seconds, not minutes
+               "npm_config_fetch_retry_mintimeout": "1000", "npm_config_fetch_retry_maxtimeout": "4000"}
 
 
 def _registry(env: dict[str, str], bounds: Bounds) -> str:
