@@ -135,7 +135,7 @@ def recorder():
 def test_rebinding_against_a_real_server_reaches_the_first_answer_or_nothing(recorder):
     port, hosts = recorder
     resolver = Flipping("127.0.0.1", "10.255.0.1")
-    limits = Limits(timeout=2, allowed=frozenset({LOOPBACK}), resolver=resolver)
+    limits = Limits(timeout=10, allowed=frozenset({LOOPBACK}), resolver=resolver)  # no timing is asserted: room for a loaded machine
     url = f"http://rebind.test:{port}/mcp"
 
     async def go():
