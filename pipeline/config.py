@@ -33,7 +33,7 @@ class Settings(BaseModel):
     probe_timeout: float = 12.0  # a whole deep probe of one server, every step within it (SCOREBOARD_PROBE_TIMEOUT)
     fast_probe_timeout: float = 15.0
     install_timeout: float = 600.0
-    sandbox: Literal["auto", "bubblewrap", "docker"] = "auto"  # SCOREBOARD_SANDBOX: where packages run (auto: Docker if reachable)
+    sandbox: Literal["auto", "bubblewrap", "docker"] = "auto"  # SCOREBOARD_SANDBOX: where packages run (auto: bubblewrap, else Docker)
     concurrency: int = 4
     allow_private: bool = False  # SCOREBOARD_ALLOW_PRIVATE=1: catalog remotes on loopback/private addresses may be probed (tests)
     stderr_cap: int = 64_000  # bytes of a server's stderr kept as evidence
