@@ -355,3 +355,12 @@ def test_the_sha256_recorded_is_the_files(index, shared_cache):
     result = one(Installer(shared_cache, 120, registries=Registries(pypi_index=index.url + "/simple/")), pypi_spec("hash-mcp", "1.0"))
     wheel_file = next((result.prefix / "dist").iterdir())
     assert result.artifact_hash == f"sha256:{data_sha}" == "sha256:" + hashlib.sha256(wheel_file.read_bytes()).hexdigest()
+
+
+def test_local_indexes_and_wheel_directories_are_shown_read_only_to_a_sandboxed_build(tmp_path):
+    index, wheels = tmp_path / "simple", tmp_path / "wheels"
+    index.mkdir()
+    wheels.mkdir()
+    env = {"PIP_EXTRA_INDEX_URL": f"file://{index} https://index.invalid/simple", "PIP_FIND_LINKS": str(wheels), "PIP_INDEX_URL": "file:///usr/x"}
+    mounts = installenv.readable_mounts(env)
+    assert {(m.source, m.target, m.writable) for m in mounts} == {(index, str(index), False), (wheels, str(wheels), False)}

@@ -35,8 +35,10 @@ SYSTEM_PIP_CONFIG = (Path("/etc/xdg/pip/pip.conf"), Path("/etc/pip.conf"))
 _PIP_KEYS = {"index-url": "PIP_INDEX_URL", "extra-index-url": "PIP_EXTRA_INDEX_URL", "find-links": "PIP_FIND_LINKS",
              "cert": "PIP_CERT", "trusted-host": "PIP_TRUSTED_HOST"}
 _NPM_KEYS = {"registry": "npm_config_registry", "cafile": "npm_config_cafile", "strict-ssl": "npm_config_strict_ssl"}
-# Paths in these may lie outside the system directories: a sandboxed build is shown them read-only.
-_PATH_VALUES = ("PIP_CERT", "PIP_FIND_LINKS", "npm_config_cafile", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
+# Paths in these may lie outside the system directories: a sandboxed build is shown them read-only (an index may be a
+# local directory too, named by a file: URL).
+_PATH_VALUES = ("PIP_CERT", "PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "npm_config_cafile", "SSL_CERT_FILE", "SSL_CERT_DIR",
+                "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ def readable_mounts(env: Mapping[str, str]) -> tuple[Mount, ...]:
     mounts: dict[str, Mount] = {}
     for name in _PATH_VALUES:
         for value in env.get(name, "").split():
+            value = value.removeprefix("file://")
             if value.startswith("/") and not value.startswith(SYSTEM_DIRS) and Path(value).exists():
                 mounts[value] = Mount(Path(value), value)
     return tuple(mounts.values())
