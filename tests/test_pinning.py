@@ -122,10 +122,12 @@ def recorder():
         if int(headers.get("content-length", 0)):
             await reader.readexactly(int(headers["content-length"]))
         if path.startswith("/to?"):
-            writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {path[4:]}\r\nContent-Length: 0\r\n\r\n".encode())
+            writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {path[4:]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".encode())
         else:
             body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+            # one request per connection (the server closes each after its handler): said, so no client reuses one it closed
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+            writer.write(head + body)
         await writer.drain()
 
     with threaded_server(handle) as port:
