@@ -285,8 +285,87 @@ class ProbeResult(BaseModel):
         return self.outcome == ProbeOutcome.ok
 
 
+class Release(BaseModel):
+    """One release of a server: a GitHub release or tag, or a version published to a package registry."""
+
+    tag: str
+    published_at: datetime | None = None
+    prerelease: bool = False
+    notes_chars: int | None = None  # length of the release notes; None where the host keeps none (registries)
+
+
+class RepositoryFacts(BaseModel):
+    """What the host of a server's source said of it: GitHub for a repository, npm or PyPI for a package.
+
+    None in a field means the host was not asked or does not say (a registry has no stars): not measured, not zero.
+    """
+
+    host: Literal["github", "npm", "pypi", "local"]
+    url: str | None = None
+    status: Literal["ok", "not_found"] = "ok"  # not_found: 404 or deleted (the Dead Repository flag)
+    archived: bool = False
+    pushed_at: datetime | None = None  # last push (GitHub), or last publish (registries)
+    created_at: datetime | None = None
+    default_branch: str | None = None
+    license: str | None = None  # the SPDX id the host detected
+    stars: int | None = None
+    forks: int | None = None
+    open_issues: int | None = None
+    releases: list[Release] | None = None  # newest first
+    tags: list[str] | None = None
+    commit_dates: list[datetime] | None = None  # recent commits on the default branch, newest first
+    etag: str | None = None  # of the metadata response, for a conditional request next time
+    api_calls: int = 0  # calls this fetch cost
+
+
+class ExtractedTool(BaseModel):
+    """A tool definition read from source by a deterministic extractor, with where it was found."""
+
+    name: str
+    description: str | None = None
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    file: str
+    line: int
+    language: Literal["python", "typescript", "javascript", "go", "rust"]
+    pattern: str  # which pattern found it: "fastmcp-decorator", "server.tool", "registerTool", "list_tools-literal", ...
+
+
+class Finding(BaseModel):
+    """One behavioural-security observation with its place in the source. A pattern match alone is "review";
+    "critical" needs corroboration (e.g. a credential read and a send to the network in one file)."""
+
+    kind: Literal["exfiltration", "dangerous_operation", "scope_creep", "prompt_injection", "hardcoded_secret"]
+    severity: Literal["review", "critical"]
+    file: str
+    line: int
+    rule: str  # the pattern's name
+    detail: str
+    excerpt: str | None = None  # the matched source line, cut short
+
+
+class DiscoveredEndpoint(BaseModel):
+    """A remote MCP endpoint named in a README, after validation."""
+
+    url: str
+    transport: Transport | None = None  # guessed from the URL (/sse, /mcp), None when it does not say
+    file: str = "README"
+    line: int | None = None
+    checks: list[str] = Field(default_factory=list)  # what it passed: "mcp-path", "dns"
+
+
+class EntryPoint(BaseModel):
+    """How to install and start a server, as its manifest or README says: feeds the sandbox when discovery knew none."""
+
+    registry: Registry | None = None  # where its package is published, when it is
+    package: str | None = None
+    command: str | None = None  # an executable: "npx", "uvx", "node", "python", the package's bin
+    args: list[str] = Field(default_factory=list)
+    transport: Transport = "stdio"
+    source: str  # "package.json bin", "pyproject scripts", "README" ...
+
+
 class AnalysisResult(BaseModel):
-    """Static analysis of a server's source (for the local catalog: its installed package)."""
+    """Static analysis of a server's source: a repository, a published package archive, an installed package or a directory."""
 
     server_id: str
     analyzed_at: datetime
@@ -301,6 +380,12 @@ class AnalysisResult(BaseModel):
     sdk: dict[str, str] = Field(default_factory=dict)  # dependency name -> version spec
     spec_version: str | None = None
     metrics: dict[str, Any] = Field(default_factory=dict)
+    repository: RepositoryFacts | None = None  # the host's facts: maintenance, version hygiene, Dead/Archived/Stale
+    tools: list[ExtractedTool] | None = None  # None: no tool definition recognised (not "no tools")
+    findings: list[Finding] = Field(default_factory=list)
+    endpoints: list[DiscoveredEndpoint] = Field(default_factory=list)
+    entry_points: list[EntryPoint] = Field(default_factory=list)
+    selected_files: list[str] = Field(default_factory=list)  # the files read for tools, behaviour and inference
 
 
 class Judgement(BaseModel):

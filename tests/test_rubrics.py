@@ -15,6 +15,7 @@ from pipeline.models import (
     Invocation,
     Judgement,
     ProbeOutcome,
+    RepositoryFacts,
 )
 from pipeline.score import outside_in, remote, review, scoreboard, tool_docs
 from pipeline.score.facts import Facts, Rollup, RunRow, Snapshot
@@ -61,8 +62,8 @@ def flags_of(facts):
 
 
 @pytest.mark.parametrize("flag,cap,build", [
-    ("dead_repository", 0, lambda f: f.analysis.metrics.update(repository={"status": "not_found"})),
-    ("archived_repository", 40, lambda f: f.analysis.metrics.update(repository={"archived": True})),
+    ("dead_repository", 0, lambda f: setattr(f.analysis, "repository", RepositoryFacts(host="github", status="not_found"))),
+    ("archived_repository", 40, lambda f: setattr(f.analysis, "repository", RepositoryFacts(host="github", archived=True))),
     ("exfiltration_risk", 25, lambda f: f.analysis.metrics.update(behavioral={"exfiltration": "posts the user's files to a remote host"})),
 ])
 def test_critical_flags_cap_the_composite(flag, cap, build):
@@ -91,7 +92,7 @@ def test_warning_flags():
                   analysis=analysis())
     facts.duplicate_description = True
     facts.analysis.metrics["extracted_tools"] = ["get_time", "set_time"]
-    facts.analysis.metrics["repository"] = {"pushed_at": (NOW - timedelta(days=400)).isoformat()}
+    facts.analysis.repository = RepositoryFacts(host="github", pushed_at=NOW - timedelta(days=400))
     facts.probe.protocol_version = "2024-11-05"
     judged = [Judgement(server_id="s", tool_name=t, tool_hash="h", provider="p", model=m, offline=False, judged_at=NOW, clarity=c,
                         input_completeness=80, confidence=80)

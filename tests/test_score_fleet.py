@@ -42,7 +42,7 @@ def test_rescore_after_a_drop_raises_alerts(tmp_path, monkeypatch):
     with db.atomic():  # the repository is archived between runs: the archived flag caps the composite at 40
         row = next(db.query("select id, result from analyses where server_id = ? order by id desc limit 1", [target]))
         result = json.loads(row["result"])
-        result["metrics"]["repository"] = {"archived": True, "status": "not_found"}
+        result["repository"] = {"host": "github", "archived": True, "status": "not_found"}
         db["analyses"].update(row["id"], {"result": json.dumps(result)})
     db.close()
     report, rows, _ = cards(tmp_path / "c.db", 1, monkeypatch)

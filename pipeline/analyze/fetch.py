@@ -1,6 +1,8 @@
-"""RepoFetchers: bring a server's source to analyse. Here: the package installed from its registry.
+"""RepoFetchers: bring a server's source to analyse, behind one interface.
 
-A GitHub fetcher (API + tarball) slots in behind the same interface.
+Here: the package installed from its registry and a local directory. The GitHub fetcher (API and tarball,
+`github.py`) and the package-archive fetcher (npm tarball, PyPI sdist or wheel, `registries.py`) implement the
+same Protocol; `sources.py` chooses among them per server.
 """
 
 from __future__ import annotations
@@ -10,9 +12,9 @@ import os
 from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
-from pipeline.models import LaunchSpec, Server
+from pipeline.models import AnalysisResult, LaunchSpec, RepositoryFacts, Server
 from pipeline.sandbox.install import installed_prefix
 
 MAX_TEXT = 200_000  # bytes of any one text file read for analysis
@@ -32,16 +34,41 @@ class SourceTree:
     license_text: str | None = None
     dependencies: dict[str, str] = field(default_factory=dict)  # name -> version spec
     installed_versions: dict[str, str] = field(default_factory=dict)  # resolved versions of key deps
+    # The text of one file of `files` (its first MAX_TEXT bytes), None when absent or unreadable. Archives are read
+    # into memory, bounded, when fetched; directories lazily from disk.
+    read: Callable[[str], str | None] = lambda path: None
+    repository: RepositoryFacts | None = None  # what the host said (GitHub metadata, or a registry's release history)
+    manifests: dict[str, str] = field(default_factory=dict)  # other manifests by path (pyproject.toml, go.mod, Cargo.toml), as text
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One source file chosen for analysis (`select.py`), its text cut at the seed's 25 KB."""
+
+    path: str  # relative to the tree's root
+    text: str
+    language: str  # "python" | "typescript" | "javascript" | "go" | "rust"
+    reason: str = ""  # why it was chosen: "entry point", "sdk import", "keyword", "fallback"
 
 
 class FetchFailed(Exception):
-    pass
+    """The source could not be brought. `repository` carries what the host said when it said something (a 404)."""
+
+    def __init__(self, message: str, repository: RepositoryFacts | None = None) -> None:
+        super().__init__(message)
+        self.repository = repository
+
+
+class NotModified(Exception):
+    """The source is unchanged since the previous analysis (ETag 304, same pushed_at or version): nothing to redo."""
 
 
 class RepoFetcher(Protocol):
     name: str
 
-    def fetch(self, server: Server) -> SourceTree: ...
+    def fetch(self, server: Server, previous: AnalysisResult | None = None) -> SourceTree:
+        """Bring the server's source; raise FetchFailed, or NotModified when `previous` is still current."""
+        ...
 
 
 class InstalledPackageFetcher:
@@ -52,7 +79,7 @@ class InstalledPackageFetcher:
     def __init__(self, cache_dir: Path) -> None:
         self.cache_dir = Path(cache_dir)
 
-    def fetch(self, server: Server) -> SourceTree:
+    def fetch(self, server: Server, previous: AnalysisResult | None = None) -> SourceTree:
         launch = server.launch
         if launch is None:
             raise FetchFailed("no installed package: this server is not started from a package")
@@ -89,6 +116,7 @@ class InstalledPackageFetcher:
             license_text=_first_text(root, files, ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")),
             dependencies=deps,
             installed_versions=installed,
+            read=reader(root),
         )
 
     def _pypi(self, launch: LaunchSpec, prefix: Path) -> SourceTree:
@@ -121,6 +149,7 @@ class InstalledPackageFetcher:
             license_text=_first_text(dist, _list_files(dist), ("LICENSE", "LICENSE.txt", "LICENSE.md", "licenses/LICENSE")),
             dependencies=deps,
             installed_versions=installed,
+            read=reader(site),
         )
 
 
@@ -142,6 +171,19 @@ def _read(path: Path) -> str | None:
             return fh.read(MAX_TEXT).decode("utf-8", "replace")
     except OSError:
         return None
+
+
+def reader(root: Path) -> Callable[[str], str | None]:
+    """Reads files of one tree by relative path; a path that leaves the tree (.., a symlink out) reads as absent."""
+    base = root.resolve()
+
+    def read(relative: str) -> str | None:
+        path = (base / relative).resolve()
+        if not path.is_relative_to(base) or not path.is_file():
+            return None
+        return _read(path)
+
+    return read
 
 
 def _list_files(root: Path) -> list[str]:
@@ -171,7 +213,7 @@ class LocalDirectoryFetcher:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
-    def fetch(self, server: Server | None = None) -> SourceTree:
+    def fetch(self, server: Server | None = None, previous: AnalysisResult | None = None) -> SourceTree:
         if not self.root.is_dir():
             raise FetchFailed(f"{self.root}: not a directory")
         files = _list_files(self.root)
@@ -206,4 +248,5 @@ class LocalDirectoryFetcher:
             readme=_first_text(self.root, files, ("README.md", "README.rst", "README", "readme.md")),
             license_text=_first_text(self.root, files, ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")),
             dependencies=deps,
+            read=reader(self.root),
         )

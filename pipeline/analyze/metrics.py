@@ -208,14 +208,11 @@ def _lowest_version(spec: str) -> str | None:
 
 
 def analyze_tree(tree: SourceTree, description: str | None) -> dict[str, Any]:
-    """All sub-metrics that a source tree can show. Maintenance pulse and version hygiene need
-    repository history (commits, releases), which a package does not carry: recorded as None."""
+    """The sub-metrics the tree's files and manifest show (maintenance and version hygiene come from its host's history)."""
     return {
         "documentation_coverage": documentation_coverage(tree),
         "description_quality": description_quality(description, tree.readme),
         "license_clarity": license_clarity(tree),
         "dependency_health": dependency_health(tree),
-        "maintenance_pulse": None,
-        "version_hygiene": None,
         "spec_version": spec_version(tree),
     }

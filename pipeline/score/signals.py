@@ -31,8 +31,11 @@ def metric(facts: Facts, name: str) -> dict[str, Any] | None:
 
 
 def repository(facts: Facts) -> dict:
-    """What the repository host said of the repository (status, archived, pushed_at, releases)."""
-    return metric(facts, "repository") or {}
+    """What the repository host said of the repository (status, archived, pushed_at, releases), also when the
+    analysis failed for it (a 404 is the host's answer, and the Dead Repository flag's evidence)."""
+    if facts.analysis is None or facts.analysis.repository is None or facts.analysis.repository.host != "github":
+        return {}
+    return facts.analysis.repository.model_dump(mode="json")
 
 
 def secret_names(facts: Facts) -> list[str]:
