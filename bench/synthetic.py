@@ -107,11 +107,11 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
                 "version_hygiene": {"value": rng.randint(0, 100)} if rng.random() < 0.5 else None,
                 "spec_version": {"value": rng.choice(["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"])},
                 "extracted_tools": [t["name"] for t in tools] if rng.random() < 0.8 else [t["name"] for t in tools[:-1]] + ["legacy_tool"],
-                "repository": {"pushed_at": iso(now - timedelta(days=rng.randint(1, 800))), "archived": rng.random() < 0.02},
             }
             result = {"server_id": sid, "analyzed_at": iso(now - timedelta(days=age)), "fetcher": "github", "source_ref": "main", "ok": True,
                       "error": None, "files": [], "description": description, "readme_chars": 3000, "license": "MIT", "sdk": {},
-                      "spec_version": metrics["spec_version"]["value"], "metrics": metrics}
+                      "spec_version": metrics["spec_version"]["value"], "metrics": metrics,
+                      "repository": {"host": "github", "pushed_at": iso(now - timedelta(days=rng.randint(1, 800))), "archived": rng.random() < 0.02}}
             batch["analyses"].append({"server_id": sid, "analyzed_at": result["analyzed_at"], "fetcher": "github", "source_ref": "main", "ok": 1,
                                       "error": None, "license": "MIT", "spec_version": result["spec_version"], "result": dumps(result),
                                       "engine_version": ENGINE_VERSION})
