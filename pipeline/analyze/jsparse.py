@@ -11,19 +11,18 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 MAX_DEPTH = 40  # nesting followed by the value parser
 MAX_TOKENS = 60_000  # tokens read from one file (a 25 KB file has far fewer)
 MAX_TEMPLATE_NESTING = 8
 
 _TOKEN = re.compile(
-    r"(?P<ws>\s+)"
+    r"\s*(?:(?P<id>[A-Za-z_$][\w$]*)"
     r"|(?P<str>\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*\"|'[^'\\\n]*(?:\\.[^'\\\n]*)*')"
-    r"|(?P<id>[A-Za-z_$][\w$]*)"
     r"|(?P<num>\d[\w.]*)"
-    r"|(?P<punc>=>|\.\.\.|\?\.|\?\?|===|!==|==|!=|&&|\|\||<=|>=|[^\s])",
-    re.S,
+    r"|(?P<special>[/`])"
+    r"|(?P<punc>=>|\.\.\.|\?\.|\?\?|===|!==|==|!=|&&|\|\||<=|>=|[^\s]))",
 )
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
 _ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|\n|.)", re.S)
@@ -31,8 +30,7 @@ REGEX_AFTER = {"return", "typeof", "case", "do", "else", "in", "of", "new", "del
 OPEN = {"(": ")", "[": "]", "{": "}"}
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: str  # "str" | "tpl" | "id" | "num" | "punc"
     value: str
     pos: int
@@ -60,41 +58,43 @@ def _scan(text: str, pos: int, tokens: list[Token], nesting: int, stop_at_brace:
     """Tokens from `pos` on; inside a template's `${…}` (stop_at_brace) until its closing brace. Returns where it stopped."""
     depth = 0
     end = len(text)
+    append = tokens.append
+    match_token = _TOKEN.match
     while pos < end and len(tokens) < MAX_TOKENS:
-        char = text[pos]
-        if char == "`":
-            pos = _template(text, pos, tokens, nesting)
-            continue
-        if char == "/":
-            following = text[pos + 1:pos + 2]
+        match = match_token(text, pos)
+        if match is None or match.lastgroup is None:  # trailing whitespace
+            return end
+        kind = match.lastgroup
+        start = match.start(kind)
+        value = match.group(kind)
+        if kind == "special":
+            if value == "`":
+                pos = _template(text, start, tokens, nesting)
+                continue
+            following = text[start + 1:start + 2]
             if following == "/":
-                newline = text.find("\n", pos)
+                newline = text.find("\n", start)
                 pos = end if newline < 0 else newline
                 continue
             if following == "*":
-                close = text.find("*/", pos + 2)
+                close = text.find("*/", start + 2)
                 pos = end if close < 0 else close + 2
                 continue
             if _regex_allowed(tokens):
-                pos = _skip_regex(text, pos)
+                pos = _skip_regex(text, start)
                 continue
-        match = _TOKEN.match(text, pos)
-        if match is None:  # an unterminated string: read its quote as punctuation
-            tokens.append(Token("punc", char, pos))
-            pos += 1
-            continue
-        kind = match.lastgroup
-        value = match.group()
+            kind = "punc"
         if kind == "str":
-            tokens.append(Token("str", unescape(value[1:-1]), pos))
-        elif kind in ("id", "num", "punc"):
-            if stop_at_brace and value == "{":
-                depth += 1
-            elif stop_at_brace and value == "}":
-                if depth == 0:
-                    return match.end()
-                depth -= 1
-            tokens.append(Token(kind, value, pos))
+            append(Token("str", unescape(value[1:-1]) if "\\" in value else value[1:-1], start))
+        else:
+            if stop_at_brace and kind == "punc":
+                if value == "{":
+                    depth += 1
+                elif value == "}":
+                    if depth == 0:
+                        return match.end()
+                    depth -= 1
+            append(Token(kind, value, start))
         pos = match.end()
     return pos
 

@@ -38,7 +38,7 @@ SDK_IMPORT = re.compile(
     r"|github\.com/(?:modelcontextprotocol/go-sdk|mark3labs/mcp-go)"
     r"|\buse[ \t]{1,10}rmcp\b|\brmcp::", re.M)
 TOOL_PATTERN = re.compile(
-    r"\.tool[ \t]{0,10}\(|@[\w.]{1,80}\.tool\b|registerTool\b|ListToolsRequestSchema|list_tools|\badd_tool\b|NewTool\b|AddTool\b|"
+    r"\.tool[ \t]{0,10}\(|@[\w.]{1,80}\.tool\b|registerTool(?:Task)?\b|ListToolsRequestSchema|list_tools|\badd_tool\b|NewTool\b|AddTool\b|"
     r"#\[tool\b|\bTool\(")
 ENTRY_NAMES = ("index.ts", "index.js", "index.mjs", "server.ts", "server.js", "main.ts", "main.py", "server.py", "__main__.py", "app.py",
                "main.go", "main.rs", "lib.rs")
