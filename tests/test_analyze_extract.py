@@ -205,7 +205,8 @@ const BASE_TOOLS: Tool[] = [
   { name: "read", description: "Read a file", inputSchema: zodToJsonSchema(ReadArgs) as ToolInput },
 ];
 const MORE = {
-  write: { name: "write", description: "Write a file", inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } },
+  write: { name: "write", description: "Write a file",
+           inputSchema: { type: "object", properties: { path: { type: "string" } }, required: ["path"] } },
   remove: { name: "remove", description: "Remove a file", inputSchema: { type: "object", properties: {} } },
 };
 server.setRequestHandler(ListToolsRequestSchema, async () => {
@@ -229,7 +230,8 @@ const mcp_js_1 = require("@modelcontextprotocol/sdk/server/mcp.js");
 const types_js_1 = require("@modelcontextprotocol/sdk/types.js");
 const zod_1 = require("zod");
 const server = new mcp_js_1.McpServer({ name: "x", version: "1" });
-server.tool("add", "Add two numbers", { a: zod_1.z.number().describe("first"), b: zod_1.z.number() }, (_a) => __awaiter(void 0, [_a], void 0, function* ({ a, b }) {
+server.tool("add", "Add two numbers", { a: zod_1.z.number().describe("first"), b: zod_1.z.number() },
+    (_a) => __awaiter(void 0, [_a], void 0, function* ({ a, b }) {
     return { content: [{ type: "text", text: String(a + b) }] };
 }));
 server.server.setRequestHandler(types_js_1.ListToolsRequestSchema, () => __awaiter(void 0, void 0, void 0, function* () {
@@ -299,8 +301,8 @@ def test_go_and_rust_sdk_patterns():
     assert set(go) == {"calculate", "greet"}
     assert go["calculate"].input_schema == {"type": "object", "required": ["op", "x"], "properties": {
         "op": {"type": "string", "description": "The operation", "enum": ["add", "sub"]}, "x": {"type": "number"}}}
-    assert go["greet"].description == "Say hi" and go["greet"].input_schema == {
-        "type": "object", "required": ["name"], "properties": {"name": {"type": "string", "description": "who to greet"}, "times": {"type": "integer"}}}
+    assert go["greet"].description == "Say hi" and go["greet"].input_schema == {"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string", "description": "who to greet"}, "times": {"type": "integer"}}}
     rust = tools_of(RUST, "rust", "src/lib.rs")
     assert set(rust) == {"sum", "minus"}
     assert rust["sum"].input_schema == {"type": "object", "required": ["a"], "properties": {
