@@ -1,15 +1,198 @@
 """File selection (seed 000): which of a tree's source files are read for tools, behaviour and inference.
 
-Interface placeholder: selects nothing until the selection lands (issue 15).
+In the seed's stages: manifests confirm an MCP SDK dependency; an SDK-import scan and the tool-definition patterns find
+the files that matter; entry points are always included for confirmed MCP projects; then files whose path names an
+MCP-relevant keyword, the usual source directories (src/, lib/, packages/, servers/, plugins/) and finally any source
+file. The top MAX_SELECTED files are kept, each cut at MAX_FILE_BYTES, in a deterministic order, each with its reason.
 """
 
 from __future__ import annotations
 
+import json
+import re
+import tomllib
+from dataclasses import dataclass
+
 from pipeline.analyze.fetch import SourceFile, SourceTree
+from pipeline.analyze.sdk import manifest_texts, sdk_dependencies
 
 MAX_SELECTED = 20  # seed 000: the top 20 files
 MAX_FILE_BYTES = 25_000  # seed 000: 25 KB per file
+MAX_SCANNED = 400  # source files read for the import and pattern scans (a monorepo's deepest corners are left unread)
+
+LANGUAGES = {".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript", ".mjs": "javascript",
+             ".jsx": "javascript", ".go": "go", ".rs": "rust"}
+KEYWORDS = ("tool", "server", "mcp", "handler", "route", "api", "endpoint", "function", "core", "plugin", "command", "service",
+            "index", "main", "app")
+SOURCE_DIRS = ("src", "lib", "packages", "servers", "plugins")
+COMPILED_DIRS = {"dist", "build", "out"}  # the published form of TypeScript: the source when nothing else is shipped
+SKIPPED_DIRS = {"node_modules", "vendor", "third_party", "third-party", "site-packages", ".venv", "venv", "__pycache__", ".git", "target",
+                "test", "tests", "__tests__", "__test__", "spec", "specs", "testdata", "fixtures", "__mocks__", "e2e", "coverage",
+                ".github", "bower_components", "jspm_packages", ".next", ".nuxt"}
+SIDE_DIRS = {"examples", "example", "docs", "doc", "scripts", "benchmarks", "bench"}  # read only when nothing better remains
+SKIPPED_FILE = re.compile(r"(^test_.*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|\.d\.[cm]?ts$|[.-]min\.js$|\.bundle\.js$|"
+                          r"^(conftest|setup|noxfile|fabfile)\.py$|\.config\.[cm]?[jt]s$|^(gulpfile|gruntfile|webpack\.[\w.]+)\.js$)", re.I)
+SDK_IMPORT = re.compile(
+    r"^[ \t]{0,40}(?:from[ \t]{1,10}(?:mcp|fastmcp)\b|import[ \t]{1,10}(?:mcp|fastmcp)\b)"
+    r"|[\"'](?:@modelcontextprotocol/|fastmcp[\"'])"
+    r"|github\.com/(?:modelcontextprotocol/go-sdk|mark3labs/mcp-go)"
+    r"|\buse[ \t]{1,10}rmcp\b|\brmcp::", re.M)
+TOOL_PATTERN = re.compile(
+    r"\.tool[ \t]{0,10}\(|@[\w.]{1,80}\.tool\b|registerTool(?:Task)?\b|ListToolsRequestSchema|list_tools|\badd_tool\b|NewTool\b|AddTool\b|"
+    r"#\[tool\b|\bTool\(")
+ENTRY_NAMES = ("index.ts", "index.js", "index.mjs", "server.ts", "server.js", "main.ts", "main.py", "server.py", "__main__.py", "app.py",
+               "main.go", "main.rs", "lib.rs")
+
+
+@dataclass
+class _Candidate:
+    path: str
+    language: str
+    tier: int = 9
+    reason: str = ""
+    text: str | None = None
 
 
 def select_files(tree: SourceTree) -> list[SourceFile]:
-    return []
+    """The seed's top files of the tree, each with why it was chosen; unreadable files are passed over."""
+    candidates = _candidates(tree.files)
+    confirmed = bool(sdk_dependencies(tree))
+    entries = _entry_points(tree, {c.path for c in candidates})
+    scanned = 0
+    for candidate in sorted(candidates, key=_scan_order):
+        if scanned >= MAX_SCANNED:
+            break
+        text = tree.read(candidate.path)
+        scanned += 1
+        if text is None:
+            continue
+        candidate.text = _cut(text)
+        imports, tools = bool(SDK_IMPORT.search(candidate.text)), bool(TOOL_PATTERN.search(candidate.text))
+        confirmed = confirmed or imports
+        if imports and tools:
+            candidate.tier, candidate.reason = 1, "sdk import and tool pattern"
+        elif tools:
+            candidate.tier, candidate.reason = 2, "tool pattern"
+        elif imports:
+            candidate.tier, candidate.reason = 3, "sdk import"
+        else:
+            candidate.tier, candidate.reason = _path_tier(candidate.path)
+    if confirmed:
+        for candidate in candidates:
+            if candidate.path in entries and candidate.text is not None:
+                candidate.tier, candidate.reason = 0, f"entry point ({entries[candidate.path]})"
+    readable = [c for c in candidates if c.text is not None]
+    chosen = sorted(readable, key=lambda c: (c.tier, c.path.count("/"), c.path))[:MAX_SELECTED]
+    return [SourceFile(path=c.path, text=c.text or "", language=c.language, reason=c.reason) for c in chosen]
+
+
+def _candidates(files: list[str]) -> list[_Candidate]:
+    """Source files of a supported language, without tests, vendored code, bundles and type declarations. Compiled output
+    (dist/, build/, out/) counts only when the tree has no other source: a published npm package often ships nothing else."""
+    found: list[_Candidate] = []
+    for path in files:
+        dot = path.rfind(".")
+        language = LANGUAGES.get(path[dot:].lower()) if dot > 0 else None
+        parts = path.split("/")
+        if language is None or SKIPPED_FILE.search(parts[-1]) or any(p in SKIPPED_DIRS or p.endswith((".dist-info", ".egg-info"))
+                                                                       for p in parts[:-1]):
+            continue
+        found.append(_Candidate(path, language))
+    if any(not _compiled(c.path) for c in found):
+        found = [c for c in found if not _compiled(c.path)]
+    return found
+
+
+def _compiled(path: str) -> bool:
+    return any(part in COMPILED_DIRS for part in path.split("/")[:-1])
+
+
+def _scan_order(candidate: _Candidate) -> tuple:
+    tier, _ = _path_tier(candidate.path)
+    return (tier, candidate.path.count("/"), candidate.path)
+
+
+def _path_tier(path: str) -> tuple[int, str]:
+    parts = path.lower().split("/")
+    if any(p in SIDE_DIRS for p in parts[:-1]):
+        return 7, "fallback (examples or docs)"
+    stem = parts[-1].rsplit(".", 1)[0]
+    if any(k in stem for k in KEYWORDS) or any(k in p for p in parts[:-1] for k in KEYWORDS[:10]):
+        return 4, "keyword"
+    if parts[0] in SOURCE_DIRS or (parts[0] in COMPILED_DIRS and len(parts) > 1):
+        return 5, "source directory"
+    return 6, "fallback"
+
+
+def _cut(text: str) -> str:
+    if len(text) <= MAX_FILE_BYTES // 4:
+        return text
+    return text.encode("utf-8")[:MAX_FILE_BYTES].decode("utf-8", "ignore")
+
+
+def _entry_points(tree: SourceTree, paths: set[str]) -> dict[str, str]:
+    """Entry files by path -> what names them: the conventional names, package.json main/bin/module targets (and the TypeScript
+    source beside a compiled target), pyproject scripts' modules, cmd/*/main.go."""
+    found: dict[str, str] = {}
+    for path in sorted(paths):
+        if _conventional_entry(path):
+            found.setdefault(path, "conventional name")
+    for manifest, text in manifest_texts(tree, {"package.json", "pyproject.toml"}):
+        prefix = manifest[: -len(manifest.rsplit("/", 1)[-1])]
+        targets = _package_targets(text) if manifest.endswith("package.json") else _script_modules(text)
+        for target in targets:
+            for path in _target_files(prefix + target.lstrip("./")):
+                if path in paths:
+                    found.setdefault(path, f"{manifest.rsplit('/', 1)[-1]} target")
+    return found
+
+
+def _conventional_entry(path: str) -> bool:
+    """src/index.ts, index.js, dist/index.js, main.py, server.py, __main__.py (also a package's, under src/), cmd/*/main.go,
+    src/main.rs …: the names, where a project keeps them (a tools/index.js is no entry point)."""
+    parts = path.split("/")
+    name, parents = parts[-1], parts[:-1]
+    if name not in ENTRY_NAMES:
+        return False
+    if name.endswith(".py"):
+        return len(parents) <= 2 and (not parents or parents[0] not in SOURCE_DIRS[1:])
+    if name == "main.go":
+        return not parents or (len(parents) == 2 and parents[0] == "cmd")
+    if name.endswith(".rs"):
+        return parents == ["src"]
+    return len(parents) <= 1 and (not parents or parents[0] in ("src", *COMPILED_DIRS))
+
+
+def _package_targets(text: str) -> list[str]:
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(document, dict):
+        return []
+    bin_field = document.get("bin")
+    targets = [document.get("main"), document.get("module")]
+    targets += list(bin_field.values()) if isinstance(bin_field, dict) else [bin_field]
+    return [t for t in targets if isinstance(t, str) and t][:20]
+
+
+def _script_modules(text: str) -> list[str]:
+    try:
+        scripts = (tomllib.loads(text).get("project") or {}).get("scripts") or {}
+    except (ValueError, RecursionError, AttributeError):
+        return []
+    modules = [value.split(":")[0].strip() for value in scripts.values() if isinstance(value, str)][:20] if isinstance(scripts, dict) else []
+    return [m.replace(".", "/") for m in modules if re.fullmatch(r"[\w.]{1,200}", m)]
+
+
+def _target_files(target: str) -> list[str]:
+    """A manifest target and the files it may stand for: a compiled dist/x.js also names src/x.ts; a module names its .py file,
+    its package's __init__.py and __main__.py, under src/ as well."""
+    if target.endswith((".js", ".mjs", ".cjs", ".ts")):
+        stem = target.rsplit(".", 1)[0]
+        sources = [stem + ext for ext in (".js", ".mjs", ".ts")]
+        for compiled in COMPILED_DIRS:
+            if stem.startswith(compiled + "/"):
+                sources += [f"src/{stem[len(compiled) + 1:]}.ts", f"{stem[len(compiled) + 1:]}.ts"]
+        return sources
+    return [f"{root}{target}{suffix}" for root in ("", "src/") for suffix in (".py", "/__init__.py", "/__main__.py", "/server.py")]
