@@ -141,7 +141,7 @@ def _unzip(data: bytes, limits: Limits) -> Unpacked:
                 continue
             if info.is_dir():
                 continue
-            if mode and not stat.S_ISREG(mode):
+            if stat.S_IFMT(mode) and not stat.S_ISREG(mode):  # no type bits: a plain file, as most zip writers leave it
                 out.skip("device or special file")
                 continue
             path = safe_path(info.filename, limits.depth)

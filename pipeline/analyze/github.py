@@ -27,7 +27,7 @@ from pipeline.identity import RepoRef, parse_github
 from pipeline.models import AnalysisResult, Release, RepositoryFacts, Server
 
 API = "https://api.github.com"
-CODELOAD = "codeload.github.com"
+CODELOAD = "https://codeload.github.com"  # where GitHub redirects a tarball request
 USER_AGENT = "mcp-scoreboard-analyze"
 CALLS_PER_REPOSITORY = 5  # metadata, releases, tags, commits, tarball
 METADATA_CAP = 1_000_000
@@ -72,8 +72,9 @@ class GitHubFetcher:
     name = "github"
 
     def __init__(self, client: httpx.Client, api: str = API, token: str | None = None, clock: Callable[[], datetime] = utcnow,
-                 limits: Limits = Limits()) -> None:
+                 limits: Limits = Limits(), codeload: str = CODELOAD) -> None:
         self.client, self.api, self.token, self.clock, self.limits = client, httpx.URL(api.rstrip("/") + "/"), token, clock, limits
+        self.codeload = httpx.URL(codeload)
         self._lock = threading.Lock()
         self._stopped: str | None = None  # why GitHub is not asked any more this run
         self._until: datetime | None = None  # when it may be asked again (None: not this run)
@@ -116,6 +117,9 @@ class GitHubFetcher:
         if reply.status != 200:
             raise _failure(reply, "the repository")
         facts = _facts(reply, ref)
+        moved = str(reply.url)
+        if moved.startswith(str(self.api)) and moved != str(self.api.join(base)):  # renamed: ask the new place directly
+            base = moved[len(str(self.api)):].split("?")[0]
         if earlier is not None and facts.pushed_at is not None and facts.pushed_at == earlier.pushed_at:
             raise NotModified()
         facts.releases = self._list(f"{base}/releases?per_page={MAX_RELEASES}", calls, _releases)
@@ -147,7 +151,7 @@ class GitHubFetcher:
     # ------------------------------------------------------------------ requests
 
     def _call(self, path: str, cap: int, calls: list[int], etag: str | None = None) -> Reply:
-        api = self.api
+        api, codeload = self.api, self.codeload
 
         def headers(url: httpx.URL) -> dict[str, str]:
             if (url.scheme, url.host, url.port) != (api.scheme, api.host, api.port):
@@ -160,10 +164,10 @@ class GitHubFetcher:
             return sent
 
         def allowed(url: httpx.URL) -> bool:
-            return (url.scheme, url.host, url.port) == (api.scheme, api.host, api.port) or (url.scheme == "https" and url.host == CODELOAD)
+            return (url.scheme, url.host, url.port) in ((api.scheme, api.host, api.port), (codeload.scheme, codeload.host, codeload.port))
 
         def count(url: httpx.URL) -> None:
-            if url.host == api.host and url.port == api.port:
+            if (url.scheme, url.host, url.port) == (api.scheme, api.host, api.port):
                 calls[0] += 1
 
         try:

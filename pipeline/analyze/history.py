@@ -51,7 +51,8 @@ def _total(signals: dict[str, dict[str, Any]]) -> int | None:
 
 def maintenance_pulse(repository: RepositoryFacts | None, now: datetime) -> dict[str, Any] | None:
     """Vitality 40 (push recency 25, commits in 90 days 10, stability floor 20), release discipline 30 (count 10,
-    recency 10, notes 10), community health 30 (stars 10, issue backlog 10, forks 10). Tables:
+    recency 10, notes 10), community health 30 (stars 10, issue backlog 10, forks 10). Seed 000's vitality parts add up
+    to 35, not 40, so the signals give 95 at most and the value is scaled over that. Tables:
 
     push recency, days since the last push (a registry: the last publish): ≤7 25, ≤30 22, ≤90 18, ≤180 12, ≤365 6, ≤730 2, else 0
     commits in the last 90 days (of the 100 newest): ≥30 10, ≥10 8, ≥3 5, ≥1 3, 0 0
