@@ -18,7 +18,7 @@ from pipeline.analyze import run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher
 from pipeline.analyze.github import GitHubFetcher
 from pipeline.analyze.registries import PackageArchiveFetcher
-from pipeline.analyze.sources import SourceChooser
+from pipeline.analyze.sources import SourceChooser, fetch_order
 from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
@@ -209,7 +209,7 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
             directories=directories,
         )
         _stage(db, "analyze", args or {}, lambda _: run_analyze(
-            db, servers=servers, fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
+            db, servers=fetch_order(servers), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
             previous=lambda server_id: earlier[server_id][1] if server_id in earlier else None))
 
 

@@ -23,7 +23,7 @@ from pipeline.analyze import run_analyze
 from pipeline.analyze.archive import Limits
 from pipeline.analyze.fetch import FetchFailed, NotModified, SourceTree, Unavailable
 from pipeline.analyze.github import GitHubFetcher
-from pipeline.analyze.sources import NO_SOURCE, SourceChooser
+from pipeline.analyze.sources import NO_SOURCE, SourceChooser, fetch_order
 from pipeline.discover import run_discover
 from pipeline.models import AnalysisResult, LaunchSpec, RepositoryFacts
 from pipeline.progress import Progress
@@ -210,21 +210,42 @@ def test_a_monorepo_server_comes_from_the_api_and_the_tarball(replay, client):
 
 def test_an_unchanged_repository_costs_one_conditional_call(replay, client):
     replay.repository("o", "r")
-    github = fetcher(replay, client)
-    tree = github.fetch(time_server())
+    tree = fetcher(replay, client).fetch(time_server())
     previous = AnalysisResult(server_id="time", analyzed_at=NOW, fetcher="github", ok=True, source_ref=tree.ref, repository=tree.repository)
     replay.seen.clear()
     with pytest.raises(NotModified):
-        github.fetch(time_server(), previous)
+        fetcher(replay, client).fetch(time_server(), previous)  # the next run
     assert len(replay.seen) == 1 and replay.seen[0][1]["if-none-match"] == 'W/"7f3e9a"'
     # An ETag that changed (a star) but the same pushed_at: still nothing to redo, after the one call.
     replay.seen.clear()
     with pytest.raises(NotModified):
-        github.fetch(time_server(), previous.model_copy(update={"repository": tree.repository.model_copy(update={"etag": '"old"'})}))
+        fetcher(replay, client).fetch(time_server(), previous.model_copy(update={"repository": tree.repository.model_copy(update={"etag": '"old"'})}))
     assert len(replay.seen) == 1
     # A failed previous analysis, or one from another fetcher, is no reason to skip.
     for earlier in (previous.model_copy(update={"ok": False}), previous.model_copy(update={"fetcher": "npm-archive"})):
-        assert github.fetch(time_server(), earlier).ref == SHA
+        assert fetcher(replay, client).fetch(time_server(), earlier).ref == SHA
+
+
+def test_a_monorepo_is_fetched_once_for_all_its_servers(replay, client):
+    replay.repository("o", "r", tar=tarball({**MONOREPO, "src/other/README.md": b"# other"}))
+    github = fetcher(replay, client)
+    first = github.fetch(time_server())
+    second = github.fetch(server(id="other", repository="https://github.com/o/r", subpath="src/other"))
+    assert first.repository.api_calls == 5 and second.repository.api_calls == 1  # its own commits only
+    assert second.files == [".github/workflows/ci.yml", "LICENSE", "README.md", "index.ts", "package-lock.json"]
+    assert second.readme == "# other" and first.repository.stars == second.repository.stars
+    assert sum(1 for p in replay.paths() if "legacy.tar.gz" in p) == 1
+    # Unchanged for one of them (its previous analysis): nothing asked at all.
+    previous = AnalysisResult(server_id="time", analyzed_at=NOW, fetcher="github", ok=True, repository=first.repository)
+    asked = len(replay.seen)
+    with pytest.raises(NotModified):
+        github.fetch(time_server(), previous)
+    assert len(replay.seen) == asked
+    # A repository that is gone is asked once for all its servers too.
+    for _ in range(3):
+        with pytest.raises(FetchFailed, match="not found"):
+            github.fetch(server(repository="https://github.com/gone/away"))
+    assert len(replay.seen) == asked + 1
 
 
 def test_a_missing_repository_is_recorded_as_not_found(replay, client):
@@ -490,6 +511,28 @@ def test_the_pool_fetches_concurrently(db):
     started = time.monotonic()
     report = run_analyze(db, servers=store.active_servers(db), fetcher=Slow(), now=NOW, progress=quiet(8), concurrency=8)
     assert report.counts["failed"] == 8 and time.monotonic() - started < 1.5
+
+
+def test_ctrl_c_keeps_what_is_recorded(db, tmp_path):
+    class Interrupting(Progress):
+        def step(self, *args, **kwargs):
+            super().step(*args, **kwargs)
+            if self.done == 2:
+                raise KeyboardInterrupt
+
+    (tmp_path / "README.md").write_text("# x")
+    from pipeline.analyze.fetch import LocalDirectoryFetcher
+
+    run_discover(db, sources=[ListSource("test", [entry(f"s{i}") for i in range(10)])], now=NOW, progress=quiet(1))
+    report = run_analyze(db, servers=store.active_servers(db), fetcher=LocalDirectoryFetcher(tmp_path), now=NOW,
+                         progress=Interrupting("analyze", 10, stream=io.StringIO()), concurrency=2)
+    assert report.interrupted and report.counts["analyzed"] == 2 and db["analyses"].count == 2
+
+
+def test_a_monorepos_servers_are_fetched_together():
+    listed = [server(id="b", repository="https://github.com/o/r", subpath="x"), server(id="a", repository=None),
+              server(id="c", repository="https://github.com/a/z"), server(id="d", repository="https://github.com/O/R", subpath="y")]
+    assert [s.id for s in fetch_order(listed)] == ["c", "b", "d", "a"]
 
 
 def test_the_cli_default_analyses_from_the_chooser(tmp_path, monkeypatch):

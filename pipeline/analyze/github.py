@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections import OrderedDict
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable
 from urllib.parse import quote, urlencode
@@ -19,7 +20,7 @@ from urllib.parse import quote, urlencode
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pipeline.analyze.archive import Limits, strip_root, unpack
+from pipeline.analyze.archive import Limits, Unpacked, strip_root, unpack
 from pipeline.analyze.download import Reply, get
 from pipeline.analyze.fetch import FetchFailed, NotModified, SourceTree, Unavailable
 from pipeline.analyze.unpacked import build_tree, limit_to_subpath
@@ -33,7 +34,13 @@ CALLS_PER_REPOSITORY = 5  # metadata, releases, tags, commits, tarball
 METADATA_CAP = 1_000_000
 LIST_CAP = 8_000_000
 MAX_RELEASES = 100
+# Repositories whose metadata and unpacked tarball are kept for their other servers (a monorepo's): the run fetches
+# servers ordered by repository (sources.fetch_order), so a few suffice, and memory stays bounded.
+SHARED_REPOSITORIES = 2
 _REF = re.compile(r"^[A-Za-z0-9._/+-]{1,200}$")
+
+
+Shared = tuple[RepositoryFacts, Unpacked, str] | FetchFailed  # facts (without commits), the whole tree, the API path
 
 
 class _License(BaseModel):
@@ -76,8 +83,11 @@ class GitHubFetcher:
         self.client, self.api, self.token, self.clock, self.limits = client, httpx.URL(api.rstrip("/") + "/"), token, clock, limits
         self.codeload = httpx.URL(codeload)
         self._lock = threading.Lock()
+        self._guards: dict[str, threading.Lock] = {}
+        self._shared: OrderedDict[str, Shared] = OrderedDict()  # the last few repositories fetched, for their other servers
         self._stopped: str | None = None  # why GitHub is not asked any more this run
         self._until: datetime | None = None  # when it may be asked again (None: not this run)
+        self._soft = False  # a soft stop (budget nearly spent): fetches under way may finish, no new one starts
 
     # ------------------------------------------------------------------ run-wide state
 
@@ -88,11 +98,16 @@ class GitHubFetcher:
                 self._stopped = self._until = None
             return self._stopped
 
-    def _stop(self, reason: str, until: datetime | None = None) -> Unavailable:
+    def _stop(self, reason: str, until: datetime | None = None, soft: bool = False) -> Unavailable:
         with self._lock:
-            if self._stopped is None or (until and self._until and until > self._until):
-                self._stopped, self._until = reason, until
+            if self._stopped is None or (self._soft and not soft):
+                self._stopped, self._until, self._soft = reason, until, soft
         return Unavailable(reason)
+
+    def _hard_stop(self) -> str | None:
+        reason = self.stopped
+        with self._lock:
+            return None if self._soft else reason
 
     # ------------------------------------------------------------------ fetch
 
@@ -103,17 +118,38 @@ class GitHubFetcher:
         stopped = self.stopped
         if stopped:
             raise Unavailable(stopped)
-        calls = [0]
         earlier = previous.repository if previous and previous.ok and previous.fetcher == self.name and previous.repository else None
         if earlier is not None and (earlier.host != "github" or earlier.status != "ok"):
             earlier = None
+        with self._lock:
+            guard = self._guards.setdefault(ref.repo_key, threading.Lock())
+        with guard:  # a monorepo's servers wait for the first one's fetch, then share it
+            with self._lock:
+                shared = self._shared.get(ref.repo_key)
+            if shared is None:
+                return self._first(ref, earlier)
+        if isinstance(shared, FetchFailed):
+            raise FetchFailed(str(shared), shared.repository.model_copy(update={"api_calls": 0}) if shared.repository else None)
+        facts, whole, base = shared
+        if earlier is not None and facts.pushed_at is not None and facts.pushed_at == earlier.pushed_at:
+            raise NotModified()
+        calls = [0]
+        facts = facts.model_copy(deep=True)
+        facts.commit_dates = self._commits(base, ref, facts, calls)
+        return self._tree(ref, facts, whole, calls)
+
+    def _first(self, ref: RepoRef, earlier: RepositoryFacts | None) -> SourceTree:
+        """The repository's first fetch this run: metadata (conditional), releases, tags, commits, tarball."""
+        calls = [0]
         base = f"repos/{quote(ref.owner)}/{quote(ref.name)}"
         reply = self._call(base, METADATA_CAP, calls, etag=earlier.etag if earlier else None)
         if reply.status == 304:
             raise NotModified()
         if reply.status in (404, 410):
-            raise FetchFailed(f"GitHub: {ref.url} was not found ({reply.status})",
-                              RepositoryFacts(host="github", url=ref.url, status="not_found", api_calls=calls[0]))
+            gone = FetchFailed(f"GitHub: {ref.url} was not found ({reply.status})",
+                               RepositoryFacts(host="github", url=ref.url, status="not_found", api_calls=calls[0]))
+            self._keep(ref.repo_key, gone)
+            raise gone
         if reply.status != 200:
             raise _failure(reply, "the repository")
         facts = _facts(reply, ref)
@@ -124,13 +160,7 @@ class GitHubFetcher:
             raise NotModified()
         facts.releases = self._list(f"{base}/releases?per_page={MAX_RELEASES}", calls, _releases)
         facts.tags = self._list(f"{base}/tags?per_page=100", calls, _tags)
-        query = {"per_page": 100, **({"sha": facts.default_branch} if facts.default_branch else {}), **({"path": ref.subpath} if ref.subpath else {})}
-        facts.commit_dates = self._list(f"{base}/commits?{urlencode(query)}", calls, _commit_dates, empty=(409,))
-        tree = self._tarball(base, ref, facts, calls)
-        facts.api_calls = calls[0]
-        return tree
-
-    def _tarball(self, base: str, ref: RepoRef, facts: RepositoryFacts, calls: list[int]) -> SourceTree:
+        facts.commit_dates = self._commits(base, ref, facts, calls)
         branch = facts.default_branch or "HEAD"
         reply = self._call(f"{base}/tarball/{quote(branch, safe='/')}", self.limits.compressed, calls)
         facts.api_calls = calls[0]
@@ -142,15 +172,35 @@ class GitHubFetcher:
             whole = strip_root(unpack(reply.body, self.limits))
         except FetchFailed as exc:
             raise FetchFailed(str(exc), facts) from exc
+        self._keep(ref.repo_key, (facts.model_copy(update={"commit_dates": None}), whole, base))
+        return self._tree(ref, facts, whole, calls)
+
+    def _commits(self, base: str, ref: RepoRef, facts: RepositoryFacts, calls: list[int]) -> list[datetime] | None:
+        """The newest 100 commits on the default branch, only those touching the server's folder in a monorepo."""
+        query = {"per_page": 100, **({"sha": facts.default_branch} if facts.default_branch else {}), **({"path": ref.subpath} if ref.subpath else {})}
+        return self._list(f"{base}/commits?{urlencode(query)}", calls, _commit_dates, empty=(409,))
+
+    def _tree(self, ref: RepoRef, facts: RepositoryFacts, whole: Unpacked, calls: list[int]) -> SourceTree:
+        facts.api_calls = calls[0]
         if ref.subpath and not any(f.startswith(ref.subpath.strip("/") + "/") for f in whole.files):
             raise FetchFailed(f"GitHub: {ref.url} has no folder {ref.subpath}", facts)
         unpacked = limit_to_subpath(whole, ref.subpath)
         commit = unpacked.comment if unpacked.comment and re.fullmatch(r"[0-9a-f]{40}", unpacked.comment) else None
-        return build_tree(unpacked, self.name, commit or branch, facts)
+        return build_tree(unpacked, self.name, commit or facts.default_branch or "HEAD", facts)
+
+    def _keep(self, key: str, shared: Shared) -> None:
+        with self._lock:
+            self._shared[key] = shared
+            self._shared.move_to_end(key)
+            while len(self._shared) > SHARED_REPOSITORIES:
+                self._shared.popitem(last=False)
 
     # ------------------------------------------------------------------ requests
 
     def _call(self, path: str, cap: int, calls: list[int], etag: str | None = None) -> Reply:
+        stopped = self._hard_stop()  # another thread may have been told to stop since this fetch began
+        if stopped:
+            raise Unavailable(stopped)
         api, codeload = self.api, self.codeload
 
         def headers(url: httpx.URL) -> dict[str, str]:
@@ -194,7 +244,7 @@ class GitHubFetcher:
         if reply.status == 401:
             raise self._stop("GitHub refused the token (401); not asked again this run")
         if remaining is not None and remaining < CALLS_PER_REPOSITORY:
-            self._stop(f"GitHub rate limit nearly spent ({remaining:.0f} calls left) until {(until or now):%Y-%m-%d %H:%M} UTC", until)
+            self._stop(f"GitHub rate limit nearly spent ({remaining:.0f} calls left) until {(until or now):%Y-%m-%d %H:%M} UTC", until, soft=True)
 
     def _list(self, path: str, calls: list[int], parse: Callable[[Any], Any], empty: tuple[int, ...] = ()) -> Any:
         """One list endpoint's items, parsed; None (not measured) when GitHub would not say."""

@@ -19,6 +19,16 @@ from pipeline.models import AnalysisResult, Server
 NO_SOURCE = "no source: no repository or package is known"
 
 
+def fetch_order(servers: list[Server]) -> list[Server]:
+    """Servers ordered so a monorepo's are fetched one after another (GitHubFetcher shares their repository's fetch)."""
+
+    def key(server: Server) -> tuple[str, str]:
+        ref = parse_github(server.repository, server.subpath)
+        return (ref.repo_key if ref else "~", server.id)
+
+    return sorted(servers, key=key)
+
+
 class SourceChooser:
     name = "source"
 
