@@ -173,7 +173,8 @@ def readme(rng: random.Random, platform: str, kind: str, package: str, specs: li
     return "\n".join(parts) * (8 if rng.random() < 0.03 else 1)
 
 
-def write_repo(root: Path, index: int, rng: random.Random) -> str:
+def write_repo(root: Path, index: int, rng: random.Random) -> tuple[str, list[str]]:
+    """Write one repository; its kind and the names of the tools it defines."""
     kind = rng.choices([k for k, _ in KINDS], [w for _, w in KINDS])[0]
     platform = rng.choice(PLATFORMS)
     package = f"{platform}-mcp-{index}"
@@ -245,14 +246,10 @@ def write_repo(root: Path, index: int, rng: random.Random) -> str:
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")
-    return kind
+    return kind, [s["name"] for s in specs]
 
 
-def generate_repos(directory: Path, count: int, seed: int = 15) -> dict[str, int]:
-    """`count` repositories under `directory`/repo-NNNNN; the count of each kind."""
+def generate_repos(directory: Path, count: int, seed: int = 15) -> dict[str, tuple[str, list[str]]]:
+    """`count` repositories under `directory`/repo-NNNNN: each one's kind and the tool names it defines, by id."""
     rng = random.Random(seed)
-    kinds: dict[str, int] = {}
-    for index in range(count):
-        kind = write_repo(directory / f"repo-{index:05d}", index, rng)
-        kinds[kind] = kinds.get(kind, 0) + 1
-    return kinds
+    return {f"repo-{index:05d}": write_repo(directory / f"repo-{index:05d}", index, rng) for index in range(count)}
