@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -37,6 +38,8 @@ from pipeline.models import AnalysisResult, Server  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 
 DUMP = "official-registry/servers_dump_2025-12-18.json"
+ARCHIVES = (".tgz", ".tar.gz", ".whl", ".zip", ".tar.bz2")
+CONCURRENCY = 8  # as run_analyze fetches
 PROBES = {"npm": "https://registry.npmjs.org/", "pypi": "https://pypi.org/simple/"}
 
 
@@ -68,13 +71,22 @@ def sample(dump: Path) -> list[dict]:
     return [chosen[key] for key in order]
 
 
-def archive_fetcher(client: httpx.Client):
-    """The package-archive fetcher of this tree, or None when it has none yet."""
+def archive_fetcher(client: httpx.Client, received: Counter):
+    """The package-archive fetcher of this tree (None when it has none), its GETs counted into `received`."""
     try:
-        from pipeline.analyze.registries import PackageArchiveFetcher
+        from pipeline.analyze import registries
     except ImportError:
         return None
-    return PackageArchiveFetcher(client)
+    plain = registries.get
+
+    def counted(*args, **kwargs):
+        reply = plain(*args, **kwargs)
+        kind = "archive" if reply.url.endswith(ARCHIVES) else "metadata"
+        received.update({f"{kind} bytes": len(reply.body), f"{kind} responses": 1})
+        return reply
+
+    registries.get = counted
+    return registries.PackageArchiveFetcher(client)
 
 
 class Fetched:
@@ -95,7 +107,7 @@ class Fetched:
 def reachable(client: httpx.Client) -> str | None:
     for registry, url in PROBES.items():
         try:
-            client.head(url, timeout=10)
+            client.head(url, timeout=10, follow_redirects=True)
         except httpx.HTTPError as exc:
             return f"{registry} registry unreachable ({type(exc).__name__})"
     return None
@@ -109,9 +121,9 @@ def main() -> None:
     sources = fixtures_dir(args.fixtures)
     if sources is None or not (sources / DUMP).is_file():
         sys.exit(f"skipped: the registry dump {DUMP} is not in the fixtures ({sources or 'no fixtures directory found'})")
-    downloaded = Counter()
-    client = httpx.Client(follow_redirects=True, timeout=60, event_hooks={"response": [lambda r: downloaded.update(responses=1)]})
-    fetcher = archive_fetcher(client)
+    received: Counter = Counter()
+    client = httpx.Client(timeout=60, limits=httpx.Limits(max_connections=CONCURRENCY))
+    fetcher = archive_fetcher(client, received)
     if fetcher is None:
         sys.exit("skipped: this tree has no package-archive fetcher yet (pipeline.analyze.registries.PackageArchiveFetcher)")
     problem = reachable(client)
@@ -132,29 +144,15 @@ def main() -> None:
         by_package = {(s.launch.registry, s.launch.package): s for s in store.active_servers(db) if s.launch}
         order = [(p["registryType"], p["identifier"]) for p in (i["server"]["packages"][0] for i in items)]
         speed = calibration()
-        trees: dict[str, SourceTree | FetchFailed] = {}
-        failures: Counter = Counter()
-        progress = Progress("download", args.archives)
+        queue = [by_package[key] for key in order if key in by_package]
         started = time.perf_counter()
-        for key in order:
-            server = by_package.get(key)
-            if server is None:
-                continue
-            try:
-                trees[server.id] = fetcher.fetch(server)
-            except FetchFailed as exc:
-                failures[first_words(str(exc))] += 1
-                progress.step(f"{key[0]}:{key[1]}", str(exc)[:100], ok=False)
-                continue
-            progress.step(f"{key[0]}:{key[1]}", trees[server.id].ref or "")
-            if len(trees) >= args.archives:
-                break
+        trees, failures = download_phase(fetcher, queue, args.archives)
         download = time.perf_counter() - started
         got = len(trees)
-        bytes_in = getattr(fetcher, "bytes_downloaded", None)
-        print(f"phase 1 download: {got} archives in {download:.1f}s = {got / download:.2f} archives/s"
-              + (f", {bytes_in / 1e6:.1f} MB" if bytes_in is not None else "") + f", {downloaded['responses']} HTTP responses; "
-              f"{sum(failures.values())} failed" + (": " + "; ".join(f"{k} ×{v}" for k, v in failures.most_common(6)) if failures else ""))
+        print(f"phase 1 download: {got} archives in {download:.1f}s = {got / download:.2f} archives/s ({CONCURRENCY} at a time), "
+              f"{received['archive bytes'] / 1e6:.1f} MB of archives + {received['metadata bytes'] / 1e6:.1f} MB of registry metadata "
+              f"in {received['archive responses'] + received['metadata responses']} responses; {sum(failures.values())} failed"
+              + (": " + "; ".join(f"{k} ×{v}" for k, v in failures.most_common(8)) if failures else ""))
         servers = [s for s in store.active_servers(db) if s.id in trees]
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.perf_counter()
@@ -168,9 +166,39 @@ def main() -> None:
         print(report.summary_line())
 
 
-def first_words(message: str) -> str:
-    """A failure's class: its message without the package's own name and version."""
-    return " ".join(message.split(":")[-1].split()[:6]) or "failed"
+def download_phase(fetcher, queue: list[Server], wanted: int) -> tuple[dict[str, SourceTree | FetchFailed], Counter]:
+    """Fetch servers of `queue` in order, CONCURRENCY at a time, until `wanted` archives are in (or the queue is spent)."""
+    trees: dict[str, SourceTree | FetchFailed] = {}
+    failures: Counter = Counter()
+    progress = Progress("download", len(queue))  # walked until `wanted` are in
+    position = 0
+    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        while len(trees) < wanted and position < len(queue):
+            batch = queue[position: position + wanted - len(trees)]
+            position += len(batch)
+            for server, outcome in zip(batch, pool.map(lambda s: attempt(fetcher, s), batch)):
+                label = f"{server.launch.registry}:{server.launch.package}"
+                if isinstance(outcome, FetchFailed):
+                    failures[failure_class(str(outcome), server.launch.package, server.launch.version)] += 1
+                    progress.step(label, str(outcome)[:100], ok=False)
+                else:
+                    trees[server.id] = outcome
+                    progress.step(label, outcome.ref or "")
+    return trees, failures
+
+
+def attempt(fetcher, server: Server) -> SourceTree | FetchFailed:
+    try:
+        return fetcher.fetch(server)
+    except FetchFailed as exc:
+        return exc
+
+
+def failure_class(message: str, package: str, version: str | None) -> str:
+    """A failure's class: its message without the host, the package's name and its version."""
+    for own in (package.replace("/", "%2F"), package, version or "\0"):
+        message = message.replace(own, "…")
+    return message.split(": ", 1)[-1][:80] or "failed"
 
 
 def outcomes(db) -> str:
