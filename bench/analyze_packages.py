@@ -11,9 +11,11 @@ run_analyze over the fetched trees into a real database. Skips, saying why, when
 from __future__ import annotations
 
 import argparse
+import cProfile
 import hashlib
 import io
 import json
+import pstats
 import resource
 import sys
 import tempfile
@@ -29,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.calibration import calibration, calibration_line  # noqa: E402
 from pipeline import store  # noqa: E402
-from pipeline.analyze import run_analyze  # noqa: E402
+from pipeline.analyze import analyze_server, run_analyze  # noqa: E402
 from pipeline.analyze.fetch import FetchFailed, SourceTree  # noqa: E402
 from pipeline.discover import run_discover  # noqa: E402
 from pipeline.discover.base import SourceBatch  # noqa: E402
@@ -117,6 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--archives", type=int, default=100)
     parser.add_argument("--fixtures", help="the fixtures' sources directory (default: found beside the checkout)")
+    parser.add_argument("--profile", action="store_true", help="run phase 2 under cProfile (one thread) and print the hot spots")
     args = parser.parse_args()
     sources = fixtures_dir(args.fixtures)
     if sources is None or not (sources / DUMP).is_file():
@@ -164,6 +167,15 @@ def main() -> None:
         print(outcomes(db))
         print(calibration_line(speed, calibration()))
         print(report.summary_line())
+        if args.profile:  # again, in this thread, where cProfile sees it (the stage's pool threads it does not)
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for server in servers:
+                analyze_server(server, Fetched(trees), now)
+            profiler.disable()
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(30)
+            print(out.getvalue())
 
 
 def download_phase(fetcher, queue: list[Server], wanted: int) -> tuple[dict[str, SourceTree | FetchFailed], Counter]:
