@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from pipeline.analyze.fetch import SourceFile
-from pipeline.analyze.jsparse import MAX_DEPTH, Source, to_json
+from pipeline.analyze.jsparse import MAX_DEPTH, Source, deref, to_json
 from pipeline.models import ExtractedTool
 
 HINT = re.compile(r"\.tool\b|registerTool|addTool|ListToolsRequestSchema")
@@ -51,7 +51,47 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
         for name, description, schema in found:
             tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
                                        language=language, pattern=pattern))
+    for index, (name, description, schema) in _tool_object_literals(parsed):
+        tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
+                                   language=language, pattern="tool-object-literal"))
     return tools or None
+
+
+def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:
+    """Object literals shaped like an MCP tool anywhere in the file: a string `name` beside an `inputSchema` (tool lists
+    built in one place and returned from another, as registries or maps of tools)."""
+    found: list[tuple[int, tuple[str, str | None, dict]]] = []
+    tokens = source.tokens
+    for index, token in enumerate(tokens):
+        if token.value != "inputSchema" or token.kind not in ("id", "str") or not source.at(index + 1, ":") or len(found) >= 500:
+            continue
+        opening = _enclosing_brace(source, index)
+        if opening is None:
+            continue
+        entries = source._object(opening, source.match[opening], 1)[1]
+        name = _string(source, entries["name"], index) if "name" in entries else None
+        if name is None:
+            continue
+        description = _string(source, entries["description"], index) if "description" in entries else None
+        schema = _input_schema(source, entries["inputSchema"], index)
+        found.append((opening, (name, description, schema if schema is not None else {})))
+    return found
+
+
+def _enclosing_brace(source: Source, index: int, reach: int = 5000) -> int | None:
+    """The "{" of the object literal that holds token `index` as one of its own keys."""
+    depth = 0
+    for cursor in range(index - 1, max(-1, index - reach), -1):
+        token = source.tokens[cursor]
+        if token.kind != "punc":
+            continue
+        if token.value in (")", "]", "}"):
+            depth += 1
+        elif token.value in ("(", "[", "{"):
+            if depth == 0:
+                return cursor if token.value == "{" and source.match[cursor] > cursor else None
+            depth -= 1
+    return None
 
 
 def _string(source: Source, node: tuple, before: int) -> str | None:
@@ -59,13 +99,8 @@ def _string(source: Source, node: tuple, before: int) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _resolved(source: Source, node: tuple, before: int, depth: int = 0) -> tuple:
-    while node[0] == "ref" and depth < MAX_DEPTH:
-        value = source.resolve(node[1], before)
-        if value is None:
-            break
-        node, depth = value, depth + 1
-    return node
+def _resolved(source: Source, node: tuple, before: int) -> tuple:
+    return deref(source, node, before)
 
 
 def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:

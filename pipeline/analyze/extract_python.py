@@ -86,12 +86,15 @@ class _Module:
                         self.constants.setdefault(target.id, node.value)
                         if isinstance(node.value, ast.Call):
                             self.servers.setdefault(target.id, _callee(node.value.func))
+        self.owner: dict[int, ast.ClassDef] = {id(n): c for c in self.classes.values() for n in ast.walk(c)}
         self.list_tools_bodies = {id(n) for f in self.functions.values() if any(_decorator_attr(d) == "list_tools" for d in f.decorator_list)
                                   for n in ast.walk(f)}
 
     def tools_of(self, node: ast.AST) -> list[tuple[Any, str | None, dict, str]]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return [self._decorated(node, d) for d in node.decorator_list if self._is_tool_decorator(d)]
+        if isinstance(node, ast.Dict):
+            return self._tool_dict(node)
         if not isinstance(node, ast.Call):
             return []
         callee = _callee(node.func)
@@ -130,15 +133,47 @@ class _Module:
         description = description or _docstring(function)
         return name or function.name, description, self._signature(function), pattern
 
+    def _tool_dict(self, node: ast.Dict):
+        """A dict shaped like an MCP tool: a string "name" beside an "inputSchema" (servers speaking JSON-RPC by hand)."""
+        entries = {self._string(k): v for k, v in zip(node.keys, node.values) if k is not None}
+        if "inputSchema" not in entries or "name" not in entries:
+            return []
+        name = self._string(entries["name"])
+        schema = self._schema_value(entries["inputSchema"])
+        description = self._string(entries.get("description"))
+        return [(name, description, schema if isinstance(schema, dict) else {}, "tool-dict-literal")] if name else []
+
     def _tool_literal(self, call: ast.Call):
         kwargs = {k.arg: k.value for k in call.keywords if k.arg}
-        name = self._string(kwargs.get("name")) if "name" in kwargs else (self._string(call.args[0]) if call.args else None)
+        name_node = kwargs.get("name") if "name" in kwargs else (call.args[0] if call.args else None)
+        name = self._string(name_node)
+        if name is None and isinstance(name_node, ast.Attribute) and isinstance(name_node.value, ast.Name) and name_node.value.id == "self":
+            name = self._instance_string(self.owner.get(id(call)), name_node.attr)
         if name is None:
             return []
         schema_node = kwargs.get("inputSchema") or kwargs.get("input_schema")
         schema = self._schema_value(schema_node) if schema_node is not None else {}
         pattern = "list_tools-literal" if id(call) in self.list_tools_bodies else "tool-constructor"
         return [(name, self._string(kwargs.get("description")), schema if isinstance(schema, dict) else {}, pattern)]
+
+    def _instance_string(self, cls: ast.ClassDef | None, attribute: str) -> str | None:
+        """`self.<attribute>` of a class: a class constant, `self.<attribute> = "…"` in __init__, or, for `name`, the first
+        argument its __init__ passes to `super().__init__` (a tool base class taking the name)."""
+        if cls is None:
+            return None
+        value = self._string(_class_constant(cls, attribute))
+        if value is not None:
+            return value
+        init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
+        for node in ast.walk(init) if init is not None else ():
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attribute and isinstance(t.value, ast.Name)
+                                                    and t.value.id == "self" for t in node.targets):
+                return self._string(node.value)
+            if (attribute == "name" and isinstance(node, ast.Call) and _callee(node.func).endswith("__init__")
+                    and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call)):
+                named = next((k.value for k in node.keywords if k.arg == "name"), node.args[0] if node.args else None)
+                return self._string(named)
+        return None
 
     def _function(self, node: ast.expr):
         return self.functions.get(node.id) if isinstance(node, ast.Name) else None

@@ -438,6 +438,25 @@ def _declarations(tokens: list[Token]) -> dict[str, list[int]]:
     return found
 
 
+def deref(source: Source, node: tuple, before: int, depth: int = 0) -> tuple:
+    """Follow references to constants and members of constant objects (`TOOL.name`, `CONFIG.tools.search`)."""
+    while depth < MAX_DEPTH:
+        depth += 1
+        if node[0] == "ref":
+            value = source.resolve(node[1], before)
+            if value is None:
+                return node
+            node = value
+        elif node[0] == "member":
+            base = deref(source, node[1], before, depth)
+            if base[0] != "obj" or node[2] not in base[1]:
+                return node
+            node = base[1][node[2]]
+        else:
+            return node
+    return node
+
+
 def to_json(source: Source, node: tuple, before: int, depth: int = 0) -> Any:
     """A parsed literal as JSON data, following references to constants; None for what is not a literal."""
     if depth > MAX_DEPTH:
@@ -463,7 +482,7 @@ def to_json(source: Source, node: tuple, before: int, depth: int = 0) -> Any:
             else:
                 items.append(to_json(source, item, before, depth + 1))
         return items
-    if kind == "ref":
-        resolved = source.resolve(node[1], before)
-        return to_json(source, resolved, before, depth + 1) if resolved is not None else None
+    if kind in ("ref", "member"):
+        resolved = deref(source, node, before, depth)
+        return to_json(source, resolved, before, depth + 1) if resolved[0] not in ("ref", "member") else None
     return None
