@@ -135,6 +135,43 @@ def test_low_level_list_tools_literals_constants_enums_and_models():
                                          "properties": {"a": {"type": "integer", "description": "first"}, "b": {"type": "integer"}}}
 
 
+HAND_WRITTEN = '''
+from mcp.types import Tool
+
+class ToolHandler:
+    def __init__(self, name: str):
+        self.name = name
+
+class AirQuality(ToolHandler):
+    def __init__(self):
+        super().__init__("get_air_quality")
+
+    def get_tool_description(self) -> Tool:
+        return Tool(name=self.name, description="Air quality", inputSchema={"type": "object", "properties": {}})
+
+class Clock(ToolHandler):
+    name = "get_time"
+
+    def describe(self):
+        return Tool(name=self.name, description="Time", inputSchema={})
+
+def handle(request):
+    if request["method"] == "tools/list":
+        return {"jsonrpc": "2.0", "id": request["id"], "result": {"tools": [
+            {"name": "describe_report", "description": "Summarise", "inputSchema": {"type": "object", "required": ["path"],
+             "properties": {"path": {"type": "string"}}}},
+        ]}}
+    return {"name": "not-a-tool", "version": "1"}
+'''
+
+
+def test_tool_classes_and_hand_written_json_rpc_dicts():
+    tools = tools_of(HAND_WRITTEN, "python")
+    assert set(tools) == {"get_air_quality", "get_time", "describe_report"}
+    assert tools["describe_report"].pattern == "tool-dict-literal" and tools["describe_report"].input_schema["required"] == ["path"]
+    assert tools["get_air_quality"].description == "Air quality"
+
+
 def test_a_python_file_cut_at_the_budget_keeps_its_complete_definitions():
     text = "from mcp.server.fastmcp import FastMCP\nmcp = FastMCP('x')\n\n" + "".join(
         f"@mcp.tool(\n    name='t{i}',\n)\ndef t{i}(a: str) -> str:\n    return a\n\n" for i in range(5))
@@ -213,6 +250,33 @@ server.setRequestHandler(ListToolsRequestSchema, async () => {
   return { tools: [...BASE_TOOLS, ...Object.values(MORE)] };
 });
 '''
+
+
+REGISTRY = '''
+import { z } from "zod/v4";
+var CURRENT_TIME = {
+  name: "current_time",
+  description: "Get the current time.",
+  schema: z.object({ format: z.string().describe("Format").optional() }),
+};
+server.registerTool(CURRENT_TIME.name, { description: CURRENT_TIME.description, inputSchema: CURRENT_TIME.schema }, (args) => ({}));
+function createServer() {
+  const toolDefinitions = [
+    { name: "browse", description: "Browse posts", inputSchema: toSchema(browseSchema), annotations: { readOnlyHint: true } },
+  ];
+  const handlers = { "tools/list": async () => ({ tools: toolDefinitions }) };
+  server.setRequestHandler(ListToolsRequestSchema, handlers["tools/list"]);
+  client.callTool({ name: "not-a-definition", arguments: {} });
+}
+'''
+
+
+def test_members_of_constants_and_tool_shaped_objects_anywhere():
+    tools = tools_of(REGISTRY, "javascript", "dist/index.js")
+    assert set(tools) == {"current_time", "browse"}
+    assert tools["current_time"].description == "Get the current time." and tools["current_time"].input_schema == {
+        "type": "object", "properties": {"format": {"type": "string", "description": "Format"}}}
+    assert tools["browse"].pattern == "tool-object-literal" and tools["browse"].input_schema == {}
 
 
 def test_list_tools_handler_with_constants_spreads_dicts_and_zod_to_json_schema():

@@ -2,8 +2,8 @@
 
 Seed 000's table for the SDK's version: < 1.1.0 → 2024-11-05; 1.1.x–1.5.x → 2025-06-18; ≥ 1.6.0 → 2025-11-25. Ours,
 through 2026-07-28: the Python SDK 2.x and the TypeScript v2 packages (`@modelcontextprotocol/server`, `/client`) speak
-2026-07-28. The other SDKs (Go, mcp-go, Rust, Java, Kotlin, C#, FastMCP) are recognised but their versions are not
-mapped (deviation 46): from them the spec stays unknown. Source markers (Streamable HTTP, elicitation, structured
+2026-07-28; FastMCP (PyPI) through the `mcp` each release requires. The other SDKs (Go, mcp-go, Rust, Java, Kotlin,
+C#, npm fastmcp) are recognised but their versions are not mapped (deviation 46c): from them the spec stays unknown. Source markers (Streamable HTTP, elicitation, structured
 output, tasks, `server/discover`, protocol version literals) can raise a detected version, never make one up.
 """
 
@@ -52,12 +52,12 @@ def sdk_revision(dep: SdkDependency) -> str | None:
     """The revision a dependency's version maps to, None when its SDK or version is not mapped."""
     if dep.sdk == "typescript-v2":
         return "2026-07-28"
-    if dep.sdk not in SEED_TABLE_SDKS:
-        return None
     version = dep.resolved or lowest_version(dep.spec)
-    if not version:
+    if dep.sdk not in (*SEED_TABLE_SDKS, "fastmcp") or not version:
         return None
     major, minor = (_numbers(version) + [0, 0])[:2]
+    if dep.sdk == "fastmcp":  # through the mcp it requires: < 2.0 mcp>=1.0; 2.x and 3.x mcp>=1.6 (or later); 4.x none
+        return "2024-11-05" if major < 2 else "2025-11-25" if major < 4 else None
     if major >= 2:
         return "2026-07-28"
     if (major, minor) < (1, 1):
