@@ -55,8 +55,12 @@ def test_a_published_package_that_ships_only_dist_is_read_from_dist(tmp_path):
         "dist/vendor.min.js": "server.tool('fake')\n",
         "dist/server.js.map": "{}",
         "dist/server.d.ts": "export {};\n",
+        "dist/esm/helpers.js": "export const h = 1;\n",
+        "dist/cjs/helpers.js": "exports.h = 1;\n",
+        "dist/cjs/only.js": "exports.o = 1;\n",
     })
-    assert chosen(tree) == [("dist/start.js", "entry point (package.json target)"), ("dist/tools.js", "tool pattern")]
+    assert chosen(tree) == [("dist/start.js", "entry point (package.json target)"), ("dist/tools.js", "tool pattern"),
+                            ("dist/cjs/only.js", "source directory"), ("dist/esm/helpers.js", "source directory")]
 
 
 def test_python_project_entry_points_from_pyproject_scripts(tmp_path):

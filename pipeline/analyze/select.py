@@ -108,7 +108,17 @@ def _candidates(files: list[str]) -> list[_Candidate]:
         found.append(_Candidate(path, language))
     if any(not _compiled(c.path) for c in found):
         found = [c for c in found if not _compiled(c.path)]
-    return found
+    paths = {c.path for c in found}
+    return [c for c in found if not _twin_of_esm(c.path, paths)]
+
+
+def _twin_of_esm(path: str, paths: set[str]) -> bool:
+    """dist/cjs/x.js when dist/esm/x.js is there too: a dual package's second build says nothing new."""
+    parts = path.split("/")
+    for index, part in enumerate(parts[:-1]):
+        if part in ("cjs", "commonjs"):
+            return any("/".join(parts[:index] + [twin] + parts[index + 1:]) in paths for twin in ("esm", "mjs", "es"))
+    return False
 
 
 def _compiled(path: str) -> bool:
