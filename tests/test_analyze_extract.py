@@ -279,6 +279,36 @@ def test_members_of_constants_and_tool_shaped_objects_anywhere():
     assert tools["browse"].pattern == "tool-object-literal" and tools["browse"].input_schema == {}
 
 
+WRAPPERS = '''
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { zod } from "../third_party/index.js";
+export const closePage = defineTool(() => ({
+  name: "close_page",
+  description: `Closes the page.`,
+  annotations: { readOnlyHint: false },
+  schema: { pageId: zod.number().describe("The page") },
+  handler: async (request, response) => {},
+}));
+const table = { name: "users", schema: { id: zod.number() }, description: "a table" };
+export function createServer(server) {
+  const tool = (name, title, description, paramsSchema, annotations, cb) => {
+    server.registerTool(name, { title, description, inputSchema: paramsSchema, annotations }, cb);
+  };
+  tool("get_orientation", "Get Orientation", "Get the screen orientation", { device: z.string() }, { readOnlyHint: true }, async () => "");
+  tool("label_only", "no schema, no handler");
+}
+'''
+
+
+def test_tool_definition_helpers_and_local_wrappers():
+    tools = tools_of(WRAPPERS, "javascript", "build/tools/pages.js")
+    assert set(tools) == {"close_page", "get_orientation"}  # an object without a handler, a call without a schema: no tool
+    assert tools["close_page"].input_schema == {"type": "object", "properties": {"pageId": {"type": "number", "description": "The page"}},
+                                                "required": ["pageId"]}
+    assert tools["get_orientation"].description == "Get the screen orientation" and tools["get_orientation"].pattern == "tool-wrapper"
+    assert not tools_of(WRAPPERS.replace("@modelcontextprotocol/sdk", "some-other-sdk"), "javascript").get("get_orientation")
+
+
 def test_list_tools_handler_with_constants_spreads_dicts_and_zod_to_json_schema():
     tools = tools_of(LIST_HANDLER, "typescript", "src/index.ts")
     assert set(tools) == {"read", "write", "remove"}

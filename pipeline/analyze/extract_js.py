@@ -16,7 +16,9 @@ from pipeline.analyze.fetch import SourceFile
 from pipeline.analyze.jsparse import MAX_DEPTH, Source, deref, to_json
 from pipeline.models import ExtractedTool
 
-HINT = re.compile(r"\.tool\b|registerTool|addTool|ListToolsRequestSchema")
+HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|defineTool|createTool")
+SCHEMA_KEYS = {"inputSchema", "schema", "parameters", "paramsSchema", "argsSchema", "input_schema"}
+HANDLER_KEYS = ("handler", "execute", "run", "callback", "cb", "handle", "fn", "call")
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 ZOD_TYPES = {"string": "string", "number": "number", "int": "integer", "bigint": "integer", "boolean": "boolean", "date": "string",
              "array": "array", "object": "object", "record": "object", "map": "object", "enum": "string", "nativeEnum": None, "literal": None,
@@ -33,8 +35,10 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
     tools: list[ExtractedTool] = []
     language = "typescript" if source.language == "typescript" else "javascript"
     tokens = parsed.tokens
+    wrapped = "@modelcontextprotocol/" in source.text  # a local `tool(name, …)` helper counts only beside the SDK
+    count = len(tokens)
     for index, token in enumerate(tokens):
-        if token.kind != "id" or index == 0 or index + 1 >= len(tokens) or not parsed.at(index + 1, "("):
+        if token.kind != "id" or index == 0 or index + 1 >= count or tokens[index + 1].value != "(" or tokens[index + 1].kind != "punc":
             continue
         dotted = parsed.at(index - 1, ".") or parsed.at(index - 1, "?.")
         if dotted and token.value in REGISTRATIONS:
@@ -42,6 +46,9 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
             pattern, read = REGISTRATIONS[token.value]
             found = read(parsed, args, index)
             found = [found] if found else []
+        elif token.value == "tool" and wrapped and not dotted and not (index and tokens[index - 1].value == "function"):
+            found = _wrapper_call(parsed, parsed.arguments(index + 1), index)
+            pattern = "tool-wrapper"
         elif token.value == "setRequestHandler":
             args = parsed.arguments(index + 1)
             found = _list_tools_handler(parsed, args, index) if args and _last_name(args[0]) == "ListToolsRequestSchema" else []
@@ -59,23 +66,54 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
 
 def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:
     """Object literals shaped like an MCP tool anywhere in the file: a string `name` beside an `inputSchema` (tool lists
-    built in one place and returned from another, as registries or maps of tools)."""
+    built in one place and returned from another, registries, maps of tools); or beside a `schema`/`parameters`-like
+    key holding a zod shape or an object schema when a description and a handler function are there too
+    (`defineTool({name, description, schema, handler})`)."""
     found: list[tuple[int, tuple[str, str | None, dict]]] = []
+    seen: set[int] = set()
     tokens = source.tokens
     for index, token in enumerate(tokens):
-        if token.value != "inputSchema" or token.kind not in ("id", "str") or not source.at(index + 1, ":") or len(found) >= 500:
+        if token.value not in SCHEMA_KEYS or token.kind not in ("id", "str") or not source.at(index + 1, ":") or len(found) >= 500:
             continue
         opening = _enclosing_brace(source, index)
-        if opening is None:
+        if opening is None or opening in seen:
             continue
         entries = source._object(opening, source.match[opening], 1)[1]
         name = _string(source, entries["name"], index) if "name" in entries else None
         if name is None:
             continue
         description = _string(source, entries["description"], index) if "description" in entries else None
-        schema = _input_schema(source, entries["inputSchema"], index)
+        schema = _input_schema(source, entries[token.value], index)
+        if token.value != "inputSchema" and (description is None or schema is None or schema.get("type") != "object"
+                                             or not any(entries.get(k, ("other",))[0] == "func" for k in HANDLER_KEYS)):
+            continue
+        seen.add(opening)
         found.append((opening, (name, description, schema if schema is not None else {})))
     return found
+
+
+def _wrapper_call(source: Source, args: list[tuple], at: int) -> list[tuple[str, str | None, dict]]:
+    """A local helper `tool("name", ["Title",] "description", {zod shape}, [annotations], handler)` beside the SDK."""
+    if not args or (name := _string(source, args[0], at)) is None:
+        return []
+    strings: list[str] = []
+    rest = args[1:]
+    while rest and (text := _string(source, rest[0], at)) is not None:
+        strings.append(text)
+        rest = rest[1:]
+    schema = None
+    for node in rest:
+        node = _resolved(source, node, at)
+        if node[0] == "func":
+            break
+        if node[0] == "obj" and node[1] and set(node[1]) <= ANNOTATION_KEYS:
+            continue
+        schema = _input_schema(source, node, at)
+        if schema is not None:
+            break
+    if schema is None or not any(node[0] == "func" for node in rest):
+        return []
+    return [(name, strings[-1] if strings else None, schema)]
 
 
 def _enclosing_brace(source: Source, index: int, reach: int = 5000) -> int | None:

@@ -14,7 +14,7 @@ from typing import Any
 from pipeline.analyze.fetch import SourceFile
 from pipeline.models import ExtractedTool
 
-MAX_RECOVERY = 6  # parses tried on a file cut mid-definition
+MAX_RECOVERY = 3  # parses tried on a file cut mid-definition
 MAX_DEPTH = 6  # nested types and models followed when building a schema
 SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "bytes": "string", "AnyUrl": "string",
            "HttpUrl": "string", "Path": "string", "datetime": "string", "date": "string", "UUID": "string", "Decimal": "number"}
