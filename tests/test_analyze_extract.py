@@ -461,3 +461,30 @@ def test_schema_drift_fires_end_to_end(tmp_path: Path):
     same = [dict(t, name=n) for t, n in zip(runtime, ("a", "b"))]
     card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(tools=same), analysis=result))
     assert "schema_drift" not in {f.name for f in card.flags}
+
+
+def test_mangled_sources_never_crash_a_reader():
+    """Every sample above, cut, with characters dropped, brackets and quotes inserted, or halves swapped: a reader returns
+    tools or None, never raises."""
+    import random
+
+    samples = [(TYPESCRIPT, "typescript"), (LIST_HANDLER, "typescript"), (COMPILED, "javascript"), (MINIFIED, "javascript"),
+               (REGISTRY, "javascript"), (WRAPPERS, "javascript"), (FASTMCP, "python"), (LOW_LEVEL, "python"), (HAND_WRITTEN, "python"),
+               (GO, "go"), (RUST, "rust")]
+    # found this way once: a lost quote leaves `inputSchema` a key of no object the parser closes
+    broken = '{ name: "browse, description: "Browse posts"inputSchema: toSchema(browseSchema), annotations: { readOnlyHint: true } },\n'
+    assert extract_tools([SourceFile(path="f", text=broken, language="javascript")]) is None
+    rng = random.Random(1)
+    for _ in range(1500):
+        text, language = rng.choice(samples)
+        operation = rng.randrange(4)
+        if operation == 0:
+            text = text[:rng.randrange(len(text))]
+        for _ in range(rng.randint(1, 10) if operation in (1, 2) else 0):
+            at = rng.randrange(len(text))
+            text = text[:at] + text[at + rng.randint(1, 5):] if operation == 1 else text[:at] + rng.choice("()[]{}'\"`/*\\,:;=.$") + text[at:]
+        if operation == 3:
+            a, b = sorted((rng.randrange(len(text)), rng.randrange(len(text))))
+            text = text[:a] + text[b:] + text[a:b]
+        for tool in extract_tools([SourceFile(path="f", text=text, language=language)]) or []:
+            assert isinstance(tool.name, str) and tool.name

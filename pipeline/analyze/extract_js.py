@@ -80,7 +80,7 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
             continue
         entries = source._object(opening, source.match[opening], 1)[1]
         name = _string(source, entries["name"], index) if "name" in entries else None
-        if name is None:
+        if name is None or token.value not in entries:  # a key of a nested literal the brackets around it left unclosed
             continue
         description = _string(source, entries["description"], index) if "description" in entries else None
         schema = _input_schema(source, entries[token.value], index)
