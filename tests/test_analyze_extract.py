@@ -3,6 +3,7 @@ static schema completeness, and schema drift from source to flag."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -402,6 +403,16 @@ def test_go_and_rust_sdk_patterns():
     assert rust["sum"].input_schema == {"type": "object", "required": ["a"], "properties": {
         "a": {"type": "integer", "description": "the left number"}, "b": {"type": "integer", "description": "the right number"}}}
     assert rust["minus"].description == "Subtract" and rust["minus"].input_schema["properties"]["a"]["description"] == "left"
+
+
+def test_schemas_hold_only_what_json_can_carry():
+    python = "@mcp.tool()\ndef f(a: int = ..., b: bytes = b'x', c: float = 1e999, d: Literal[b'x', 'y'] = 'y', e: int = 0x10) -> str: ...\n"
+    schema = tools_of(python, "python")["f"].input_schema
+    assert json.dumps(schema, allow_nan=False) and schema["properties"]["d"] == {"enum": ["y"], "type": "string", "default": "y"}
+    assert schema["properties"]["e"]["default"] == 16 and "default" not in schema["properties"]["a"] | schema["properties"]["c"]
+    script = 'server.tool("g", { n: z.number().default(1e999), m: z.number().default(0xFF), k: z.number().max(0b101) }, async () => ({}));'
+    properties = tools_of(script, "javascript")["g"].input_schema["properties"]
+    assert json.dumps(properties, allow_nan=False) and properties["m"]["default"] == 255 and properties["k"]["maximum"] == 5
 
 
 def test_nothing_recognised_is_none_and_duplicates_are_kept_once():

@@ -9,6 +9,7 @@ are resolved through module-level constants, enum members and pydantic models of
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from pipeline.analyze.fetch import SourceFile
@@ -210,7 +211,7 @@ class _Module:
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self._schema_value(v, depth + 1) for v in node.elts]
         if isinstance(node, ast.Constant):
-            return node.value if isinstance(node.value, (str, int, float, bool)) or node.value is None else None
+            return node.value if _is_plain(node) else None
         if isinstance(node, ast.Name):
             return self._schema_value(self.constants.get(node.id), depth + 1)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("model_json_schema", "schema"):
@@ -234,8 +235,8 @@ class _Module:
             if has_default and _callee(default.func if isinstance(default, ast.Call) else default) in ("Field", "pydantic.Field"):
                 schema.update(self._field(default))  # type: ignore[arg-type]
                 has_default = not _field_required(default)  # type: ignore[arg-type]
-            elif has_default and isinstance(default, ast.Constant):
-                schema["default"] = default.value
+            elif has_default and _is_plain(default):
+                schema["default"] = default.value  # type: ignore[union-attr]
             properties[arg.arg] = schema
             if not has_default and field_required:
                 required.append(arg.arg)
@@ -273,7 +274,7 @@ class _Module:
                         schema["description"] = extra.value
                 return schema, required
             if name == "Literal":
-                values = [i.value for i in items if isinstance(i, ast.Constant)]
+                values = [i.value for i in items if _is_plain(i)]
                 kinds = {type(v).__name__ for v in values}
                 schema: dict[str, Any] = {"enum": values}
                 if len(kinds) == 1 and next(iter(kinds)) in SCALARS:
@@ -298,7 +299,7 @@ class _Module:
         bases = {_callee(b).split(".")[-1] for b in cls.bases}
         if bases & {"Enum", "StrEnum", "IntEnum"}:
             values = [_class_constant(cls, t.id).value for s in cls.body if isinstance(s, ast.Assign) for t in s.targets
-                      if isinstance(t, ast.Name) and isinstance(_class_constant(cls, t.id), ast.Constant)]
+                      if isinstance(t, ast.Name) and _is_plain(_class_constant(cls, t.id))]
             return {"type": "string", "enum": values} if values else {}
         if depth > MAX_DEPTH:
             return {"type": "object"}
@@ -334,13 +335,21 @@ class _Module:
                 text = self._string(keyword.value)
                 if text:
                     schema["description"] = text
-            elif keyword.arg in ("ge", "le", "gt", "lt", "min_length", "max_length") and isinstance(keyword.value, ast.Constant):
+            elif keyword.arg in ("ge", "le", "gt", "lt", "min_length", "max_length") and _is_plain(keyword.value):
                 key = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum",
                        "min_length": "minLength", "max_length": "maxLength"}[keyword.arg]
                 schema[key] = keyword.value.value
-            elif keyword.arg == "default" and isinstance(keyword.value, ast.Constant):
+            elif keyword.arg == "default" and _is_plain(keyword.value):
                 schema["default"] = keyword.value.value
         return schema
+
+
+def _is_plain(node: ast.AST | None) -> bool:
+    """A constant JSON can carry: a string, a finite number, a boolean or None (not bytes, Ellipsis, complex, 1e999)."""
+    if not isinstance(node, ast.Constant):
+        return False
+    value = node.value
+    return value is None or isinstance(value, (str, bool, int)) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _field_required(call: ast.Call) -> bool:

@@ -9,6 +9,7 @@ code; the value parser follows nesting to a fixed depth and skips anything it do
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -265,8 +266,10 @@ class Source:
             return ("str", token.value), index + 1
         if token.kind == "num":
             try:
-                return ("num", float(token.value) if "." in token.value or "e" in token.value.lower() else int(token.value, 0)), index + 1
-            except ValueError:
+                text = token.value.lower()
+                number = int(text, 0) if text.startswith(("0x", "0o", "0b")) or not any(c in text for c in ".e") else float(text)
+                return (("num", number) if math.isfinite(number) else OTHER), index + 1
+            except (ValueError, OverflowError):
                 return OTHER, index + 1
         if token.kind == "id":
             if token.value in ("true", "false", "null", "undefined"):
