@@ -310,6 +310,44 @@ def test_tool_definition_helpers_and_local_wrappers():
     assert not tools_of(WRAPPERS.replace("@modelcontextprotocol/sdk", "some-other-sdk"), "javascript").get("get_orientation")
 
 
+FRAMEWORK = '''
+import { MCPTool } from "mcp-framework";
+import { z } from "zod";
+
+class ExampleTool extends MCPTool<{ message: string; count?: number }> {
+  name = "example_tool";
+  description = "Processes messages";
+  schema = {
+    message: { type: z.string(), description: "Message to process" },
+    count: { type: z.number().optional(), description: "How often" },
+  };
+  async execute(input) {
+    const name = "not-the-tool";
+    return input.message;
+  }
+}
+class Compiled extends mcp_framework_1.MCPTool {
+    constructor() {
+        super(...arguments);
+        this.name = "compiled_tool";
+        this.description = "From tsc";
+        this.schema = { q: { type: zod_1.z.string(), description: "Query" } };
+    }
+}
+class Unrelated extends Base { name = "nope"; }
+export default ExampleTool;
+'''
+
+
+def test_mcp_framework_tool_classes_source_and_compiled():
+    tools = tools_of(FRAMEWORK, "typescript", "src/tools/ExampleTool.ts")
+    assert set(tools) == {"example_tool", "compiled_tool"}
+    assert tools["example_tool"].description == "Processes messages" and tools["example_tool"].input_schema == {
+        "type": "object", "required": ["message"], "properties": {"message": {"type": "string", "description": "Message to process"},
+                                                                  "count": {"type": "number", "description": "How often"}}}
+    assert tools["compiled_tool"].input_schema["properties"]["q"] == {"type": "string", "description": "Query"}
+
+
 def test_list_tools_handler_with_constants_spreads_dicts_and_zod_to_json_schema():
     tools = tools_of(LIST_HANDLER, "typescript", "src/index.ts")
     assert set(tools) == {"read", "write", "remove"}

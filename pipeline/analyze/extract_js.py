@@ -16,7 +16,7 @@ from pipeline.analyze.fetch import SourceFile
 from pipeline.analyze.jsparse import MAX_DEPTH, Source, deref, to_json
 from pipeline.models import ExtractedTool
 
-HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|defineTool|createTool")
+HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|defineTool|createTool|MCPTool")
 SCHEMA_KEYS = {"inputSchema", "schema", "parameters", "paramsSchema", "argsSchema", "input_schema"}
 HANDLER_KEYS = ("handler", "execute", "run", "callback", "cb", "handle", "fn", "call")
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
@@ -58,6 +58,9 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
         for name, description, schema in found:
             tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
                                        language=language, pattern=pattern))
+    for index, (name, description, schema) in _tool_classes(parsed):
+        tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
+                                   language=language, pattern="MCPTool-class"))
     for index, (name, description, schema) in _tool_object_literals(parsed):
         tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
                                    language=language, pattern="tool-object-literal"))
@@ -90,6 +93,62 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
         seen.add(opening)
         found.append((opening, (name, description, schema if schema is not None else {})))
     return found
+
+
+def _tool_classes(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:
+    """mcp-framework's `class X extends MCPTool { name = "…"; description = "…"; schema = {field: {type: z…, description}} }`,
+    and its compiled form (`this.name = "…"` in the constructor)."""
+    found: list[tuple[int, tuple[str, str | None, dict]]] = []
+    tokens = source.tokens
+    for index, token in enumerate(tokens):
+        if token.kind != "id" or token.value != "extends":
+            continue
+        cursor = index + 1
+        while cursor < len(tokens) and cursor - index < 8 and not source.at(cursor, "{") and not source.at(cursor, "<"):
+            cursor += 1
+        if not (cursor < len(tokens) and tokens[cursor - 1].value == "MCPTool"):
+            continue
+        angles = 0
+        while cursor < len(tokens) and (angles or not source.at(cursor, "{")):  # past `<{ message: string }>` type arguments
+            angles += {"<": 1, ">": -1}.get(tokens[cursor].value, 0) if tokens[cursor].kind == "punc" else 0
+            cursor = source.match[cursor] + 1 if angles and source.at(cursor, "{") and source.match[cursor] > cursor else cursor + 1
+        close = source.match[cursor] if cursor < len(tokens) else -1
+        if close <= cursor:
+            continue
+        fields: dict[str, tuple] = {}
+        for at in range(cursor + 1, close):
+            key = tokens[at]
+            if key.kind == "id" and key.value in ("name", "description", "schema") and source.at(at + 1, "=") and key.value not in fields:
+                fields[key.value] = source.value(at + 2, 1, close)[0]
+        name = _string(source, fields["name"], close) if "name" in fields else None
+        if name is None:
+            continue
+        description = _string(source, fields["description"], close) if "description" in fields else None
+        schema = _framework_schema(source, fields.get("schema", ("other",)), close)
+        found.append((index, (name, description, schema)))
+    return found
+
+
+def _framework_schema(source: Source, node: tuple, at: int) -> dict:
+    """mcp-framework's schema: {field: {type: z.string(), description: "…"}}, or a zod object."""
+    node = _resolved(source, node, at)
+    if node[0] != "obj" or not all(_resolved(source, v, at)[0] == "obj" for v in node[1].values()):
+        return _input_schema(source, node, at) or {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for key, value in node[1].items():
+        entries = _resolved(source, value, at)[1]
+        converted = _zod(source, entries["type"], at, 1) if "type" in entries else None
+        schema = dict(converted[0]) if converted else {}
+        if "description" in entries and (text := _string(source, entries["description"], at)) is not None:
+            schema["description"] = text
+        properties[key] = schema
+        if not (converted and converted[1]):
+            required.append(key)
+    result: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        result["required"] = required
+    return result
 
 
 def _wrapper_call(source: Source, args: list[tuple], at: int) -> list[tuple[str, str | None, dict]]:

@@ -38,7 +38,8 @@ SDK_IMPORTS = tuple(re.compile(p) for p in (
     r"github\.com/modelcontextprotocol/go-sdk", r"github\.com/mark3labs/mcp-go", r"rmcp::", r"use[ \t]{1,10}rmcp\b"))
 TOOL_PATTERNS = tuple(re.compile(p) for p in (
     r"\.tool[ \t]{0,10}[(\n\r]", r"registerTool(?:Task)?\b", r"ListToolsRequestSchema", r"list_tools", r"add_tool\b", r"addTool\b",
-    r"NewTool\b", r"AddTool\b", r"#\[tool\b", r"\bTool\(", r"inputSchema\b", r"defineTool\b", r"createTool\b"))
+    r"NewTool\b", r"AddTool\b", r"#\[tool\b", r"\bTool\(", r"inputSchema\b", r"defineTool\b", r"createTool\b",
+    r"extends[ \t]{1,10}(?:[\w$]{1,60}\.)?MCPTool\b"))
 # A tool definition with a literal name, a tool list handler, or a tool-shaped object: where a long file's excerpt begins.
 DEFINITION = re.compile(r"\.(?:tool|registerTool|registerToolTask|addTool)\([ \t\n]{0,20}[\"'`]|ListToolsRequestSchema[ \t]{0,5},|"
                         r"NewTool\([ \t\n]{0,20}\"|\binputSchema[ \t]{0,5}:|#\[tool\(")
