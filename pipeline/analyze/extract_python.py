@@ -27,6 +27,8 @@ CONTEXT_TYPES = {"Context", "ServerSession", "RequestContext"}
 
 def extract_python(source: SourceFile) -> list[ExtractedTool] | None:
     """The file's tools, or None when the file does not parse or defines none."""
+    if not any(hint in source.text for hint in ("tool", "Tool", "inputSchema")):  # no definition can be here: spare the parse
+        return None
     module = _parse(source.text)
     if module is None:
         return None
