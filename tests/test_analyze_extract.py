@@ -3,6 +3,7 @@ static schema completeness, and schema drift from source to flag."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -135,6 +136,43 @@ def test_low_level_list_tools_literals_constants_enums_and_models():
                                          "properties": {"a": {"type": "integer", "description": "first"}, "b": {"type": "integer"}}}
 
 
+HAND_WRITTEN = '''
+from mcp.types import Tool
+
+class ToolHandler:
+    def __init__(self, name: str):
+        self.name = name
+
+class AirQuality(ToolHandler):
+    def __init__(self):
+        super().__init__("get_air_quality")
+
+    def get_tool_description(self) -> Tool:
+        return Tool(name=self.name, description="Air quality", inputSchema={"type": "object", "properties": {}})
+
+class Clock(ToolHandler):
+    name = "get_time"
+
+    def describe(self):
+        return Tool(name=self.name, description="Time", inputSchema={})
+
+def handle(request):
+    if request["method"] == "tools/list":
+        return {"jsonrpc": "2.0", "id": request["id"], "result": {"tools": [
+            {"name": "describe_report", "description": "Summarise", "inputSchema": {"type": "object", "required": ["path"],
+             "properties": {"path": {"type": "string"}}}},
+        ]}}
+    return {"name": "not-a-tool", "version": "1"}
+'''
+
+
+def test_tool_classes_and_hand_written_json_rpc_dicts():
+    tools = tools_of(HAND_WRITTEN, "python")
+    assert set(tools) == {"get_air_quality", "get_time", "describe_report"}
+    assert tools["describe_report"].pattern == "tool-dict-literal" and tools["describe_report"].input_schema["required"] == ["path"]
+    assert tools["get_air_quality"].description == "Air quality"
+
+
 def test_a_python_file_cut_at_the_budget_keeps_its_complete_definitions():
     text = "from mcp.server.fastmcp import FastMCP\nmcp = FastMCP('x')\n\n" + "".join(
         f"@mcp.tool(\n    name='t{i}',\n)\ndef t{i}(a: str) -> str:\n    return a\n\n" for i in range(5))
@@ -213,6 +251,101 @@ server.setRequestHandler(ListToolsRequestSchema, async () => {
   return { tools: [...BASE_TOOLS, ...Object.values(MORE)] };
 });
 '''
+
+
+REGISTRY = '''
+import { z } from "zod/v4";
+var CURRENT_TIME = {
+  name: "current_time",
+  description: "Get the current time.",
+  schema: z.object({ format: z.string().describe("Format").optional() }),
+};
+server.registerTool(CURRENT_TIME.name, { description: CURRENT_TIME.description, inputSchema: CURRENT_TIME.schema }, (args) => ({}));
+function createServer() {
+  const toolDefinitions = [
+    { name: "browse", description: "Browse posts", inputSchema: toSchema(browseSchema), annotations: { readOnlyHint: true } },
+  ];
+  const handlers = { "tools/list": async () => ({ tools: toolDefinitions }) };
+  server.setRequestHandler(ListToolsRequestSchema, handlers["tools/list"]);
+  client.callTool({ name: "not-a-definition", arguments: {} });
+}
+'''
+
+
+def test_members_of_constants_and_tool_shaped_objects_anywhere():
+    tools = tools_of(REGISTRY, "javascript", "dist/index.js")
+    assert set(tools) == {"current_time", "browse"}
+    assert tools["current_time"].description == "Get the current time." and tools["current_time"].input_schema == {
+        "type": "object", "properties": {"format": {"type": "string", "description": "Format"}}}
+    assert tools["browse"].pattern == "tool-object-literal" and tools["browse"].input_schema == {}
+
+
+WRAPPERS = '''
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { zod } from "../third_party/index.js";
+export const closePage = defineTool(() => ({
+  name: "close_page",
+  description: `Closes the page.`,
+  annotations: { readOnlyHint: false },
+  schema: { pageId: zod.number().describe("The page") },
+  handler: async (request, response) => {},
+}));
+const table = { name: "users", schema: { id: zod.number() }, description: "a table" };
+export function createServer(server) {
+  const tool = (name, title, description, paramsSchema, annotations, cb) => {
+    server.registerTool(name, { title, description, inputSchema: paramsSchema, annotations }, cb);
+  };
+  tool("get_orientation", "Get Orientation", "Get the screen orientation", { device: z.string() }, { readOnlyHint: true }, async () => "");
+  tool("label_only", "no schema, no handler");
+}
+'''
+
+
+def test_tool_definition_helpers_and_local_wrappers():
+    tools = tools_of(WRAPPERS, "javascript", "build/tools/pages.js")
+    assert set(tools) == {"close_page", "get_orientation"}  # an object without a handler, a call without a schema: no tool
+    assert tools["close_page"].input_schema == {"type": "object", "properties": {"pageId": {"type": "number", "description": "The page"}},
+                                                "required": ["pageId"]}
+    assert tools["get_orientation"].description == "Get the screen orientation" and tools["get_orientation"].pattern == "tool-wrapper"
+    assert not tools_of(WRAPPERS.replace("@modelcontextprotocol/sdk", "some-other-sdk"), "javascript").get("get_orientation")
+
+
+FRAMEWORK = '''
+import { MCPTool } from "mcp-framework";
+import { z } from "zod";
+
+class ExampleTool extends MCPTool<{ message: string; count?: number }> {
+  name = "example_tool";
+  description = "Processes messages";
+  schema = {
+    message: { type: z.string(), description: "Message to process" },
+    count: { type: z.number().optional(), description: "How often" },
+  };
+  async execute(input) {
+    const name = "not-the-tool";
+    return input.message;
+  }
+}
+class Compiled extends mcp_framework_1.MCPTool {
+    constructor() {
+        super(...arguments);
+        this.name = "compiled_tool";
+        this.description = "From tsc";
+        this.schema = { q: { type: zod_1.z.string(), description: "Query" } };
+    }
+}
+class Unrelated extends Base { name = "nope"; }
+export default ExampleTool;
+'''
+
+
+def test_mcp_framework_tool_classes_source_and_compiled():
+    tools = tools_of(FRAMEWORK, "typescript", "src/tools/ExampleTool.ts")
+    assert set(tools) == {"example_tool", "compiled_tool"}
+    assert tools["example_tool"].description == "Processes messages" and tools["example_tool"].input_schema == {
+        "type": "object", "required": ["message"], "properties": {"message": {"type": "string", "description": "Message to process"},
+                                                                  "count": {"type": "number", "description": "How often"}}}
+    assert tools["compiled_tool"].input_schema["properties"]["q"] == {"type": "string", "description": "Query"}
 
 
 def test_list_tools_handler_with_constants_spreads_dicts_and_zod_to_json_schema():
@@ -310,6 +443,16 @@ def test_go_and_rust_sdk_patterns():
     assert rust["minus"].description == "Subtract" and rust["minus"].input_schema["properties"]["a"]["description"] == "left"
 
 
+def test_schemas_hold_only_what_json_can_carry():
+    python = "@mcp.tool()\ndef f(a: int = ..., b: bytes = b'x', c: float = 1e999, d: Literal[b'x', 'y'] = 'y', e: int = 0x10) -> str: ...\n"
+    schema = tools_of(python, "python")["f"].input_schema
+    assert json.dumps(schema, allow_nan=False) and schema["properties"]["d"] == {"enum": ["y"], "type": "string", "default": "y"}
+    assert schema["properties"]["e"]["default"] == 16 and "default" not in schema["properties"]["a"] | schema["properties"]["c"]
+    script = 'server.tool("g", { n: z.number().default(1e999), m: z.number().default(0xFF), k: z.number().max(0b101) }, async () => ({}));'
+    properties = tools_of(script, "javascript")["g"].input_schema["properties"]
+    assert json.dumps(properties, allow_nan=False) and properties["m"]["default"] == 255 and properties["k"]["maximum"] == 5
+
+
 def test_nothing_recognised_is_none_and_duplicates_are_kept_once():
     assert extract_tools([SourceFile(path="a.py", text="def f():\n    return 1\n", language="python")]) is None
     assert extract_tools([SourceFile(path="a.py", text="def f(:\n", language="python")]) is None
@@ -367,3 +510,30 @@ def test_schema_drift_fires_end_to_end(tmp_path: Path):
     same = [dict(t, name=n) for t, n in zip(runtime, ("a", "b"))]
     card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(tools=same), analysis=result))
     assert "schema_drift" not in {f.name for f in card.flags}
+
+
+def test_mangled_sources_never_crash_a_reader():
+    """Every sample above, cut, with characters dropped, brackets and quotes inserted, or halves swapped: a reader returns
+    tools or None, never raises."""
+    import random
+
+    samples = [(TYPESCRIPT, "typescript"), (LIST_HANDLER, "typescript"), (COMPILED, "javascript"), (MINIFIED, "javascript"),
+               (REGISTRY, "javascript"), (WRAPPERS, "javascript"), (FASTMCP, "python"), (LOW_LEVEL, "python"), (HAND_WRITTEN, "python"),
+               (GO, "go"), (RUST, "rust")]
+    # found this way once: a lost quote leaves `inputSchema` a key of no object the parser closes
+    broken = '{ name: "browse, description: "Browse posts"inputSchema: toSchema(browseSchema), annotations: { readOnlyHint: true } },\n'
+    assert extract_tools([SourceFile(path="f", text=broken, language="javascript")]) is None
+    rng = random.Random(1)
+    for _ in range(1500):
+        text, language = rng.choice(samples)
+        operation = rng.randrange(4)
+        if operation == 0:
+            text = text[:rng.randrange(len(text))]
+        for _ in range(rng.randint(1, 10) if operation in (1, 2) else 0):
+            at = rng.randrange(len(text))
+            text = text[:at] + text[at + rng.randint(1, 5):] if operation == 1 else text[:at] + rng.choice("()[]{}'\"`/*\\,:;=.$") + text[at:]
+        if operation == 3:
+            a, b = sorted((rng.randrange(len(text)), rng.randrange(len(text))))
+            text = text[:a] + text[b:] + text[a:b]
+        for tool in extract_tools([SourceFile(path="f", text=text, language=language)]) or []:
+            assert isinstance(tool.name, str) and tool.name

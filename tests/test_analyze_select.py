@@ -55,8 +55,12 @@ def test_a_published_package_that_ships_only_dist_is_read_from_dist(tmp_path):
         "dist/vendor.min.js": "server.tool('fake')\n",
         "dist/server.js.map": "{}",
         "dist/server.d.ts": "export {};\n",
+        "dist/esm/helpers.js": "export const h = 1;\n",
+        "dist/cjs/helpers.js": "exports.h = 1;\n",
+        "dist/cjs/only.js": "exports.o = 1;\n",
     })
-    assert chosen(tree) == [("dist/start.js", "entry point (package.json target)"), ("dist/tools.js", "tool pattern")]
+    assert chosen(tree) == [("dist/start.js", "entry point (package.json target)"), ("dist/tools.js", "tool pattern"),
+                            ("dist/cjs/only.js", "source directory"), ("dist/esm/helpers.js", "source directory")]
 
 
 def test_python_project_entry_points_from_pyproject_scripts(tmp_path):
@@ -113,3 +117,18 @@ def test_the_budget_is_twenty_files_of_25_kb_in_a_stable_order(tmp_path):
 def test_unreadable_files_are_passed_over():
     tree = SourceTree(fetcher="t", ref=None, files=["src/a.py", "src/b.py"], read=lambda path: None if path == "src/a.py" else "x = 1\n")
     assert chosen(tree) == [("src/b.py", "source directory")]
+
+
+def test_a_long_bundle_is_read_where_its_tools_are(tmp_path):
+    from pipeline.analyze.extract import extract_tools
+
+    bundle = "".join(f"function dependency{i}(a) {{ return a + {i}; }}\n" for i in range(4000))
+    bundle += 'server.tool("late", "Defined after the bundled dependencies", { q: z.string() }, async () => ({}));\n'
+    tree = write(tmp_path, {"package.json": json.dumps({"main": "dist/index.js", "dependencies": {"@modelcontextprotocol/sdk": "1.9.0"}}),
+                            "dist/index.js": bundle, "dist/small.js": "const x = 1;\n"})
+    selected = {f.path: f for f in select_files(tree)}
+    excerpt = selected["dist/index.js"]
+    assert len(bundle) > 4 * MAX_FILE_BYTES and len(excerpt.text.encode()) <= MAX_FILE_BYTES and 'server.tool("late"' in excerpt.text
+    assert bundle.splitlines()[excerpt.first_line - 1] == excerpt.text.splitlines()[0]
+    assert [(t.name, t.line) for t in extract_tools([excerpt])] == [("late", 4001)]
+    assert selected["dist/small.js"].first_line == 1

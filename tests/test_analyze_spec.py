@@ -19,7 +19,9 @@ def source(text: str) -> list[SourceFile]:
 
 @pytest.mark.parametrize("files,package,spec,value", [
     ({"requirements.txt": "httpx\nmcp[cli]>=1.2.0 ; python_version >= '3.10'\n"}, "mcp", ">=1.2.0", "2025-06-18"),
-    ({"requirements-dev.txt": "fastmcp==2.3.0\n"}, "fastmcp", "==2.3.0", None),
+    ({"requirements-dev.txt": "fastmcp==2.3.0\n"}, "fastmcp", "==2.3.0", "2025-11-25"),
+    ({"requirements.txt": "fastmcp>=4.1\n"}, "fastmcp", ">=4.1", None),
+    ({"requirements.txt": "fastmcp<1.1\n"}, "fastmcp", "<1.1", None),
     ({"setup.py": "setup(install_requires=['mcp >= 1.0.0', 'anyio'])"}, "mcp", ">= 1.0.0", "2024-11-05"),
     ({"setup.cfg": "[options]\ninstall_requires =\n    mcp~=1.7\n"}, "mcp", "~=1.7", "2025-11-25"),
     ({"pyproject.toml": '[tool.poetry.dependencies]\npython = "^3.10"\nmcp = {version = "^2.1", extras = ["cli"]}\n'}, "mcp", "^2.1",

@@ -34,5 +34,7 @@ def extract_tools(files: list[SourceFile]) -> list[ExtractedTool] | None:
         except RecursionError:  # a pathological nesting the bounded parsers did not foresee: the file yields nothing
             found = None
         for tool in found or []:
+            if source.first_line > 1:
+                tool = tool.model_copy(update={"line": tool.line + source.first_line - 1})
             tools.setdefault(tool.name, tool)
     return list(tools.values()) or None

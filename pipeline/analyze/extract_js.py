@@ -13,10 +13,12 @@ import re
 from typing import Any
 
 from pipeline.analyze.fetch import SourceFile
-from pipeline.analyze.jsparse import MAX_DEPTH, Source, to_json
+from pipeline.analyze.jsparse import MAX_DEPTH, Source, deref, to_json
 from pipeline.models import ExtractedTool
 
-HINT = re.compile(r"\.tool\b|registerTool|addTool|ListToolsRequestSchema")
+HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|defineTool|createTool|MCPTool")
+SCHEMA_KEYS = {"inputSchema", "schema", "parameters", "paramsSchema", "argsSchema", "input_schema"}
+HANDLER_KEYS = ("handler", "execute", "run", "callback", "cb", "handle", "fn", "call")
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 ZOD_TYPES = {"string": "string", "number": "number", "int": "integer", "bigint": "integer", "boolean": "boolean", "date": "string",
              "array": "array", "object": "object", "record": "object", "map": "object", "enum": "string", "nativeEnum": None, "literal": None,
@@ -33,8 +35,10 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
     tools: list[ExtractedTool] = []
     language = "typescript" if source.language == "typescript" else "javascript"
     tokens = parsed.tokens
+    wrapped = "@modelcontextprotocol/" in source.text  # a local `tool(name, …)` helper counts only beside the SDK
+    count = len(tokens)
     for index, token in enumerate(tokens):
-        if token.kind != "id" or index == 0 or index + 1 >= len(tokens) or not parsed.at(index + 1, "("):
+        if token.kind != "id" or index == 0 or index + 1 >= count or tokens[index + 1].value != "(" or tokens[index + 1].kind != "punc":
             continue
         dotted = parsed.at(index - 1, ".") or parsed.at(index - 1, "?.")
         if dotted and token.value in REGISTRATIONS:
@@ -42,6 +46,9 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
             pattern, read = REGISTRATIONS[token.value]
             found = read(parsed, args, index)
             found = [found] if found else []
+        elif token.value == "tool" and wrapped and not dotted and not (index and tokens[index - 1].value == "function"):
+            found = _wrapper_call(parsed, parsed.arguments(index + 1), index)
+            pattern = "tool-wrapper"
         elif token.value == "setRequestHandler":
             args = parsed.arguments(index + 1)
             found = _list_tools_handler(parsed, args, index) if args and _last_name(args[0]) == "ListToolsRequestSchema" else []
@@ -51,7 +58,137 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
         for name, description, schema in found:
             tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
                                        language=language, pattern=pattern))
+    for index, (name, description, schema) in _tool_classes(parsed):
+        tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
+                                   language=language, pattern="MCPTool-class"))
+    for index, (name, description, schema) in _tool_object_literals(parsed):
+        tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
+                                   language=language, pattern="tool-object-literal"))
     return tools or None
+
+
+def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:
+    """Object literals shaped like an MCP tool anywhere in the file: a string `name` beside an `inputSchema` (tool lists
+    built in one place and returned from another, registries, maps of tools); or beside a `schema`/`parameters`-like
+    key holding a zod shape or an object schema when a description and a handler function are there too
+    (`defineTool({name, description, schema, handler})`)."""
+    found: list[tuple[int, tuple[str, str | None, dict]]] = []
+    seen: set[int] = set()
+    tokens = source.tokens
+    for index, token in enumerate(tokens):
+        if token.value not in SCHEMA_KEYS or token.kind not in ("id", "str") or not source.at(index + 1, ":") or len(found) >= 500:
+            continue
+        opening = _enclosing_brace(source, index)
+        if opening is None or opening in seen:
+            continue
+        entries = source._object(opening, source.match[opening], 1)[1]
+        name = _string(source, entries["name"], index) if "name" in entries else None
+        if name is None or token.value not in entries:  # a key of a nested literal the brackets around it left unclosed
+            continue
+        description = _string(source, entries["description"], index) if "description" in entries else None
+        schema = _input_schema(source, entries[token.value], index)
+        if token.value != "inputSchema" and (description is None or schema is None or schema.get("type") != "object"
+                                             or not any(entries.get(k, ("other",))[0] == "func" for k in HANDLER_KEYS)):
+            continue
+        seen.add(opening)
+        found.append((opening, (name, description, schema if schema is not None else {})))
+    return found
+
+
+def _tool_classes(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:
+    """mcp-framework's `class X extends MCPTool { name = "…"; description = "…"; schema = {field: {type: z…, description}} }`,
+    and its compiled form (`this.name = "…"` in the constructor)."""
+    found: list[tuple[int, tuple[str, str | None, dict]]] = []
+    tokens = source.tokens
+    for index, token in enumerate(tokens):
+        if token.kind != "id" or token.value != "extends":
+            continue
+        cursor = index + 1
+        while cursor < len(tokens) and cursor - index < 8 and not source.at(cursor, "{") and not source.at(cursor, "<"):
+            cursor += 1
+        if not (cursor < len(tokens) and tokens[cursor - 1].value == "MCPTool"):
+            continue
+        angles = 0
+        while cursor < len(tokens) and (angles or not source.at(cursor, "{")):  # past `<{ message: string }>` type arguments
+            angles += {"<": 1, ">": -1}.get(tokens[cursor].value, 0) if tokens[cursor].kind == "punc" else 0
+            cursor = source.match[cursor] + 1 if angles and source.at(cursor, "{") and source.match[cursor] > cursor else cursor + 1
+        close = source.match[cursor] if cursor < len(tokens) else -1
+        if close <= cursor:
+            continue
+        fields: dict[str, tuple] = {}
+        for at in range(cursor + 1, close):
+            key = tokens[at]
+            if key.kind == "id" and key.value in ("name", "description", "schema") and source.at(at + 1, "=") and key.value not in fields:
+                fields[key.value] = source.value(at + 2, 1, close)[0]
+        name = _string(source, fields["name"], close) if "name" in fields else None
+        if name is None:
+            continue
+        description = _string(source, fields["description"], close) if "description" in fields else None
+        schema = _framework_schema(source, fields.get("schema", ("other",)), close)
+        found.append((index, (name, description, schema)))
+    return found
+
+
+def _framework_schema(source: Source, node: tuple, at: int) -> dict:
+    """mcp-framework's schema: {field: {type: z.string(), description: "…"}}, or a zod object."""
+    node = _resolved(source, node, at)
+    if node[0] != "obj" or not all(_resolved(source, v, at)[0] == "obj" for v in node[1].values()):
+        return _input_schema(source, node, at) or {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for key, value in node[1].items():
+        entries = _resolved(source, value, at)[1]
+        converted = _zod(source, entries["type"], at, 1) if "type" in entries else None
+        schema = dict(converted[0]) if converted else {}
+        if "description" in entries and (text := _string(source, entries["description"], at)) is not None:
+            schema["description"] = text
+        properties[key] = schema
+        if not (converted and converted[1]):
+            required.append(key)
+    result: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        result["required"] = required
+    return result
+
+
+def _wrapper_call(source: Source, args: list[tuple], at: int) -> list[tuple[str, str | None, dict]]:
+    """A local helper `tool("name", ["Title",] "description", {zod shape}, [annotations], handler)` beside the SDK."""
+    if not args or (name := _string(source, args[0], at)) is None:
+        return []
+    strings: list[str] = []
+    rest = args[1:]
+    while rest and (text := _string(source, rest[0], at)) is not None:
+        strings.append(text)
+        rest = rest[1:]
+    schema = None
+    for node in rest:
+        node = _resolved(source, node, at)
+        if node[0] == "func":
+            break
+        if node[0] == "obj" and node[1] and set(node[1]) <= ANNOTATION_KEYS:
+            continue
+        schema = _input_schema(source, node, at)
+        if schema is not None:
+            break
+    if schema is None or not any(node[0] == "func" for node in rest):
+        return []
+    return [(name, strings[-1] if strings else None, schema)]
+
+
+def _enclosing_brace(source: Source, index: int, reach: int = 5000) -> int | None:
+    """The "{" of the object literal that holds token `index` as one of its own keys."""
+    depth = 0
+    for cursor in range(index - 1, max(-1, index - reach), -1):
+        token = source.tokens[cursor]
+        if token.kind != "punc":
+            continue
+        if token.value in (")", "]", "}"):
+            depth += 1
+        elif token.value in ("(", "[", "{"):
+            if depth == 0:
+                return cursor if token.value == "{" and source.match[cursor] > cursor else None
+            depth -= 1
+    return None
 
 
 def _string(source: Source, node: tuple, before: int) -> str | None:
@@ -59,13 +196,8 @@ def _string(source: Source, node: tuple, before: int) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _resolved(source: Source, node: tuple, before: int, depth: int = 0) -> tuple:
-    while node[0] == "ref" and depth < MAX_DEPTH:
-        value = source.resolve(node[1], before)
-        if value is None:
-            break
-        node, depth = value, depth + 1
-    return node
+def _resolved(source: Source, node: tuple, before: int) -> tuple:
+    return deref(source, node, before)
 
 
 def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:

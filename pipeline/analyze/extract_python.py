@@ -9,12 +9,13 @@ are resolved through module-level constants, enum members and pydantic models of
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from pipeline.analyze.fetch import SourceFile
 from pipeline.models import ExtractedTool
 
-MAX_RECOVERY = 6  # parses tried on a file cut mid-definition
+MAX_RECOVERY = 3  # parses tried on a file cut mid-definition
 MAX_DEPTH = 6  # nested types and models followed when building a schema
 SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "bytes": "string", "AnyUrl": "string",
            "HttpUrl": "string", "Path": "string", "datetime": "string", "date": "string", "UUID": "string", "Decimal": "number"}
@@ -26,6 +27,8 @@ CONTEXT_TYPES = {"Context", "ServerSession", "RequestContext"}
 
 def extract_python(source: SourceFile) -> list[ExtractedTool] | None:
     """The file's tools, or None when the file does not parse or defines none."""
+    if not any(hint in source.text for hint in ("tool", "Tool", "inputSchema")):  # no definition can be here: spare the parse
+        return None
     module = _parse(source.text)
     if module is None:
         return None
@@ -86,12 +89,15 @@ class _Module:
                         self.constants.setdefault(target.id, node.value)
                         if isinstance(node.value, ast.Call):
                             self.servers.setdefault(target.id, _callee(node.value.func))
+        self.owner: dict[int, ast.ClassDef] = {id(n): c for c in self.classes.values() for n in ast.walk(c)}
         self.list_tools_bodies = {id(n) for f in self.functions.values() if any(_decorator_attr(d) == "list_tools" for d in f.decorator_list)
                                   for n in ast.walk(f)}
 
     def tools_of(self, node: ast.AST) -> list[tuple[Any, str | None, dict, str]]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return [self._decorated(node, d) for d in node.decorator_list if self._is_tool_decorator(d)]
+        if isinstance(node, ast.Dict):
+            return self._tool_dict(node)
         if not isinstance(node, ast.Call):
             return []
         callee = _callee(node.func)
@@ -130,15 +136,47 @@ class _Module:
         description = description or _docstring(function)
         return name or function.name, description, self._signature(function), pattern
 
+    def _tool_dict(self, node: ast.Dict):
+        """A dict shaped like an MCP tool: a string "name" beside an "inputSchema" (servers speaking JSON-RPC by hand)."""
+        entries = {self._string(k): v for k, v in zip(node.keys, node.values) if k is not None}
+        if "inputSchema" not in entries or "name" not in entries:
+            return []
+        name = self._string(entries["name"])
+        schema = self._schema_value(entries["inputSchema"])
+        description = self._string(entries.get("description"))
+        return [(name, description, schema if isinstance(schema, dict) else {}, "tool-dict-literal")] if name else []
+
     def _tool_literal(self, call: ast.Call):
         kwargs = {k.arg: k.value for k in call.keywords if k.arg}
-        name = self._string(kwargs.get("name")) if "name" in kwargs else (self._string(call.args[0]) if call.args else None)
+        name_node = kwargs.get("name") if "name" in kwargs else (call.args[0] if call.args else None)
+        name = self._string(name_node)
+        if name is None and isinstance(name_node, ast.Attribute) and isinstance(name_node.value, ast.Name) and name_node.value.id == "self":
+            name = self._instance_string(self.owner.get(id(call)), name_node.attr)
         if name is None:
             return []
         schema_node = kwargs.get("inputSchema") or kwargs.get("input_schema")
         schema = self._schema_value(schema_node) if schema_node is not None else {}
         pattern = "list_tools-literal" if id(call) in self.list_tools_bodies else "tool-constructor"
         return [(name, self._string(kwargs.get("description")), schema if isinstance(schema, dict) else {}, pattern)]
+
+    def _instance_string(self, cls: ast.ClassDef | None, attribute: str) -> str | None:
+        """`self.<attribute>` of a class: a class constant, `self.<attribute> = "…"` in __init__, or, for `name`, the first
+        argument its __init__ passes to `super().__init__` (a tool base class taking the name)."""
+        if cls is None:
+            return None
+        value = self._string(_class_constant(cls, attribute))
+        if value is not None:
+            return value
+        init = next((s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == "__init__"), None)
+        for node in ast.walk(init) if init is not None else ():
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == attribute and isinstance(t.value, ast.Name)
+                                                    and t.value.id == "self" for t in node.targets):
+                return self._string(node.value)
+            if (attribute == "name" and isinstance(node, ast.Call) and _callee(node.func).endswith("__init__")
+                    and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call)):
+                named = next((k.value for k in node.keywords if k.arg == "name"), node.args[0] if node.args else None)
+                return self._string(named)
+        return None
 
     def _function(self, node: ast.expr):
         return self.functions.get(node.id) if isinstance(node, ast.Name) else None
@@ -175,7 +213,7 @@ class _Module:
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self._schema_value(v, depth + 1) for v in node.elts]
         if isinstance(node, ast.Constant):
-            return node.value if isinstance(node.value, (str, int, float, bool)) or node.value is None else None
+            return node.value if _is_plain(node) else None
         if isinstance(node, ast.Name):
             return self._schema_value(self.constants.get(node.id), depth + 1)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("model_json_schema", "schema"):
@@ -199,8 +237,8 @@ class _Module:
             if has_default and _callee(default.func if isinstance(default, ast.Call) else default) in ("Field", "pydantic.Field"):
                 schema.update(self._field(default))  # type: ignore[arg-type]
                 has_default = not _field_required(default)  # type: ignore[arg-type]
-            elif has_default and isinstance(default, ast.Constant):
-                schema["default"] = default.value
+            elif has_default and _is_plain(default):
+                schema["default"] = default.value  # type: ignore[union-attr]
             properties[arg.arg] = schema
             if not has_default and field_required:
                 required.append(arg.arg)
@@ -238,7 +276,7 @@ class _Module:
                         schema["description"] = extra.value
                 return schema, required
             if name == "Literal":
-                values = [i.value for i in items if isinstance(i, ast.Constant)]
+                values = [i.value for i in items if _is_plain(i)]
                 kinds = {type(v).__name__ for v in values}
                 schema: dict[str, Any] = {"enum": values}
                 if len(kinds) == 1 and next(iter(kinds)) in SCALARS:
@@ -263,7 +301,7 @@ class _Module:
         bases = {_callee(b).split(".")[-1] for b in cls.bases}
         if bases & {"Enum", "StrEnum", "IntEnum"}:
             values = [_class_constant(cls, t.id).value for s in cls.body if isinstance(s, ast.Assign) for t in s.targets
-                      if isinstance(t, ast.Name) and isinstance(_class_constant(cls, t.id), ast.Constant)]
+                      if isinstance(t, ast.Name) and _is_plain(_class_constant(cls, t.id))]
             return {"type": "string", "enum": values} if values else {}
         if depth > MAX_DEPTH:
             return {"type": "object"}
@@ -299,13 +337,21 @@ class _Module:
                 text = self._string(keyword.value)
                 if text:
                     schema["description"] = text
-            elif keyword.arg in ("ge", "le", "gt", "lt", "min_length", "max_length") and isinstance(keyword.value, ast.Constant):
+            elif keyword.arg in ("ge", "le", "gt", "lt", "min_length", "max_length") and _is_plain(keyword.value):
                 key = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum",
                        "min_length": "minLength", "max_length": "maxLength"}[keyword.arg]
                 schema[key] = keyword.value.value
-            elif keyword.arg == "default" and isinstance(keyword.value, ast.Constant):
+            elif keyword.arg == "default" and _is_plain(keyword.value):
                 schema["default"] = keyword.value.value
         return schema
+
+
+def _is_plain(node: ast.AST | None) -> bool:
+    """A constant JSON can carry: a string, a finite number, a boolean or None (not bytes, Ellipsis, complex, 1e999)."""
+    if not isinstance(node, ast.Constant):
+        return False
+    value = node.value
+    return value is None or isinstance(value, (str, bool, int)) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _field_required(call: ast.Call) -> bool:

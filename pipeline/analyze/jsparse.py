@@ -9,6 +9,7 @@ code; the value parser follows nesting to a fixed depth and skips anything it do
 from __future__ import annotations
 
 import bisect
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -265,8 +266,10 @@ class Source:
             return ("str", token.value), index + 1
         if token.kind == "num":
             try:
-                return ("num", float(token.value) if "." in token.value or "e" in token.value.lower() else int(token.value, 0)), index + 1
-            except ValueError:
+                text = token.value.lower()
+                number = int(text, 0) if text.startswith(("0x", "0o", "0b")) or not any(c in text for c in ".e") else float(text)
+                return (("num", number) if math.isfinite(number) else OTHER), index + 1
+            except (ValueError, OverflowError):
                 return OTHER, index + 1
         if token.kind == "id":
             if token.value in ("true", "false", "null", "undefined"):
@@ -438,6 +441,25 @@ def _declarations(tokens: list[Token]) -> dict[str, list[int]]:
     return found
 
 
+def deref(source: Source, node: tuple, before: int, depth: int = 0) -> tuple:
+    """Follow references to constants and members of constant objects (`TOOL.name`, `CONFIG.tools.search`)."""
+    while depth < MAX_DEPTH:
+        depth += 1
+        if node[0] == "ref":
+            value = source.resolve(node[1], before)
+            if value is None:
+                return node
+            node = value
+        elif node[0] == "member":
+            base = deref(source, node[1], before, depth)
+            if base[0] != "obj" or node[2] not in base[1]:
+                return node
+            node = base[1][node[2]]
+        else:
+            return node
+    return node
+
+
 def to_json(source: Source, node: tuple, before: int, depth: int = 0) -> Any:
     """A parsed literal as JSON data, following references to constants; None for what is not a literal."""
     if depth > MAX_DEPTH:
@@ -463,7 +485,7 @@ def to_json(source: Source, node: tuple, before: int, depth: int = 0) -> Any:
             else:
                 items.append(to_json(source, item, before, depth + 1))
         return items
-    if kind == "ref":
-        resolved = source.resolve(node[1], before)
-        return to_json(source, resolved, before, depth + 1) if resolved is not None else None
+    if kind in ("ref", "member"):
+        resolved = deref(source, node, before, depth)
+        return to_json(source, resolved, before, depth + 1) if resolved[0] not in ("ref", "member") else None
     return None

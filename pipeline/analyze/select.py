@@ -32,14 +32,18 @@ SKIPPED_DIRS = {"node_modules", "vendor", "third_party", "third-party", "site-pa
 SIDE_DIRS = {"examples", "example", "docs", "doc", "scripts", "benchmarks", "bench"}  # read only when nothing better remains
 SKIPPED_FILE = re.compile(r"(^test_.*\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$|\.d\.[cm]?ts$|[.-]min\.js$|\.bundle\.js$|"
                           r"^(conftest|setup|noxfile|fabfile)\.py$|\.config\.[cm]?[jt]s$|^(gulpfile|gruntfile|webpack\.[\w.]+)\.js$)", re.I)
-SDK_IMPORT = re.compile(
-    r"^[ \t]{0,40}(?:from[ \t]{1,10}(?:mcp|fastmcp)\b|import[ \t]{1,10}(?:mcp|fastmcp)\b)"
-    r"|[\"'](?:@modelcontextprotocol/|fastmcp[\"'])"
-    r"|github\.com/(?:modelcontextprotocol/go-sdk|mark3labs/mcp-go)"
-    r"|\buse[ \t]{1,10}rmcp\b|\brmcp::", re.M)
-TOOL_PATTERN = re.compile(
-    r"\.tool[ \t]{0,10}\(|@[\w.]{1,80}\.tool\b|registerTool(?:Task)?\b|ListToolsRequestSchema|list_tools|\badd_tool\b|NewTool\b|AddTool\b|"
-    r"#\[tool\b|\bTool\(")
+# Each pattern starts with a literal, so the engine skips ahead to it (one alternation over every position is far slower).
+SDK_IMPORTS = tuple(re.compile(p) for p in (
+    r"from[ \t]{1,10}(?:mcp|fastmcp)\b", r"import[ \t]{1,10}(?:mcp|fastmcp)\b", r"@modelcontextprotocol/", r"fastmcp[\"']",
+    r"github\.com/modelcontextprotocol/go-sdk", r"github\.com/mark3labs/mcp-go", r"rmcp::", r"use[ \t]{1,10}rmcp\b"))
+TOOL_PATTERNS = tuple(re.compile(p) for p in (
+    r"\.tool[ \t]{0,10}[(\n\r]", r"registerTool(?:Task)?\b", r"ListToolsRequestSchema", r"list_tools", r"add_tool\b", r"addTool\b",
+    r"NewTool\b", r"AddTool\b", r"#\[tool\b", r"\bTool\(", r"inputSchema\b", r"defineTool\b", r"createTool\b",
+    r"extends[ \t]{1,10}(?:[\w$]{1,60}\.)?MCPTool\b"))
+# A tool definition with a literal name, a tool list handler, or a tool-shaped object: where a long file's excerpt begins.
+DEFINITION = re.compile(r"\.(?:tool|registerTool|registerToolTask|addTool)\([ \t\n]{0,20}[\"'`]|ListToolsRequestSchema[ \t]{0,5},|"
+                        r"NewTool\([ \t\n]{0,20}\"|\binputSchema[ \t]{0,5}:|#\[tool\(")
+WINDOW_LEAD = 3_000  # bytes kept before the first definition (the constants it refers to)
 ENTRY_NAMES = ("index.ts", "index.js", "index.mjs", "server.ts", "server.js", "main.ts", "main.py", "server.py", "__main__.py", "app.py",
                "main.go", "main.rs", "lib.rs")
 
@@ -51,6 +55,7 @@ class _Candidate:
     tier: int = 9
     reason: str = ""
     text: str | None = None
+    first_line: int = 1
 
 
 def select_files(tree: SourceTree) -> list[SourceFile]:
@@ -66,8 +71,8 @@ def select_files(tree: SourceTree) -> list[SourceFile]:
         scanned += 1
         if text is None:
             continue
-        candidate.text = _cut(text)
-        imports, tools = bool(SDK_IMPORT.search(candidate.text)), bool(TOOL_PATTERN.search(candidate.text))
+        candidate.text, candidate.first_line = _excerpt(text, candidate.language)
+        imports, tools = found_any(SDK_IMPORTS, candidate.text), found_any(TOOL_PATTERNS, candidate.text)
         confirmed = confirmed or imports
         if imports and tools:
             candidate.tier, candidate.reason = 1, "sdk import and tool pattern"
@@ -83,7 +88,11 @@ def select_files(tree: SourceTree) -> list[SourceFile]:
                 candidate.tier, candidate.reason = 0, f"entry point ({entries[candidate.path]})"
     readable = [c for c in candidates if c.text is not None]
     chosen = sorted(readable, key=lambda c: (c.tier, c.path.count("/"), c.path))[:MAX_SELECTED]
-    return [SourceFile(path=c.path, text=c.text or "", language=c.language, reason=c.reason) for c in chosen]
+    return [SourceFile(path=c.path, text=c.text or "", language=c.language, reason=c.reason, first_line=c.first_line) for c in chosen]
+
+
+def found_any(patterns: tuple[re.Pattern, ...], text: str) -> bool:
+    return any(pattern.search(text) for pattern in patterns)
 
 
 def _candidates(files: list[str]) -> list[_Candidate]:
@@ -100,7 +109,17 @@ def _candidates(files: list[str]) -> list[_Candidate]:
         found.append(_Candidate(path, language))
     if any(not _compiled(c.path) for c in found):
         found = [c for c in found if not _compiled(c.path)]
-    return found
+    paths = {c.path for c in found}
+    return [c for c in found if not _twin_of_esm(c.path, paths)]
+
+
+def _twin_of_esm(path: str, paths: set[str]) -> bool:
+    """dist/cjs/x.js when dist/esm/x.js is there too: a dual package's second build says nothing new."""
+    parts = path.split("/")
+    for index, part in enumerate(parts[:-1]):
+        if part in ("cjs", "commonjs"):
+            return any("/".join(parts[:index] + [twin] + parts[index + 1:]) in paths for twin in ("esm", "mjs", "es"))
+    return False
 
 
 def _compiled(path: str) -> bool:
@@ -124,10 +143,19 @@ def _path_tier(path: str) -> tuple[int, str]:
     return 6, "fallback"
 
 
-def _cut(text: str) -> str:
+def _excerpt(text: str, language: str) -> tuple[str, int]:
+    """The file's 25 KB and the line they start on: its head, unless it is longer and its first tool definition lies past
+    the head (a bundled dist file keeps its own code after its dependencies); then from a little before that definition.
+    Python is always read from its head, where `ast` can parse it."""
     if len(text) <= MAX_FILE_BYTES // 4:
-        return text
-    return text.encode("utf-8")[:MAX_FILE_BYTES].decode("utf-8", "ignore")
+        return text, 1
+    start = 0
+    if language != "python" and len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        definition = DEFINITION.search(text)
+        if definition is not None and definition.start() > MAX_FILE_BYTES - WINDOW_LEAD:
+            start = max(text.rfind("\n", 0, definition.start() - WINDOW_LEAD) + 1, 0)
+    excerpt = text[start:].encode("utf-8")[:MAX_FILE_BYTES].decode("utf-8", "ignore")
+    return excerpt, text.count("\n", 0, start) + 1
 
 
 def _entry_points(tree: SourceTree, paths: set[str]) -> dict[str, str]:

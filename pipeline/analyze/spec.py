@@ -2,9 +2,10 @@
 
 Seed 000's table for the SDK's version: < 1.1.0 → 2024-11-05; 1.1.x–1.5.x → 2025-06-18; ≥ 1.6.0 → 2025-11-25. Ours,
 through 2026-07-28: the Python SDK 2.x and the TypeScript v2 packages (`@modelcontextprotocol/server`, `/client`) speak
-2026-07-28. The other SDKs (Go, mcp-go, Rust, Java, Kotlin, C#, FastMCP) are recognised but their versions are not
-mapped (deviation 46): from them the spec stays unknown. Source markers (Streamable HTTP, elicitation, structured
-output, tasks, `server/discover`, protocol version literals) can raise a detected version, never make one up.
+2026-07-28; FastMCP (PyPI) through the `mcp` each release requires. The other SDKs (Go, mcp-go, Rust, Java, Kotlin,
+C#, npm fastmcp) are recognised but their versions are not mapped (deviation 46c): from them the spec stays unknown.
+Source markers (Streamable HTTP, elicitation, structured output, tasks, `server/discover`, protocol version literals)
+can raise a detected version, never make one up.
 """
 
 from __future__ import annotations
@@ -18,17 +19,19 @@ from pipeline.analyze.sdk import SdkDependency, sdk_dependencies
 REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 SEED_TABLE_SDKS = ("python", "typescript")
 # marker -> (the first revision that has the feature, pattern)
-MARKERS: dict[str, tuple[str, re.Pattern]] = {
-    "streamable_http": ("2025-03-26", re.compile(
-        r"StreamableHTTPServerTransport|streamable_http_app|[\"']streamable-http[\"']|NewStreamableHTTPServer|StreamableHTTPHandler|"
-        r"StreamableHttpService|WebStandardStreamableHTTPServerTransport")),
-    "elicitation": ("2025-06-18", re.compile(r"elicitInput|\.elicit\(|elicitation/create|ElicitRequest|ElicitResult|CreateElicitation")),
-    "structured_output": ("2025-06-18", re.compile(r"\boutputSchema\b|\bstructuredContent\b|\bstructured_output\b|\boutput_schema\b")),
-    "tasks": ("2025-11-25", re.compile(r"registerToolTask|experimental\.tasks|\btaskSupport\b|[\"']tasks/(?:get|result|list|cancel)[\"']|"
-                                       r"\bTaskStore\b")),
-    "server_discover": ("2026-07-28", re.compile(r"[\"']server/discover[\"']")),
+MARKERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "streamable_http": ("2025-03-26", (r"StreamableHTTPServerTransport", r"streamable_http_app", r"[\"']streamable-http[\"']",
+                                       r"NewStreamableHTTPServer", r"StreamableHTTPHandler", r"StreamableHttpService")),
+    "elicitation": ("2025-06-18", (r"elicitInput", r"\.elicit\(", r"elicitation/create", r"ElicitRequest", r"ElicitResult",
+                                   r"CreateElicitation")),
+    "structured_output": ("2025-06-18", (r"outputSchema\b", r"structuredContent\b", r"structured_output\b", r"output_schema\b")),
+    "tasks": ("2025-11-25", (r"registerToolTask", r"experimental\.tasks", r"taskSupport\b", r"tasks/(?:get|result|list|cancel)[\"']",
+                             r"TaskStore\b")),
+    "server_discover": ("2026-07-28", (r"server/discover[\"']",)),
 }
-PROTOCOL_LITERAL = re.compile(r"[\"'`](2024-11-05|2025-03-26|2025-06-18|2025-11-25|2026-07-28)[\"'`]")
+# compiled once; each pattern starts with a literal, which the engine searches for quickly
+_COMPILED = {name: (revision, tuple(re.compile(p) for p in patterns)) for name, (revision, patterns) in MARKERS.items()}
+PROTOCOL_LITERAL = re.compile(r"20(?:24-11-05|25-03-26|25-06-18|25-11-25|26-07-28)(?=[\"'`])")
 
 
 def spec_version(tree: SourceTree, files: list[SourceFile]) -> dict[str, Any]:
@@ -52,12 +55,12 @@ def sdk_revision(dep: SdkDependency) -> str | None:
     """The revision a dependency's version maps to, None when its SDK or version is not mapped."""
     if dep.sdk == "typescript-v2":
         return "2026-07-28"
-    if dep.sdk not in SEED_TABLE_SDKS:
-        return None
     version = dep.resolved or lowest_version(dep.spec)
-    if not version:
+    if dep.sdk not in (*SEED_TABLE_SDKS, "fastmcp") or not version:
         return None
     major, minor = (_numbers(version) + [0, 0])[:2]
+    if dep.sdk == "fastmcp":  # through the mcp it requires: < 2.0 mcp>=1.0; 2.x and 3.x mcp>=1.6 (or later); 4.x none
+        return "2024-11-05" if major < 2 else "2025-11-25" if major < 4 else None
     if major >= 2:
         return "2026-07-28"
     if (major, minor) < (1, 1):
@@ -71,10 +74,10 @@ def source_markers(files: list[SourceFile]) -> dict[str, str]:
     """Markers found in the selected files -> the first revision that has the feature."""
     found: dict[str, str] = {}
     for source in files:
-        for name, (revision, pattern) in MARKERS.items():
-            if name not in found and pattern.search(source.text):
+        for name, (revision, patterns) in _COMPILED.items():
+            if name not in found and any(p.search(source.text) for p in patterns):
                 found[name] = revision
-        literals = [m.group(1) for m in PROTOCOL_LITERAL.finditer(source.text)]
+        literals = [m.group(0) for m in PROTOCOL_LITERAL.finditer(source.text) if source.text[m.start() - 1:m.start()] in ("\"", "'", "`")]
         if literals:
             found["protocol_literal"] = max(literals + [found.get("protocol_literal", REVISIONS[0])], key=REVISIONS.index)
     return dict(sorted(found.items()))
