@@ -404,6 +404,12 @@ def test_a_gone_repository_with_a_package_analyses_the_package_and_keeps_the_404
     assert tree.fetcher == "pypi-archive" and tree.repository.status == "not_found" and tree.repository.host == "github"
 
 
+def test_a_repository_without_a_readable_tarball_keeps_its_facts_with_the_package(replay, client):
+    replay.repository("o", "r", tar=b"this is not a tarball")
+    tree = SourceChooser(github=fetcher(replay, client), packages=Package()).fetch(time_server(launch=PACKAGED))
+    assert tree.fetcher == "pypi-archive" and tree.repository.host == "github" and tree.repository.stars == 7321
+
+
 def test_an_unreachable_github_falls_back_to_the_package(client):
     github = GitHubFetcher(client, f"http://127.0.0.1:{closed_port()}")
     packages = Package()
