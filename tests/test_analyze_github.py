@@ -372,6 +372,14 @@ def test_hostile_answers_are_refused(replay, client, answer, message):
         fetcher(replay, client).fetch(time_server())
 
 
+def test_a_list_over_its_cap_is_not_measured_and_the_rest_goes_on(replay, client):
+    replay.repository("o", "r")
+    replay.routes["/repos/o/r/releases"] = lambda h: (200, {"Content-Type": "application/json"}, b"[" + b" " * 9_000_000 + b"]")
+    replay.routes["/repos/o/r/tags"] = lambda h: replay.json(200, {"message": "not a list"})
+    tree = fetcher(replay, client).fetch(time_server())
+    assert tree.repository.releases is None and tree.repository.tags is None and tree.files
+
+
 def test_a_server_error_is_transient(replay, client):
     replay.routes["/repos/o/r"] = lambda h: replay.json(502, {"message": "Server Error"})
     with pytest.raises(Unavailable):
