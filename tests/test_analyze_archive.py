@@ -167,6 +167,15 @@ def test_hostile_manifests_read_as_nothing_rather_than_crash(text):
     assert tree.dependencies == {}
 
 
+def test_an_oversized_extended_header_is_refused():
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.GNU_FORMAT) as tar:
+        info = tarfile.TarInfo("a/" + "x" * 1_500_000)  # a GNU long name of 1.5 MB, read whole by tarfile
+        tar.addfile(info, io.BytesIO(b""))
+    with pytest.raises(FetchFailed, match="extended header"):
+        unpack(buffer.getvalue())
+
+
 def test_gzip_member_sizes_are_never_trusted():
     # A member header that claims more bytes than the stream holds: a truncated archive, refused, not a hang.
     buffer = io.BytesIO()

@@ -372,6 +372,14 @@ def test_hostile_answers_are_refused(replay, client, answer, message):
         fetcher(replay, client).fetch(time_server())
 
 
+def test_a_list_over_its_cap_is_not_measured_and_the_rest_goes_on(replay, client):
+    replay.repository("o", "r")
+    replay.routes["/repos/o/r/releases"] = lambda h: (200, {"Content-Type": "application/json"}, b"[" + b" " * 9_000_000 + b"]")
+    replay.routes["/repos/o/r/tags"] = lambda h: replay.json(200, {"message": "not a list"})
+    tree = fetcher(replay, client).fetch(time_server())
+    assert tree.repository.releases is None and tree.repository.tags is None and tree.files
+
+
 def test_a_server_error_is_transient(replay, client):
     replay.routes["/repos/o/r"] = lambda h: replay.json(502, {"message": "Server Error"})
     with pytest.raises(Unavailable):
@@ -402,6 +410,12 @@ PACKAGED = LaunchSpec(registry="pypi", package="mcp-server-time", transport="std
 def test_a_gone_repository_with_a_package_analyses_the_package_and_keeps_the_404(replay, client):
     tree = SourceChooser(github=fetcher(replay, client), packages=Package()).fetch(server(repository="https://github.com/gone/away", launch=PACKAGED))
     assert tree.fetcher == "pypi-archive" and tree.repository.status == "not_found" and tree.repository.host == "github"
+
+
+def test_a_repository_without_a_readable_tarball_keeps_its_facts_with_the_package(replay, client):
+    replay.repository("o", "r", tar=b"this is not a tarball")
+    tree = SourceChooser(github=fetcher(replay, client), packages=Package()).fetch(time_server(launch=PACKAGED))
+    assert tree.fetcher == "pypi-archive" and tree.repository.host == "github" and tree.repository.stars == 7321
 
 
 def test_an_unreachable_github_falls_back_to_the_package(client):

@@ -38,6 +38,26 @@ BINARY_SUFFIXES = (
 )
 
 
+HEADER_CAP = 1_000_000  # bytes of one GNU long name or pax header, which tarfile reads whole into memory
+
+
+class _BoundedInfo(tarfile.TarInfo):
+    """A tar member whose extended headers are refused above HEADER_CAP (a hostile one could claim hundreds of MB)."""
+
+    def _proc_gnulong(self, tar):  # type: ignore[no-untyped-def]
+        _header_size(self.size)
+        return super()._proc_gnulong(tar)
+
+    def _proc_pax(self, tar):  # type: ignore[no-untyped-def]
+        _header_size(self.size)
+        return super()._proc_pax(tar)
+
+
+def _header_size(size: int) -> None:
+    if size > HEADER_CAP:
+        raise FetchFailed(f"archive refused: an extended header of {size // 1000} KB (over {HEADER_CAP // 1000} KB)")
+
+
 @dataclass
 class Unpacked:
     """What an archive held: every regular file's path, the text of the text files, and what was skipped and why."""
@@ -97,7 +117,7 @@ def unpack(data: bytes, limits: Limits = Limits()) -> Unpacked:
 def _untar(stream: io.BufferedReader, limits: Limits) -> Unpacked:
     out = Unpacked()
     kept = 0
-    with tarfile.open(fileobj=stream, mode="r|") as tar:
+    with tarfile.open(fileobj=stream, mode="r|", tarinfo=_BoundedInfo) as tar:
         for index, member in enumerate(tar):
             if index >= limits.members:
                 out.skip("over the member limit")

@@ -21,7 +21,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pipeline.analyze.archive import Limits, Unpacked, strip_root, unpack
-from pipeline.analyze.download import Reply, get
+from pipeline.analyze.download import Reply, TooLarge, get
 from pipeline.analyze.fetch import FetchFailed, NotModified, SourceTree, Unavailable
 from pipeline.analyze.unpacked import build_tree, limit_to_subpath
 from pipeline.identity import RepoRef, parse_github
@@ -247,8 +247,11 @@ class GitHubFetcher:
             self._stop(f"GitHub rate limit nearly spent ({remaining:.0f} calls left) until {(until or now):%Y-%m-%d %H:%M} UTC", until, soft=True)
 
     def _list(self, path: str, calls: list[int], parse: Callable[[Any], Any], empty: tuple[int, ...] = ()) -> Any:
-        """One list endpoint's items, parsed; None (not measured) when GitHub would not say."""
-        reply = self._call(path, LIST_CAP, calls)
+        """One list endpoint's items, parsed; None (not measured) when GitHub would not say, or said too much."""
+        try:
+            reply = self._call(path, LIST_CAP, calls)
+        except TooLarge:
+            return None
         if reply.status in empty:
             return []
         if reply.status != 200:

@@ -202,7 +202,7 @@ def _earliest(files: list) -> datetime | None:
 
 def _history(registry: str, url: str, versions: list[tuple[str, datetime | None]], created: datetime | None) -> RepositoryFacts:
     epoch = datetime.min.replace(tzinfo=timezone.utc)
-    releases = sorted((Release(tag=v[:100], published_at=when, prerelease=is_prerelease(registry, v)) for v, when in versions),
+    releases = sorted((Release(tag=v[:100], published_at=when, prerelease=is_prerelease(registry, v[:100])) for v, when in versions),
                       key=lambda r: r.published_at or epoch, reverse=True)
     dates = [r.published_at for r in releases if r.published_at]
     return RepositoryFacts(host=registry, url=url, pushed_at=max(dates, default=None),  # type: ignore[arg-type]

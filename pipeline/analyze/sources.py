@@ -2,9 +2,10 @@
 
 In order: a local directory configured for the server; its GitHub repository; its published npm or PyPI package
 (when GitHub is unavailable, the repository is gone or unreadable, or there is none); the package installed in the
-cache. What GitHub said of a repository that is gone (404) stays with whatever is analysed instead, so the Dead
-Repository flag still fires. When GitHub is only unavailable this run and the previous analysis came from it, that
-analysis is kept rather than replaced by a package's poorer view (Unavailable passes up).
+cache. What GitHub said of the repository (a 404, or its metadata and releases when only its tarball or folder
+failed) stays with whatever is analysed instead, so the Dead Repository flag still fires. When GitHub is only
+unavailable this run and the previous analysis came from it, that analysis is kept rather than replaced by a
+package's poorer view (Unavailable passes up).
 """
 
 from __future__ import annotations
@@ -49,14 +50,13 @@ class SourceChooser:
         if not has_repository and not has_package:
             raise FetchFailed(NO_SOURCE)
         failures: list[FetchFailed] = []
-        gone = None  # GitHub's not_found facts
+        said = None  # what GitHub said of the repository before its fetch failed (a 404, or metadata without a tarball)
         if has_repository and self.github is not None:
             try:
                 return self.github.fetch(server, previous)
             except FetchFailed as exc:
                 failures.append(exc)
-                if exc.repository is not None and exc.repository.status == "not_found":
-                    gone = exc.repository
+                said = exc.repository
                 if isinstance(exc, Unavailable) and previous is not None and previous.ok and previous.fetcher == self.github.name:
                     raise
         for fetcher in (self.packages, self.installed if server.launch is not None else None):
@@ -67,12 +67,12 @@ class SourceChooser:
             except FetchFailed as exc:
                 failures.append(exc)
                 continue
-            if gone is not None:
-                tree.repository = gone
+            if said is not None:
+                tree.repository = said
             return tree
         if not failures:
             raise FetchFailed("no fetcher is configured for its repository or package")
         message = "; ".join(str(f) for f in failures)[:1000]
-        facts = gone or next((f.repository for f in failures if f.repository is not None), None)
+        facts = said or next((f.repository for f in failures if f.repository is not None), None)
         transient = all(isinstance(f, Unavailable) for f in failures)
         raise (Unavailable if transient else FetchFailed)(message, facts)
