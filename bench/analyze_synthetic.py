@@ -131,10 +131,11 @@ def outcomes(db) -> str:
     rows = list(db.query("select ok, result from analyses"))
     tools = sum(len(json.loads(r["result"]).get("tools") or []) for r in rows)
     with_tools = sum(1 for r in rows if json.loads(r["result"]).get("tools"))
-    findings = sum(len(json.loads(r["result"]).get("findings") or []) for r in rows)
+    findings = Counter(f"{f['kind']}/{f['severity']}" for r in rows for f in json.loads(r["result"]).get("findings") or [])
+    endpoints = sum(len(json.loads(r["result"]).get("endpoints") or []) for r in rows)
     spec = sum(1 for r in rows if json.loads(r["result"]).get("spec_version"))
     return (f"stored {len(rows)} analyses ({sum(r['ok'] for r in rows)} ok): {tools} tools extracted from {with_tools} repositories, "
-            f"{findings} findings, spec version detected for {spec}")
+            f"{endpoints} endpoints, spec version detected for {spec}; findings {dict(findings.most_common()) or 'none'}")
 
 
 def recall(db, truth: dict[str, tuple[str, list[str]]]) -> str:
