@@ -215,13 +215,14 @@ def failure_class(message: str, package: str, version: str | None) -> str:
 
 def outcomes(db) -> str:
     rows = [(r["ok"], json.loads(r["result"])) for r in db.query("select ok, result from analyses")]
+    failed = [f"{r['server_id']}: {str(r.get('error'))[:160]}" for ok, r in rows if not ok]
     languages = Counter(f.rsplit(".", 1)[-1] for _, r in rows for f in r.get("selected_files") or [])
     specs = Counter(r.get("spec_version") or "unknown" for _, r in rows)
     tools = [len(r["tools"]) for _, r in rows if r.get("tools") is not None]
     return (f"analysed OK {sum(ok for ok, _ in rows)} of {len(rows)}; tools extracted {sum(tools)} from {len(tools)} archives "
             f"(none recognised in {len(rows) - len(tools)}); findings {sum(len(r.get('findings') or []) for _, r in rows)}; "
             f"endpoints {sum(len(r.get('endpoints') or []) for _, r in rows)}; spec versions {dict(specs.most_common())}; "
-            f"selected files by extension {dict(languages.most_common())}")
+            f"selected files by extension {dict(languages.most_common())}" + "".join(f"\n  analysis failed: {line}" for line in failed[:10]))
 
 
 if __name__ == "__main__":
