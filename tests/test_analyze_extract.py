@@ -74,12 +74,20 @@ def not_an_mcp_tool(query: str) -> str:
 
 def helper(x): ...
 mcp.add_tool(helper, name="helper_tool", description="added by call")
+api = FastMCP.from_openapi(spec)
+built = make_server()
+
+@api.tool
+def from_openapi_server() -> str: ...
+
+@built.tool()
+def from_factory() -> str: ...
 '''
 
 
 def test_fastmcp_decorators_with_signatures_and_docstrings():
     tools = tools_of(FASTMCP, "python")
-    assert set(tools) == {"get_weather", "add", "echo", "helper_tool"}
+    assert set(tools) == {"get_weather", "add", "echo", "helper_tool", "from_openapi_server", "from_factory"}
     weather = tools["get_weather"]
     assert weather.description == "Get the weather for a city" and weather.pattern == "fastmcp-decorator" and weather.language == "python"
     assert weather.input_schema == {"type": "object", "required": ["city"], "properties": {
