@@ -220,12 +220,15 @@ server.registerTool(
 const config = { description: "Runs a report", inputSchema: Shape };
 server.registerTool("report", config, handler);
 const text = "server.tool('in-string', 'fake')";
+server.tool("imported_shape", IMPORTED_DESCRIPTION, SearchSchema.shape, async () => ({}));
+server.registerTool("imported_schema", { description: "From elsewhere", inputSchema: OtherSchema }, async () => ({}));
 '''
 
 
 def test_typescript_tool_and_register_tool_with_zod():
     tools = tools_of(TYPESCRIPT, "typescript", "src/index.ts")
-    assert set(tools) == {"search", "ping", "annotated", "fetch_page", "report"}
+    assert set(tools) == {"search", "ping", "annotated", "fetch_page", "report", "imported_shape", "imported_schema"}
+    assert tools["imported_shape"].input_schema == {} and tools["imported_schema"].input_schema == {}  # unknown, not "no parameters"
     search = tools["search"]
     assert search.description == "Search the index.\nMulti-line." and search.pattern == "server.tool" and search.language == "typescript"
     assert search.input_schema == {"type": "object", "required": ["query"], "properties": {

@@ -196,7 +196,7 @@ def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | N
     rest = args[1:]
     if rest and (text := string_value(source, rest[0], at)) is not None:
         description, rest = text, rest[1:]
-    schema: dict = {"type": "object", "properties": {}}
+    schema: dict = {"type": "object", "properties": {}}  # the SDK's own for a tool without parameters
     for node in rest:
         node = deref(source, node, at)
         if node[0] == "func":
@@ -205,8 +205,8 @@ def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | N
             continue
         converted = input_schema(source, node, at)
         if converted is not None:
-            schema = converted
-            break
+            return name, description, converted
+        schema = {}  # an argument we cannot read (imported, computed): the schema is unknown, not empty
     return name, description, schema
 
 
@@ -219,8 +219,9 @@ def _register_tool(source: Source, args: list[tuple], at: int) -> tuple[str, str
         return name, None, {}
     entries = config[1]
     description = string_value(source, entries["description"], at) if "description" in entries else None
-    schema = input_schema(source, entries["inputSchema"], at) if "inputSchema" in entries else None
-    return name, description, schema if schema is not None else {"type": "object", "properties": {}}
+    if "inputSchema" not in entries:
+        return name, description, {"type": "object", "properties": {}}
+    return name, description, input_schema(source, entries["inputSchema"], at) or {}
 
 
 def _add_tool(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:
@@ -231,8 +232,9 @@ def _add_tool(source: Source, args: list[tuple], at: int) -> tuple[str, str | No
     entries = config[1]
     description = string_value(source, entries["description"], at) if "description" in entries else None
     shape = entries.get("parameters") or entries.get("inputSchema")
-    schema = input_schema(source, shape, at) if shape is not None else None
-    return name, description, schema if schema is not None else {"type": "object", "properties": {}}
+    if shape is None:
+        return name, description, {"type": "object", "properties": {}}
+    return name, description, input_schema(source, shape, at) or {}
 
 
 def _list_tools_handler(source: Source, args: list[tuple], at: int) -> list[tuple[str, str | None, dict]]:
