@@ -454,6 +454,13 @@ def test_go_and_rust_sdk_patterns():
     assert rust["minus"].description == "Subtract" and rust["minus"].input_schema["properties"]["a"]["description"] == "left"
 
 
+def test_examples_count_only_when_the_server_itself_defines_nothing():
+    example = SourceFile(path="examples/demo/server.py", text="@mcp.tool()\ndef demo() -> str: ...\n", language="python")
+    own = SourceFile(path="src/app/server.py", text="@mcp.tool()\ndef real() -> str: ...\n", language="python")
+    assert [t.name for t in extract_tools([example, own])] == ["real"]
+    assert [t.name for t in extract_tools([example])] == ["demo"]
+
+
 def test_schemas_hold_only_what_json_can_carry():
     python = "@mcp.tool()\ndef f(a: int = ..., b: bytes = b'x', c: float = 1e999, d: Literal[b'x', 'y'] = 'y', e: int = 0x10) -> str: ...\n"
     schema = tools_of(python, "python")["f"].input_schema

@@ -131,9 +131,14 @@ def _scan_order(candidate: _Candidate) -> tuple:
     return (tier, candidate.path.count("/"), candidate.path)
 
 
+def is_side_file(path: str) -> bool:
+    """A file of examples/, docs/, scripts/ or benchmarks: read for want of better, never the server's own definitions."""
+    return any(part in SIDE_DIRS for part in path.lower().split("/")[:-1])
+
+
 def _path_tier(path: str) -> tuple[int, str]:
     parts = path.lower().split("/")
-    if any(p in SIDE_DIRS for p in parts[:-1]):
+    if is_side_file(path):
         return 7, "fallback (examples or docs)"
     stem = parts[-1].rsplit(".", 1)[0]
     if any(k in stem for k in KEYWORDS) or any(k in p for p in parts[:-1] for k in KEYWORDS[:10]):
