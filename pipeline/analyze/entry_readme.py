@@ -19,12 +19,13 @@ MAX_LINE = 2_000  # characters of one command line read
 MAX_BLOCK = 50_000  # characters of one fenced block parsed as JSON
 MAX_ARGS = 40
 _META = re.compile(r"[;&|`$<>(){}\\*?!\n\r]")
-_LAUNCHER = re.compile(r"(?:^|[\s`>$])((?:npx|uvx|pipx run|docker run|pip3? install|uv pip install|uv tool run|claude mcp add)\s[^`]{1,2000})")
+_LAUNCHER = re.compile(r"(?:^|[\s`>$])((?:npx|uvx|pipx run|docker run|pip3? install|uv pip install|uv tool run|claude mcp add)\s.{1,2000})")
 _JSON_FENCE = re.compile(r"^\s{0,3}(?:```|~~~)\s{0,4}(json5?|jsonc|javascript|js)?\s*$", re.I)
 _FENCE = re.compile(r"^\s{0,3}(?:```|~~~)")
 _INLINE = re.compile(r"`([^`\n]{1,2000})`")
 # Clients and bridges to a remote server, not the server: `npx mcp-remote URL` names an endpoint (endpoints.py), not an entry point.
 _PROXIES = frozenset({"mcp-remote", "@modelcontextprotocol/inspector", "supergateway", "@smithery/cli", "@smithery/sdk", "mcp-proxy"})
+_RUNNERS = frozenset({"npx", "uvx", "pipx", "pip", "pip3", "uv", "docker", "claude"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,100}=")
 _NPM = re.compile(r"(?:@[a-z0-9][a-z0-9._~-]{0,100}/)?[a-z0-9][a-z0-9._~-]{0,213}(?:@[A-Za-z0-9._^~-]{1,64})?", re.I)
 _PYPI = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}(?:\[[A-Za-z0-9_,-]{1,100}\])?(?:(?:==|>=|@)[A-Za-z0-9._*+!-]{1,64})?")
@@ -207,7 +208,7 @@ def _servers(document: Any) -> Iterator[EntryPoint]:
             if not safe_argv(argv):
                 continue
             entry = from_argv(argv, source="README mcpServers")
-            if entry is None and not argv[0].startswith("/"):
+            if entry is None and argv[0] not in _RUNNERS and not argv[0].startswith("/"):
                 entry = EntryPoint(command=argv[0], args=argv[1:], transport=_transport(argv[1:]), source="README mcpServers")
             if entry is not None:
                 yield entry
