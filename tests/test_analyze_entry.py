@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.analyze import analyze_source
 from pipeline.analyze.entry import entry_points
 from pipeline.analyze.entry_readme import readme_entry_points
 from pipeline.analyze.fetch import LocalDirectoryFetcher, SourceTree
 from pipeline.models import EntryPoint
+from tests.support import NOW, server
 
 
 def tree_of(tmp_path: Path, files: dict[str, str]) -> SourceTree:
@@ -184,3 +186,12 @@ def test_hostile_readmes_are_bounded() -> None:
     tree = SourceTree(fetcher="t", ref=None, readme=many)
     assert len(entry_points(tree, [])) == 20
     assert time.monotonic() - started < 3
+
+
+def test_analysis_of_a_checkout_carries_its_entry_points_and_endpoints(tmp_path: Path) -> None:
+    readme = "# acme\n\nHosted: `https://mcp.acme-weather.dev/mcp`\n\n```bash\nuvx acme-weather-mcp\n```\n"
+    tree = tree_of(tmp_path, {"pyproject.toml": '[project]\nname = "acme-weather-mcp"\n[project.scripts]\nacme-weather = "acme:main"\n',
+                              "README.md": readme})
+    result = analyze_source(server(launch=None), tree, NOW)
+    assert [(e.url, e.line) for e in result.endpoints] == [("https://mcp.acme-weather.dev/mcp", 3)]
+    assert [(e.source, e.command) for e in result.entry_points] == [("pyproject scripts", "acme-weather"), ("README uvx", "uvx")]
