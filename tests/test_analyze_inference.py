@@ -152,6 +152,14 @@ def test_auth_discovery_from_protected_resource_metadata() -> None:
     assert infer_protocol([py(PY_CARELESS)], None)["auth_discovery"]["value"] is None  # asks for no credentials
 
 
+def test_a_client_sending_its_own_credentials_is_not_an_auth_gated_server() -> None:
+    api_client = ('from mcp.server.fastmcp import FastMCP\nimport httpx, os\n'
+                  'async def call():\n    r = await httpx.get(URL, headers={"Authorization": f"Bearer {os.environ[\'KEY\']}"})\n'
+                  '    if r.status_code in (401, 403):\n        raise ToolError("the API refused our key")\n')
+    auth = infer_protocol([py(api_client)], None)["auth_discovery"]
+    assert auth["value"] is None and not auth["signals"]["bearer_checks"] and auth["signals"]["secrets_from_env"]
+
+
 def test_schema_validity_of_extracted_tools() -> None:
     tools = [tool({"type": "object", "properties": {"a": {"type": "string"}}}, "good"), tool({"type": "string"}, "scalar"),
              tool({"type": "object", "properties": {"a": {"type": 7}}}, "bad-type")]

@@ -67,7 +67,11 @@ FUZZ_PATTERNS: list[Pattern] = [
 AUTH_PATTERNS: list[Pattern] = [
     ("protected_resource_metadata", ANY, _p(r"oauth-protected-resource|protectedResourceMetadata|ProtectedResourceMetadata|mcpAuthMetadataRouter"
                                             r"|resource_metadata|resource_server_url|AuthSettings\(|requireBearerAuth|RequireBearerToken")),
-    ("bearer_checks", ANY, _p(r"[Aa]uthorization|Bearer\s|\b401\b|WWW-Authenticate|verify_token|verifyToken|TokenVerifier|jwt\.(?:decode|verify)")),
+    # The server checking a request's credentials (not a client sending its own Authorization header to an API it calls).
+    ("bearer_checks", ANY, _p(r"(?:req|request|ctx|r)\.(?:headers|Header)(?:\.get\(\s{0,4}|\[\s{0,4}|\.Get\(\s{0,4}|\.)[\"']?authorization"
+                              r"|WWW-Authenticate|requireBearerAuth|RequireBearerToken|TokenVerifier|verify_token|verifyToken|BearerAuthBackend"
+                              r"|status\(401\)|sendStatus\(401\)|status_code\s{0,4}=\s{0,4}401|HTTPException\(\s{0,4}401|StatusUnauthorized"
+                              r"|jwt\.verify\(", re.I)),
     ("secrets_from_env", ANY, _p(r"os\.environ|os\.getenv|process\.env|os\.Getenv|env::var|std::env")),
     ("https", ANY, _p(r"https://|ssl_context|tls\.|rejectUnauthorized|verify=True|HTTPS", re.I)),
 ]

@@ -1,17 +1,19 @@
-"""Endpoints and entry points read from the READMEs of real published MCP servers, downloaded at test time from the
-package registries (the npm tarball pinned; skipped when the registry cannot be reached)."""
+"""Endpoints and entry points read from the READMEs of real published MCP servers, and source inference from their code,
+downloaded at test time from the package registries (the npm tarball pinned; skipped when the registry cannot be reached)."""
 
 from __future__ import annotations
 
 import io
 import tarfile
+import zipfile
 
 import httpx
 import pytest
 
 from pipeline.analyze.endpoints import discover_endpoints
 from pipeline.analyze.entry import entry_points
-from pipeline.analyze.fetch import SourceTree
+from pipeline.analyze.fetch import SourceFile, SourceTree
+from pipeline.analyze.inference import infer_protocol
 from pipeline.models import LaunchSpec
 from pipeline.probe.from_analysis import launch_spec
 
@@ -36,8 +38,22 @@ def download(url: str) -> bytes:
 
 
 @pytest.fixture(scope="module")
-def fetch_readme() -> str:
-    return httpx.Response(200, content=download(FETCH)).json()["info"]["description"]
+def fetch_release() -> dict:
+    return httpx.Response(200, content=download(FETCH)).json()
+
+
+@pytest.fixture(scope="module")
+def fetch_readme(fetch_release) -> str:
+    return fetch_release["info"]["description"]
+
+
+@pytest.fixture(scope="module")
+def fetch_sources(fetch_release) -> list[SourceFile]:
+    wheel = next(u for u in fetch_release["urls"] if u["packagetype"] == "bdist_wheel")
+    url = str(httpx.URL(FETCH).join(wheel["url"]))  # a mirror may give the file's URL relative to the API's
+    with zipfile.ZipFile(io.BytesIO(download(url))) as archive:
+        return [SourceFile(path=name, text=archive.read(name)[:25_000].decode(), language="python")
+                for name in archive.namelist() if name.endswith(".py")]
 
 
 @pytest.fixture(scope="module")
@@ -68,3 +84,12 @@ def test_the_notion_servers_readme_gives_npx_with_both_transports_and_no_endpoin
     assert all(launch_spec(e) is None for e in npx if e.transport != "stdio")
     # its links: developers.notion.com documentation (about MCP), GitHub attachments, the spec, localhost examples
     assert discover_endpoints(notion_readme) == []
+
+
+def test_the_fetch_servers_source_shows_error_handling_and_validation_and_no_auth_gate(fetch_sources):
+    inferred = infer_protocol(fetch_sources, None)
+    handling = inferred["error_handling"]
+    assert handling["signals"]["exception_handling"] and handling["signals"]["mcp_error_results"]  # try/except, McpError/ToolError
+    assert handling["value"] >= 65 and all(place.startswith("mcp_server_fetch/") for place in handling["evidence"])
+    assert inferred["fuzz"]["signals"]["schema_validation"]  # its pydantic argument model
+    assert inferred["auth_discovery"]["value"] is None  # a stdio server that checks no caller's credentials
