@@ -71,6 +71,12 @@ def test_setup_cfg_console_scripts(tmp_path: Path) -> None:
     assert brief(entry_points(tree, [])) == [("pypi", "acme-mcp", "acme-mcp", [], "stdio", "setup.cfg console_scripts")]
 
 
+def test_a_wheels_entry_points_txt() -> None:
+    files = {"acme_mcp-1.0.dist-info/entry_points.txt": "[console_scripts]\nAcme-MCP = acme.server:main\n[gui_scripts]\nacme-gui = acme.gui:main\n"}
+    tree = SourceTree(fetcher="t", ref="1.0", files=list(files), manifest={"name": "acme-mcp"}, manifest_kind="pypi-metadata", read=files.get)
+    assert brief(entry_points(tree, [])) == [("pypi", "acme-mcp", "Acme-MCP", [], "stdio", "entry_points.txt")]
+
+
 def test_setup_py_is_parsed_never_run(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     tree = tree_of(tmp_path, {"setup.py": f"""

@@ -48,12 +48,16 @@ def fetch_readme(fetch_release) -> str:
 
 
 @pytest.fixture(scope="module")
-def fetch_sources(fetch_release) -> list[SourceFile]:
+def fetch_wheel(fetch_release) -> dict[str, str]:
     wheel = next(u for u in fetch_release["urls"] if u["packagetype"] == "bdist_wheel")
     url = str(httpx.URL(FETCH).join(wheel["url"]))  # a mirror may give the file's URL relative to the API's
     with zipfile.ZipFile(io.BytesIO(download(url))) as archive:
-        return [SourceFile(path=name, text=archive.read(name)[:25_000].decode(), language="python")
-                for name in archive.namelist() if name.endswith(".py")]
+        return {name: archive.read(name)[:25_000].decode() for name in archive.namelist()[:100]}
+
+
+@pytest.fixture(scope="module")
+def fetch_sources(fetch_wheel) -> list[SourceFile]:
+    return [SourceFile(path=name, text=text, language="python") for name, text in fetch_wheel.items() if name.endswith(".py")]
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +97,11 @@ def test_the_fetch_servers_source_shows_error_handling_and_validation_and_no_aut
     assert handling["value"] >= 65 and all(place.startswith("mcp_server_fetch/") for place in handling["evidence"])
     assert inferred["fuzz"]["signals"]["schema_validation"]  # its pydantic argument model
     assert inferred["auth_discovery"]["value"] is None  # a stdio server that checks no caller's credentials
+
+
+def test_the_fetch_servers_wheel_names_its_console_script(fetch_wheel):
+    tree = SourceTree(fetcher="t", ref=None, files=list(fetch_wheel), manifest={"name": "mcp-server-fetch"}, manifest_kind="pypi-metadata",
+                      read=fetch_wheel.get)
+    (entry,) = entry_points(tree, [])
+    assert (entry.registry, entry.package, entry.command, entry.source) == ("pypi", "mcp-server-fetch", "mcp-server-fetch", "entry_points.txt")
+    assert launch_spec(entry) == LaunchSpec(registry="pypi", package="mcp-server-fetch", command="mcp-server-fetch", transport="stdio")

@@ -49,6 +49,10 @@ def _all(tree: SourceTree) -> Iterator[EntryPoint]:
         yield from pyproject_entries(text)
     if (text := _text(tree, "setup.cfg")) is not None:
         yield from setup_cfg_entries(text)
+    if tree.manifest_kind == "pypi-metadata":  # a wheel's or an install's metadata: its console scripts are in entry_points.txt
+        name = tree.manifest.get("name")
+        for path in [f for f in tree.files if f.endswith((".dist-info/entry_points.txt", ".egg-info/entry_points.txt"))][:2]:
+            yield from console_scripts(tree.read(path) or "", name if isinstance(name, str) else None, "entry_points.txt")
     if (text := _text(tree, "setup.py")) is not None:
         yield from setup_py_entries(text)
     if (text := _text(tree, "Cargo.toml")) is not None:
@@ -129,6 +133,20 @@ def setup_cfg_entries(text: str) -> Iterator[EntryPoint]:
     for line in scripts.splitlines()[:MAX_ENTRIES]:
         if match := _SCRIPT.fullmatch(line):
             yield EntryPoint(registry="pypi" if package else None, package=package, command=match.group(1), source="setup.cfg console_scripts")
+
+
+def console_scripts(text: str, name: str | None, source: str) -> Iterator[EntryPoint]:
+    """A distribution's entry_points.txt: each [console_scripts] name, under the distribution's name."""
+    parser = configparser.RawConfigParser(strict=False, delimiters=("=",))
+    parser.optionxform = str  # type: ignore[assignment,method-assign] - script names keep their case
+    try:
+        parser.read_string(text[:MAX_MANIFEST])
+    except configparser.Error:
+        return
+    package = name if name and PYPI_NAME.fullmatch(name) else None
+    for command in list(parser["console_scripts"])[:MAX_ENTRIES] if parser.has_section("console_scripts") else []:
+        if COMMAND.fullmatch(command):
+            yield EntryPoint(registry="pypi" if package else None, package=package, command=command, source=source)
 
 
 def setup_py_entries(text: str) -> Iterator[EntryPoint]:
