@@ -461,6 +461,15 @@ def test_examples_count_only_when_the_server_itself_defines_nothing():
     assert [t.name for t in extract_tools([example])] == ["demo"]
 
 
+def test_an_unread_schema_is_unknown_to_the_source_inference():
+    from pipeline.analyze.inference import schema_validity
+
+    tools = tools_of('server.tool("a", "A", Imported.shape, async () => ({}));\nserver.tool("b", "B", {q: z.string()}, async () => ({}));',
+                     "typescript")
+    assert tools["a"].input_schema == {} and schema_validity(list(tools.values()))["total"] == 1
+    assert schema_validity([tools["a"]])["value"] is None
+
+
 def test_schemas_hold_only_what_json_can_carry():
     python = "@mcp.tool()\ndef f(a: int = ..., b: bytes = b'x', c: float = 1e999, d: Literal[b'x', 'y'] = 'y', e: int = 0x10) -> str: ...\n"
     schema = tools_of(python, "python")["f"].input_schema
