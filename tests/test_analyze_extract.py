@@ -511,9 +511,12 @@ def test_schema_completeness_per_extracted_tool():
     full = ExtractedTool(name="a", description="does a", file="f", line=1, language="python", pattern="p",
                          input_schema={"type": "object", "properties": {"x": {"type": "string", "description": "x"}}, "required": ["x"]})
     assert schema_completeness([full])["value"] == 100
-    bare = full.model_copy(update={"description": None, "input_schema": {}})
+    bare = full.model_copy(update={"description": None, "input_schema": {"type": "string"}})
     result = schema_completeness([bare])
-    assert result["value"] == 40 + 60 * 0 / 6 and result["caps"] == ["no inputSchema or parameters", "no descriptions"]
+    assert result["value"] == 40 and result["caps"] == ["no inputSchema or parameters", "no descriptions"]
+    unread = full.model_copy(update={"input_schema": {}})
+    assert schema_completeness([unread]) is None  # no schema could be read: not measured
+    assert schema_completeness([full, unread])["value"] == 100 and schema_completeness([full, unread])["schemas_read"] == 1
     undescribed = full.model_copy(update={"description": None})
     assert schema_completeness([undescribed])["value"] == 70  # 40 + 60 * 5/6 = 90, capped at 70 without descriptions
     half = schema_completeness([full, bare])
