@@ -20,6 +20,7 @@ from pipeline.analyze.zod import input_schema, zod_schema
 from pipeline.models import ExtractedTool
 
 HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|defineTool|createTool|MCPTool")
+MAX_CALLS = 1_000  # calls read per file (a real server registers far fewer tools)
 SCHEMA_KEYS = {"inputSchema", "schema", "parameters", "paramsSchema", "argsSchema", "input_schema"}
 HANDLER_KEYS = ("handler", "execute", "run", "callback", "cb", "handle", "fn", "call")
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
@@ -34,10 +35,20 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
     tokens = parsed.tokens
     wrapped = "@modelcontextprotocol/" in source.text  # a local `tool(name, …)` helper counts only beside the SDK
     count = len(tokens)
+    resume, calls = 0, 0  # a registration nested in another's arguments is not read again (each read is bounded in depth)
     for index, token in enumerate(tokens):
-        if token.kind != "id" or index == 0 or index + 1 >= count or tokens[index + 1].value != "(" or tokens[index + 1].kind != "punc":
+        if (index < resume or token.kind != "id" or index == 0 or index + 1 >= count or tokens[index + 1].value != "("
+                or tokens[index + 1].kind != "punc"):
             continue
         dotted = parsed.at(index - 1, ".") or parsed.at(index - 1, "?.")
+        registration = (dotted and token.value in REGISTRATIONS) or token.value in ("tool", "setRequestHandler")
+        if not registration:
+            continue
+        calls += 1
+        if calls > MAX_CALLS:
+            break
+        if token.value != "setRequestHandler":
+            resume = parsed.match[index + 1] if parsed.match[index + 1] > index else count
         if dotted and token.value in REGISTRATIONS:
             args = parsed.arguments(index + 1)
             pattern, read = REGISTRATIONS[token.value]
