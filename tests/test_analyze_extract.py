@@ -500,6 +500,10 @@ def test_nothing_recognised_is_none_and_duplicates_are_kept_once():
     ("python", "x = " + "(" * 200_000),
     ("go", "mcp.NewTool(" + "mcp.WithString(" * 200_000),
     ("rust", "#[tool(description = \"" + "a" * 1_000_000 + "\n"),
+    ("typescript", "server.tool(" * 80_000),
+    ("go", "mcp.NewTool(" * 80_000),
+    ("go", "s.AddTool(" * 80_000),
+    ("rust", "#[tool(" * 140_000),
 ])
 def test_adversarial_megabyte_input_is_bounded(language, text):
     started = time.monotonic()
