@@ -74,12 +74,20 @@ def not_an_mcp_tool(query: str) -> str:
 
 def helper(x): ...
 mcp.add_tool(helper, name="helper_tool", description="added by call")
+api = FastMCP.from_openapi(spec)
+built = make_server()
+
+@api.tool
+def from_openapi_server() -> str: ...
+
+@built.tool()
+def from_factory() -> str: ...
 '''
 
 
 def test_fastmcp_decorators_with_signatures_and_docstrings():
     tools = tools_of(FASTMCP, "python")
-    assert set(tools) == {"get_weather", "add", "echo", "helper_tool"}
+    assert set(tools) == {"get_weather", "add", "echo", "helper_tool", "from_openapi_server", "from_factory"}
     weather = tools["get_weather"]
     assert weather.description == "Get the weather for a city" and weather.pattern == "fastmcp-decorator" and weather.language == "python"
     assert weather.input_schema == {"type": "object", "required": ["city"], "properties": {
@@ -212,12 +220,15 @@ server.registerTool(
 const config = { description: "Runs a report", inputSchema: Shape };
 server.registerTool("report", config, handler);
 const text = "server.tool('in-string', 'fake')";
+server.tool("imported_shape", IMPORTED_DESCRIPTION, SearchSchema.shape, async () => ({}));
+server.registerTool("imported_schema", { description: "From elsewhere", inputSchema: OtherSchema }, async () => ({}));
 '''
 
 
 def test_typescript_tool_and_register_tool_with_zod():
     tools = tools_of(TYPESCRIPT, "typescript", "src/index.ts")
-    assert set(tools) == {"search", "ping", "annotated", "fetch_page", "report"}
+    assert set(tools) == {"search", "ping", "annotated", "fetch_page", "report", "imported_shape", "imported_schema"}
+    assert tools["imported_shape"].input_schema == {} and tools["imported_schema"].input_schema == {}  # unknown, not "no parameters"
     search = tools["search"]
     assert search.description == "Search the index.\nMulti-line." and search.pattern == "server.tool" and search.language == "typescript"
     assert search.input_schema == {"type": "object", "required": ["query"], "properties": {
@@ -443,6 +454,22 @@ def test_go_and_rust_sdk_patterns():
     assert rust["minus"].description == "Subtract" and rust["minus"].input_schema["properties"]["a"]["description"] == "left"
 
 
+def test_examples_count_only_when_the_server_itself_defines_nothing():
+    example = SourceFile(path="examples/demo/server.py", text="@mcp.tool()\ndef demo() -> str: ...\n", language="python")
+    own = SourceFile(path="src/app/server.py", text="@mcp.tool()\ndef real() -> str: ...\n", language="python")
+    assert [t.name for t in extract_tools([example, own])] == ["real"]
+    assert [t.name for t in extract_tools([example])] == ["demo"]
+
+
+def test_an_unread_schema_is_unknown_to_the_source_inference():
+    from pipeline.analyze.inference import schema_validity
+
+    tools = tools_of('server.tool("a", "A", Imported.shape, async () => ({}));\nserver.tool("b", "B", {q: z.string()}, async () => ({}));',
+                     "typescript")
+    assert tools["a"].input_schema == {} and schema_validity(list(tools.values()))["total"] == 1
+    assert schema_validity([tools["a"]])["value"] is None
+
+
 def test_schemas_hold_only_what_json_can_carry():
     python = "@mcp.tool()\ndef f(a: int = ..., b: bytes = b'x', c: float = 1e999, d: Literal[b'x', 'y'] = 'y', e: int = 0x10) -> str: ...\n"
     schema = tools_of(python, "python")["f"].input_schema
@@ -473,6 +500,10 @@ def test_nothing_recognised_is_none_and_duplicates_are_kept_once():
     ("python", "x = " + "(" * 200_000),
     ("go", "mcp.NewTool(" + "mcp.WithString(" * 200_000),
     ("rust", "#[tool(description = \"" + "a" * 1_000_000 + "\n"),
+    ("typescript", "server.tool(" * 80_000),
+    ("go", "mcp.NewTool(" * 80_000),
+    ("go", "s.AddTool(" * 80_000),
+    ("rust", "#[tool(" * 140_000),
 ])
 def test_adversarial_megabyte_input_is_bounded(language, text):
     started = time.monotonic()
@@ -484,9 +515,12 @@ def test_schema_completeness_per_extracted_tool():
     full = ExtractedTool(name="a", description="does a", file="f", line=1, language="python", pattern="p",
                          input_schema={"type": "object", "properties": {"x": {"type": "string", "description": "x"}}, "required": ["x"]})
     assert schema_completeness([full])["value"] == 100
-    bare = full.model_copy(update={"description": None, "input_schema": {}})
+    bare = full.model_copy(update={"description": None, "input_schema": {"type": "string"}})
     result = schema_completeness([bare])
-    assert result["value"] == 40 + 60 * 0 / 6 and result["caps"] == ["no inputSchema or parameters", "no descriptions"]
+    assert result["value"] == 40 and result["caps"] == ["no inputSchema or parameters", "no descriptions"]
+    unread = full.model_copy(update={"input_schema": {}})
+    assert schema_completeness([unread]) is None  # no schema could be read: not measured
+    assert schema_completeness([full, unread])["value"] == 100 and schema_completeness([full, unread])["schemas_read"] == 1
     undescribed = full.model_copy(update={"description": None})
     assert schema_completeness([undescribed])["value"] == 70  # 40 + 60 * 5/6 = 90, capped at 70 without descriptions
     half = schema_completeness([full, bare])

@@ -58,9 +58,18 @@ def test_a_published_package_that_ships_only_dist_is_read_from_dist(tmp_path):
         "dist/esm/helpers.js": "export const h = 1;\n",
         "dist/cjs/helpers.js": "exports.h = 1;\n",
         "dist/cjs/only.js": "exports.o = 1;\n",
+        "dist/bundle.cjs": "exports.b = 1;\n",
+        "dist/tools.cjs": "server.tool('a', async () => ({}));\n",
     })
     assert chosen(tree) == [("dist/start.js", "entry point (package.json target)"), ("dist/tools.js", "tool pattern"),
-                            ("dist/cjs/only.js", "source directory"), ("dist/esm/helpers.js", "source directory")]
+                            ("dist/bundle.cjs", "source directory"), ("dist/cjs/only.js", "source directory"),
+                            ("dist/esm/helpers.js", "source directory")]
+
+
+def test_a_commonjs_only_package_is_read(tmp_path):
+    tree = write(tmp_path, {"package.json": json.dumps({"main": "dist/main.cjs", "dependencies": {"@modelcontextprotocol/sdk": "1.0.0"}}),
+                            "dist/main.cjs": "const a = 1;\n"})
+    assert chosen(tree) == [("dist/main.cjs", "entry point (package.json target)")]
 
 
 def test_python_project_entry_points_from_pyproject_scripts(tmp_path):

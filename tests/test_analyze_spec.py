@@ -86,5 +86,7 @@ def test_markers_raise_a_detected_version_and_never_make_one_up():
     unknown = spec_version(tree_of({}), source("new StreamableHTTPServerTransport({}); ctx.elicit(x)"))
     assert unknown["value"] is None and unknown["from"] is None
     assert unknown["markers"] == {"elicitation": "2025-06-18", "streamable_http": "2025-03-26"}
+    fastmcp_http = spec_version(tree_of({"requirements.txt": "mcp>=1.0\n"}), source('mcp.run(transport="http", port=8000)'))
+    assert fastmcp_http["markers"] == {"streamable_http": "2025-03-26"} and fastmcp_http["value"] == "2025-03-26"
     lower = spec_version(tree_of({"requirements.txt": "mcp>=1.7\n"}), source('const v = "2024-11-05";'))
     assert lower["value"] == "2025-11-25" and lower["from"] == "sdk"  # a marker never lowers

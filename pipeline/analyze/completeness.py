@@ -17,26 +17,28 @@ TYPED = ("type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref")
 
 
 def schema_completeness(tools: list[ExtractedTool] | None) -> dict[str, Any] | None:
-    """None when no tool definition was found (not measured)."""
+    """None when no tool definition was found, or no tool's schema could be read (not measured). A schema the extractor
+    could not read (`{}`: imported from another file, computed) is unknown, not missing: the schema markers are counted
+    on the tools whose schema was read, the description marker on every tool."""
     if not tools:
         return None
-    present = {marker: 0 for marker in MARKERS}
-    for tool in tools:
-        for marker, met in tool_markers(tool).items():
-            present[marker] += met
-    shares = {marker: count / len(tools) for marker, count in present.items()}
+    read = [t for t in tools if t.input_schema]
+    if not read:
+        return None
+    shares = {marker: sum(tool_markers(t)[marker] for t in (tools if marker == "description" else read))
+              / len(tools if marker == "description" else read) for marker in MARKERS}
     value = 40 + 60 * sum(shares.values()) / len(MARKERS)
     caps = []
-    if not (present["inputSchema"] or present["parameters"]):
+    if not (shares["inputSchema"] or shares["parameters"]):
         value, caps = min(value, 60), caps + ["no inputSchema or parameters"]
-    if not present["description"]:
+    if not shares["description"]:
         value, caps = min(value, 70), caps + ["no descriptions"]
-    return {"value": round(value, 1), "tools": len(tools), "markers": {k: round(v, 3) for k, v in shares.items()}, "caps": caps,
-            "basis": "extracted tools"}
+    return {"value": round(value, 1), "tools": len(tools), "schemas_read": len(read), "markers": {k: round(v, 3) for k, v in shares.items()},
+            "caps": caps, "basis": "extracted tools"}
 
 
 def tool_markers(tool: ExtractedTool) -> dict[str, bool]:
-    """The seed's six markers read on one tool: an input schema; declared parameters (a `properties` object, empty for a
+    """The seed's six markers read on one tool: an object input schema; declared parameters (a `properties` object, empty for a
     tool without any); every parameter described; the tool described; the schema and every parameter typed; a `required`
     list wherever there are parameters."""
     schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
@@ -45,7 +47,7 @@ def tool_markers(tool: ExtractedTool) -> dict[str, bool]:
     described = all(isinstance(p, dict) and p.get("description") for p in parameters)
     typed = all(isinstance(p, dict) and any(k in p for k in TYPED) for p in parameters)
     return {
-        "inputSchema": bool(schema),
+        "inputSchema": schema.get("type") == "object" or isinstance(properties, dict),  # an object schema, as MCP wants
         "parameters": isinstance(properties, dict),
         "properties": isinstance(properties, dict) and described,
         "description": bool((tool.description or "").strip()),

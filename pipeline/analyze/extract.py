@@ -12,6 +12,7 @@ from pipeline.analyze.extract_go_rust import extract_go, extract_rust
 from pipeline.analyze.extract_js import extract_js
 from pipeline.analyze.extract_python import extract_python
 from pipeline.analyze.fetch import SourceFile
+from pipeline.analyze.select import is_side_file
 from pipeline.models import ExtractedTool
 
 READERS: dict[str, Callable[[SourceFile], list[ExtractedTool] | None]] = {
@@ -24,6 +25,12 @@ READERS: dict[str, Callable[[SourceFile], list[ExtractedTool] | None]] = {
 
 
 def extract_tools(files: list[SourceFile]) -> list[ExtractedTool] | None:
+    """Tools of the server's own files; those in examples/ or docs/ only when its own files define none."""
+    main = [f for f in files if not is_side_file(f.path)]
+    return _extract(main) or _extract([f for f in files if is_side_file(f.path)])
+
+
+def _extract(files: list[SourceFile]) -> list[ExtractedTool] | None:
     tools: dict[str, ExtractedTool] = {}
     for source in files:
         reader = READERS.get(source.language)

@@ -25,7 +25,7 @@ GO_STRUCT = re.compile(r"\btype[ \t]{1,20}(\w{1,100})[ \t]{1,20}struct[ \t]{0,20
 GO_FIELD = re.compile(r"^[ \t]*([A-Z]\w{0,100})[ \t]+([\w.\[\]*]{1,100})[ \t]*(?:`([^`\n]{0,500})`)?", re.M)
 GO_FUNC = re.compile(r"\bfunc[ \t]{1,20}(\w{1,100})[ \t]*\(([^()]{0,500})\)")
 RUST_HINT = re.compile(r"#\[tool\b")
-RUST_ATTRIBUTE = re.compile(r"#\[tool\(([^\]\n]{0,2000})\)\]|#\[tool\]")
+MAX_ATTRIBUTE = 4_000  # characters of one #[tool(…)] attribute
 RUST_FN = re.compile(r"\bfn[ \t]{1,20}(\w{1,100})[ \t]*(?:<[^>\n]{0,200}>)?[ \t]*\(")
 RUST_TYPES = {"String": "string", "str": "string", "bool": "boolean", "i8": "integer", "i16": "integer", "i32": "integer", "i64": "integer",
               "u8": "integer", "u16": "integer", "u32": "integer", "u64": "integer", "usize": "integer", "isize": "integer",
@@ -33,6 +33,8 @@ RUST_TYPES = {"String": "string", "str": "string", "bool": "boolean", "i8": "int
 RUST_STRUCT = re.compile(r"\bstruct[ \t]{1,20}(\w{1,100})[ \t]*(?:<[^>\n]{0,200}>)?[ \t]*\{")
 RUST_FIELD = re.compile(r"^[ \t]*(?:pub(?:\([\w ]{1,20}\))?[ \t]+)?(\w{1,100})[ \t]*:[ \t]*([^,\n]{1,200}),?[ \t]*$", re.M)
 MAX_BODY = 20_000  # characters of a struct or signature read
+MAX_CALLS = 1_000  # tool calls read per file
+MAX_REACH = 400  # tokens of an AddTool call searched for its &mcp.Tool{…}
 
 
 def extract_go(source: SourceFile) -> list[ExtractedTool] | None:
@@ -41,10 +43,16 @@ def extract_go(source: SourceFile) -> list[ExtractedTool] | None:
     parsed = Source.read(source.text)
     tools: list[ExtractedTool] = []
     tokens = parsed.tokens
+    resume, calls = 0, 0  # a NewTool inside another's arguments is not read again (each read is bounded in depth)
     for index, token in enumerate(tokens):
-        if token.kind != "id" or not parsed.at(index + 1, "(") or not (index and parsed.at(index - 1, ".")):
+        if index < resume or token.kind != "id" or token.value not in ("NewTool", "AddTool") or not parsed.at(index + 1, "(") \
+                or not (index and parsed.at(index - 1, ".")):
             continue
+        calls += 1
+        if calls > MAX_CALLS:
+            break
         if token.value == "NewTool":
+            resume = parsed.match[index + 1] if parsed.match[index + 1] > index else len(tokens)
             found = _new_tool(parsed, parsed.arguments(index + 1), index)
             pattern = "mcp-go NewTool"
         elif token.value == "AddTool":
@@ -101,7 +109,7 @@ def _add_tool(parsed: Source, text: str, at: int) -> tuple[str, str | None, dict
     """mcp.AddTool(server, &mcp.Tool{Name: …, Description: …}, Handler) and server.AddTool(&mcp.Tool{…}, handler)."""
     open_index = at + 1
     close = parsed.match[open_index] if parsed.match[open_index] > open_index else len(parsed.tokens)
-    for index in range(open_index, close):
+    for index in range(open_index, min(close, open_index + MAX_REACH)):
         token = parsed.tokens[index]
         if token.kind == "id" and token.value == "Tool" and parsed.at(index + 1, "{") and parsed.match[index + 1] > index:
             literal = to_json(parsed, parsed._object(index + 1, parsed.match[index + 1], 1), at)
@@ -174,15 +182,20 @@ def extract_rust(source: SourceFile) -> list[ExtractedTool] | None:
         return None
     text = source.text
     tools: list[ExtractedTool] = []
-    for attribute in RUST_ATTRIBUTE.finditer(text):
-        arguments = attribute.group(1) or ""
+    for count, attribute in enumerate(RUST_HINT.finditer(text)):
+        if count >= MAX_CALLS:
+            break
         line_start = text.rfind("\n", 0, attribute.start()) + 1
         if text[line_start:attribute.start()].strip():  # inside a comment or after code on its line: not an attribute
             continue
+        arguments = _attribute_arguments(text, attribute.end())
+        if arguments is None:
+            continue
         if re.search(r"\b(tool_box|router|param|aggr)\b", arguments) and "description" not in arguments:
             continue
-        function = RUST_FN.search(text, attribute.end(), min(len(text), attribute.end() + 2000))
-        if function is None or re.search(r"\bimpl\b", text[attribute.end():function.start()]):
+        after = attribute.end() + len(arguments) + 3
+        function = RUST_FN.search(text, after, min(len(text), after + 2000))
+        if function is None or re.search(r"\bimpl\b", text[after:function.start()]):
             continue
         name = _rust_string(arguments, "name") or function.group(1)
         description = _rust_string(arguments, "description") or _doc_comment(text, attribute.start())
@@ -190,6 +203,16 @@ def extract_rust(source: SourceFile) -> list[ExtractedTool] | None:
         tools.append(ExtractedTool(name=name, description=description, input_schema=_rust_schema(text, signature), file=source.path,
                                    line=text.count("\n", 0, attribute.start()) + 1, language="rust", pattern="rmcp #[tool]"))
     return tools or None
+
+
+def _attribute_arguments(text: str, at: int) -> str | None:
+    """What `#[tool(…)]` holds ("" for a bare `#[tool]`), None when it does not close within MAX_ATTRIBUTE characters."""
+    if text.startswith("]", at):
+        return ""
+    if not text.startswith("(", at):
+        return None
+    end = text.find(")]", at, at + MAX_ATTRIBUTE)
+    return text[at + 1:end] if end >= 0 else None
 
 
 def _rust_string(arguments: str, key: str) -> str | None:

@@ -4,7 +4,9 @@ Recognised: the TypeScript SDK's `server.tool(name, [description], [zod shape], 
 overloads, `server.registerTool(name, {title, description, inputSchema, …}, handler)`, FastMCP-style
 `server.addTool({name, description, parameters})`, and `setRequestHandler(ListToolsRequestSchema, …)` handlers whose
 `tools` are literal arrays (or constants, spreads, `Object.values` of them) of `{name, description, inputSchema}`.
-Zod shapes and chains become JSON Schema; `zodToJsonSchema(X)` / `z.toJSONSchema(X)` read X's zod.
+Beyond the SDK's calls: tool-shaped object literals wherever a list is built, `defineTool({name, description, schema,
+handler})`-style objects, a local `tool("name", …, shape, handler)` helper beside the SDK, mcp-framework's `MCPTool`
+classes. Zod becomes JSON Schema (`zod.py`).
 """
 
 from __future__ import annotations
@@ -13,19 +15,15 @@ import re
 from typing import Any
 
 from pipeline.analyze.fetch import SourceFile
-from pipeline.analyze.jsparse import MAX_DEPTH, Source, deref, to_json
+from pipeline.analyze.jsparse import Source, deref, last_name, string_value
+from pipeline.analyze.zod import input_schema, zod_schema
 from pipeline.models import ExtractedTool
 
 HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|defineTool|createTool|MCPTool")
+MAX_CALLS = 1_000  # calls read per file (a real server registers far fewer tools)
 SCHEMA_KEYS = {"inputSchema", "schema", "parameters", "paramsSchema", "argsSchema", "input_schema"}
 HANDLER_KEYS = ("handler", "execute", "run", "callback", "cb", "handle", "fn", "call")
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
-ZOD_TYPES = {"string": "string", "number": "number", "int": "integer", "bigint": "integer", "boolean": "boolean", "date": "string",
-             "array": "array", "object": "object", "record": "object", "map": "object", "enum": "string", "nativeEnum": None, "literal": None,
-             "union": None, "discriminatedUnion": None, "any": None, "unknown": None, "null": "null", "tuple": "array", "set": "array",
-             "email": "string", "url": "string", "uuid": "string", "coerce": None, "intersection": None, "lazy": None, "custom": None,
-             "instanceof": None, "optional": None, "nullable": None}
-TO_JSON_SCHEMA = {"zodToJsonSchema", "toJSONSchema", "toJsonSchema", "zodToJSONSchema"}
 
 
 def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
@@ -37,10 +35,20 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
     tokens = parsed.tokens
     wrapped = "@modelcontextprotocol/" in source.text  # a local `tool(name, …)` helper counts only beside the SDK
     count = len(tokens)
+    resume, calls = 0, 0  # a registration nested in another's arguments is not read again (each read is bounded in depth)
     for index, token in enumerate(tokens):
-        if token.kind != "id" or index == 0 or index + 1 >= count or tokens[index + 1].value != "(" or tokens[index + 1].kind != "punc":
+        if (index < resume or token.kind != "id" or index == 0 or index + 1 >= count or tokens[index + 1].value != "("
+                or tokens[index + 1].kind != "punc"):
             continue
         dotted = parsed.at(index - 1, ".") or parsed.at(index - 1, "?.")
+        registration = (dotted and token.value in REGISTRATIONS) or token.value in ("tool", "setRequestHandler")
+        if not registration:
+            continue
+        calls += 1
+        if calls > MAX_CALLS:
+            break
+        if token.value != "setRequestHandler":
+            resume = parsed.match[index + 1] if parsed.match[index + 1] > index else count
         if dotted and token.value in REGISTRATIONS:
             args = parsed.arguments(index + 1)
             pattern, read = REGISTRATIONS[token.value]
@@ -51,7 +59,7 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
             pattern = "tool-wrapper"
         elif token.value == "setRequestHandler":
             args = parsed.arguments(index + 1)
-            found = _list_tools_handler(parsed, args, index) if args and _last_name(args[0]) == "ListToolsRequestSchema" else []
+            found = _list_tools_handler(parsed, args, index) if args and last_name(args[0]) == "ListToolsRequestSchema" else []
             pattern = "ListToolsRequestSchema-literal"
         else:
             continue
@@ -82,11 +90,11 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
         if opening is None or opening in seen:
             continue
         entries = source._object(opening, source.match[opening], 1)[1]
-        name = _string(source, entries["name"], index) if "name" in entries else None
+        name = string_value(source, entries["name"], index) if "name" in entries else None
         if name is None or token.value not in entries:  # a key of a nested literal the brackets around it left unclosed
             continue
-        description = _string(source, entries["description"], index) if "description" in entries else None
-        schema = _input_schema(source, entries[token.value], index)
+        description = string_value(source, entries["description"], index) if "description" in entries else None
+        schema = input_schema(source, entries[token.value], index)
         if token.value != "inputSchema" and (description is None or schema is None or schema.get("type") != "object"
                                              or not any(entries.get(k, ("other",))[0] == "func" for k in HANDLER_KEYS)):
             continue
@@ -120,10 +128,10 @@ def _tool_classes(source: Source) -> list[tuple[int, tuple[str, str | None, dict
             key = tokens[at]
             if key.kind == "id" and key.value in ("name", "description", "schema") and source.at(at + 1, "=") and key.value not in fields:
                 fields[key.value] = source.value(at + 2, 1, close)[0]
-        name = _string(source, fields["name"], close) if "name" in fields else None
+        name = string_value(source, fields["name"], close) if "name" in fields else None
         if name is None:
             continue
-        description = _string(source, fields["description"], close) if "description" in fields else None
+        description = string_value(source, fields["description"], close) if "description" in fields else None
         schema = _framework_schema(source, fields.get("schema", ("other",)), close)
         found.append((index, (name, description, schema)))
     return found
@@ -131,16 +139,16 @@ def _tool_classes(source: Source) -> list[tuple[int, tuple[str, str | None, dict
 
 def _framework_schema(source: Source, node: tuple, at: int) -> dict:
     """mcp-framework's schema: {field: {type: z.string(), description: "…"}}, or a zod object."""
-    node = _resolved(source, node, at)
-    if node[0] != "obj" or not all(_resolved(source, v, at)[0] == "obj" for v in node[1].values()):
-        return _input_schema(source, node, at) or {}
+    node = deref(source, node, at)
+    if node[0] != "obj" or not all(deref(source, v, at)[0] == "obj" for v in node[1].values()):
+        return input_schema(source, node, at) or {}
     properties: dict[str, Any] = {}
     required: list[str] = []
     for key, value in node[1].items():
-        entries = _resolved(source, value, at)[1]
-        converted = _zod(source, entries["type"], at, 1) if "type" in entries else None
+        entries = deref(source, value, at)[1]
+        converted = zod_schema(source, entries["type"], at, 1) if "type" in entries else None
         schema = dict(converted[0]) if converted else {}
-        if "description" in entries and (text := _string(source, entries["description"], at)) is not None:
+        if "description" in entries and (text := string_value(source, entries["description"], at)) is not None:
             schema["description"] = text
         properties[key] = schema
         if not (converted and converted[1]):
@@ -153,21 +161,21 @@ def _framework_schema(source: Source, node: tuple, at: int) -> dict:
 
 def _wrapper_call(source: Source, args: list[tuple], at: int) -> list[tuple[str, str | None, dict]]:
     """A local helper `tool("name", ["Title",] "description", {zod shape}, [annotations], handler)` beside the SDK."""
-    if not args or (name := _string(source, args[0], at)) is None:
+    if not args or (name := string_value(source, args[0], at)) is None:
         return []
     strings: list[str] = []
     rest = args[1:]
-    while rest and (text := _string(source, rest[0], at)) is not None:
+    while rest and (text := string_value(source, rest[0], at)) is not None:
         strings.append(text)
         rest = rest[1:]
     schema = None
     for node in rest:
-        node = _resolved(source, node, at)
+        node = deref(source, node, at)
         if node[0] == "func":
             break
         if node[0] == "obj" and node[1] and set(node[1]) <= ANNOTATION_KEYS:
             continue
-        schema = _input_schema(source, node, at)
+        schema = input_schema(source, node, at)
         if schema is not None:
             break
     if schema is None or not any(node[0] == "func" for node in rest):
@@ -191,60 +199,53 @@ def _enclosing_brace(source: Source, index: int, reach: int = 5000) -> int | Non
     return None
 
 
-def _string(source: Source, node: tuple, before: int) -> str | None:
-    value = to_json(source, node, before)
-    return value if isinstance(value, str) else None
-
-
-def _resolved(source: Source, node: tuple, before: int) -> tuple:
-    return deref(source, node, before)
-
-
 def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:
     """server.tool(name, [description], [paramsSchema | annotations], [annotations], handler)."""
-    if not args or (name := _string(source, args[0], at)) is None:
+    if not args or (name := string_value(source, args[0], at)) is None:
         return None
     description = None
     rest = args[1:]
-    if rest and (text := _string(source, rest[0], at)) is not None:
+    if rest and (text := string_value(source, rest[0], at)) is not None:
         description, rest = text, rest[1:]
-    schema: dict = {"type": "object", "properties": {}}
+    schema: dict = {"type": "object", "properties": {}}  # the SDK's own for a tool without parameters
     for node in rest:
-        node = _resolved(source, node, at)
+        node = deref(source, node, at)
         if node[0] == "func":
             break
         if node[0] == "obj" and node[1] and set(node[1]) <= ANNOTATION_KEYS:
             continue
-        converted = _input_schema(source, node, at)
+        converted = input_schema(source, node, at)
         if converted is not None:
-            schema = converted
-            break
+            return name, description, converted
+        schema = {}  # an argument we cannot read (imported, computed): the schema is unknown, not empty
     return name, description, schema
 
 
 def _register_tool(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:
     """server.registerTool(name, {title, description, inputSchema, outputSchema, annotations}, handler)."""
-    if len(args) < 2 or (name := _string(source, args[0], at)) is None:
+    if len(args) < 2 or (name := string_value(source, args[0], at)) is None:
         return None
-    config = _resolved(source, args[1], at)
+    config = deref(source, args[1], at)
     if config[0] != "obj":
         return name, None, {}
     entries = config[1]
-    description = _string(source, entries["description"], at) if "description" in entries else None
-    schema = _input_schema(source, entries["inputSchema"], at) if "inputSchema" in entries else None
-    return name, description, schema if schema is not None else {"type": "object", "properties": {}}
+    description = string_value(source, entries["description"], at) if "description" in entries else None
+    if "inputSchema" not in entries:
+        return name, description, {"type": "object", "properties": {}}
+    return name, description, input_schema(source, entries["inputSchema"], at) or {}
 
 
 def _add_tool(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:
     """FastMCP (TypeScript): server.addTool({name, description, parameters, execute})."""
-    config = _resolved(source, args[0], at) if args else ("other",)
-    if config[0] != "obj" or "name" not in config[1] or (name := _string(source, config[1]["name"], at)) is None:
+    config = deref(source, args[0], at) if args else ("other",)
+    if config[0] != "obj" or "name" not in config[1] or (name := string_value(source, config[1]["name"], at)) is None:
         return None
     entries = config[1]
-    description = _string(source, entries["description"], at) if "description" in entries else None
+    description = string_value(source, entries["description"], at) if "description" in entries else None
     shape = entries.get("parameters") or entries.get("inputSchema")
-    schema = _input_schema(source, shape, at) if shape is not None else None
-    return name, description, schema if schema is not None else {"type": "object", "properties": {}}
+    if shape is None:
+        return name, description, {"type": "object", "properties": {}}
+    return name, description, input_schema(source, shape, at) or {}
 
 
 def _list_tools_handler(source: Source, args: list[tuple], at: int) -> list[tuple[str, str | None, dict]]:
@@ -266,11 +267,11 @@ def _list_tools_handler(source: Source, args: list[tuple], at: int) -> list[tupl
             continue
         for item in _tool_objects(source, node, index, 0):
             entries = item[1]
-            name = _string(source, entries["name"], index) if "name" in entries else None
+            name = string_value(source, entries["name"], index) if "name" in entries else None
             if name is None:
                 continue
-            description = _string(source, entries["description"], index) if "description" in entries else None
-            schema = _input_schema(source, entries["inputSchema"], index) if "inputSchema" in entries else None
+            description = string_value(source, entries["description"], index) if "description" in entries else None
+            schema = input_schema(source, entries["inputSchema"], index) if "inputSchema" in entries else None
             found.append((name, description, schema if schema is not None else {}))
     return found
 
@@ -279,7 +280,7 @@ def _tool_objects(source: Source, node: tuple, at: int, depth: int) -> list[tupl
     """Tool objects a `tools` value holds: arrays and their spreads, constants, `X.map(…)`/`filter`/`concat`, Object.values(X)."""
     if depth > 8:
         return []
-    node = _resolved(source, node, at)
+    node = deref(source, node, at)
     if node[0] == "arr":
         found: list[tuple] = []
         for item in node[1]:
@@ -299,142 +300,9 @@ def _tool_objects(source: Source, node: tuple, at: int, depth: int) -> list[tupl
     return []
 
 
-def _input_schema(source: Source, node: tuple, at: int) -> dict | None:
-    """JSON Schema from a zod shape ({a: z.string()}), a z.object(...), a literal JSON Schema or zodToJsonSchema(X)."""
-    node = _resolved(source, node, at)
-    if node[0] == "member" and node[2] == "shape":
-        node = _resolved(source, node[1], at)
-    if node[0] == "call" and _last_name(node[1]) in TO_JSON_SCHEMA and node[2]:
-        node = _resolved(source, node[2][0], at)
-    if node[0] == "obj":
-        values = [_resolved(source, v, at) for v in node[1].values()]
-        if not values and not node[2]:
-            return {"type": "object", "properties": {}}
-        if values and all(_zod(source, v, at, 0) is not None for v in values):
-            return _zod_object(source, node, at, 0)
-        literal = to_json(source, node, at)
-        return literal if isinstance(literal, dict) else None
-    converted = _zod(source, node, at, 0)
-    return converted[0] if converted is not None else None
-
-
-def _zod_object(source: Source, shape: tuple, at: int, depth: int) -> dict:
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for spread in shape[2]:
-        inner = _zod(source, _resolved(source, ("member", spread, "shape") if spread[0] != "obj" else spread, at), at, depth + 1)
-        if inner is not None and isinstance(inner[0].get("properties"), dict):
-            properties.update(inner[0]["properties"])
-            required += inner[0].get("required", [])
-    for key, value in shape[1].items():
-        converted = _zod(source, value, at, depth + 1)
-        properties[key] = converted[0] if converted else {}
-        if converted is None or not converted[1]:
-            required.append(key)
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    return schema
-
-
-def _zod(source: Source, node: tuple, at: int, depth: int) -> tuple[dict, bool] | None:
-    """(JSON Schema, optional) for a zod expression, None when the node is not one."""
-    if depth > MAX_DEPTH:
-        return None
-    node = _resolved(source, node, at)
-    if node[0] == "member" and node[2] == "shape":
-        inner = _zod(source, node[1], at, depth + 1)
-        return inner
-    if node[0] != "call" or node[1][0] != "member":
-        return None
-    receiver, method, args = node[1][1], node[1][2], node[2]
-    if _is_zod_namespace(receiver):
-        if method not in ZOD_TYPES:
-            return None
-        return _zod_base(source, method, args, at, depth), method == "optional"
-    inner = _zod(source, receiver, at, depth + 1)
-    if inner is None:
-        return None
-    schema, optional = dict(inner[0]), inner[1]
-    first = args[0] if args else ("other",)
-    if method in ("optional", "nullish"):
-        optional = True
-    elif method == "default":
-        optional = True
-        value = to_json(source, first, at)
-        if value is not None:
-            schema["default"] = value
-    elif method == "describe" and (text := _string(source, first, at)) is not None:
-        schema["description"] = text
-    elif method == "int":
-        schema["type"] = "integer"
-    elif method in ("min", "max", "length", "gte", "lte", "nonempty") and (method == "nonempty" or first[0] == "num"):
-        bound = 1 if method == "nonempty" else first[1]
-        kind = schema.get("type")
-        lower = method in ("min", "gte", "nonempty")
-        if kind == "string":
-            schema["minLength" if lower else "maxLength"] = bound
-        elif kind == "array":
-            schema["minItems" if lower else "maxItems"] = bound
-        elif kind in ("number", "integer"):
-            schema["minimum" if lower else "maximum"] = bound
-    elif method in ("email", "url", "uuid", "datetime"):
-        schema["format"] = {"datetime": "date-time", "url": "uri"}.get(method, method)
-    elif method == "partial":
-        schema.pop("required", None)
-    elif method in ("extend", "merge") and args:
-        extra = _zod_object(source, first, at, depth + 1) if _resolved(source, first, at)[0] == "obj" else (
-            (_zod(source, first, at, depth + 1) or ({}, False))[0])
-        schema["properties"] = {**schema.get("properties", {}), **extra.get("properties", {})}
-        schema["required"] = list(dict.fromkeys(schema.get("required", []) + extra.get("required", [])))
-    return schema, optional
-
-
-def _zod_base(source: Source, method: str, args: list[tuple], at: int, depth: int) -> dict:
-    kind = ZOD_TYPES.get(method)
-    schema: dict[str, Any] = {"type": kind} if kind else {}
-    first = args[0] if args else ("other",)
-    if method == "object" and _resolved(source, first, at)[0] == "obj":
-        return _zod_object(source, _resolved(source, first, at), at, depth + 1)
-    if method in ("array", "set") and args:
-        items = _zod(source, first, at, depth + 1)
-        schema["items"] = items[0] if items else {}
-    elif method == "enum":
-        values = to_json(source, first, at)
-        if isinstance(values, list) and all(v is not None for v in values):
-            schema["enum"] = values
-    elif method == "literal":
-        value = to_json(source, first, at)
-        schema = {"const": value} if value is not None else {}
-    elif method in ("union", "discriminatedUnion"):
-        options = to_json(source, ("arr", []), at)
-        members = _resolved(source, args[-1] if args else ("other",), at)
-        if members[0] == "arr":
-            options = [(_zod(source, m, at, depth + 1) or ({}, False))[0] for m in members[1]]
-        schema = {"anyOf": options} if options else {}
-    elif method in ("email", "url", "uuid"):
-        schema["format"] = {"url": "uri"}.get(method, method)
-    return schema
-
-
 REGISTRATIONS = {
     "tool": ("server.tool", _tool_call),
     "registerTool": ("registerTool", _register_tool),
     "registerToolTask": ("registerToolTask", _register_tool),
     "addTool": ("addTool", _add_tool),
 }
-
-
-def _is_zod_namespace(node: tuple) -> bool:
-    """`z`, `zod`, and compiled forms: `zod_1.z`, `zod.z`, `(0, zod_1.z)`."""
-    if node[0] == "ref":
-        return node[1] in ("z", "zod", "zod_1", "Zod")
-    return node[0] == "member" and node[2] == "z"
-
-
-def _last_name(node: tuple) -> str | None:
-    if node[0] == "ref":
-        return node[1]
-    if node[0] == "member":
-        return node[2]
-    return None

@@ -21,7 +21,8 @@ SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolea
            "HttpUrl": "string", "Path": "string", "datetime": "string", "date": "string", "UUID": "string", "Decimal": "number"}
 ARRAYS = {"list", "List", "Sequence", "set", "Set", "tuple", "Tuple", "Iterable", "frozenset", "MutableSequence"}
 OBJECTS = {"dict", "Dict", "Mapping", "MutableMapping", "Any", "object"}
-SERVER_FACTORIES = {"FastMCP", "MCPServer", "Server", "McpServer"}
+# Receivers with a `.tool` decorator of their own that is no MCP tool (pydantic-ai agents and toolsets, CLI and task apps)
+OTHER_TOOL_OWNERS = {"Toolset", "FunctionToolset", "Typer", "Celery"}
 CONTEXT_TYPES = {"Context", "ServerSession", "RequestContext"}
 
 
@@ -117,8 +118,10 @@ class _Module:
             return False
         receiver = _callee(target.value).split(".")[-1]
         made_by = self.servers.get(receiver)
-        # A receiver made here by something that is no MCP server (a pydantic-ai Agent, say) has its own `.tool`.
-        return made_by is None or made_by.split(".")[-1] in SERVER_FACTORIES
+        # A receiver made here by something that is no MCP server (a pydantic-ai Agent, say) has its own `.tool`; a server
+        # built by a factory of the project's own (`mcp = create_server()`) is still a server.
+        maker = (made_by or "").split(".")[-1]
+        return not (maker.endswith("Agent") or maker in OTHER_TOOL_OWNERS)
 
     def _decorated(self, function: ast.FunctionDef | ast.AsyncFunctionDef, decorator: ast.expr):
         call = decorator if isinstance(decorator, ast.Call) else None

@@ -1,9 +1,8 @@
-"""A small, bounded reader of JavaScript and TypeScript source: tokens, then literal values.
+"""A small, bounded reader of JavaScript and TypeScript source: literal values from tokens (`jstokens.py`).
 
 No TypeScript compiler is available in Python, and none is needed to read tool definitions: they are calls whose
-arguments are literals (strings, objects, arrays), references to constants, zod chains and functions. The tokenizer
-knows strings, template literals, comments and regular-expression literals, so text inside them is never mistaken for
-code; the value parser follows nesting to a fixed depth and skips anything it does not understand.
+arguments are literals (strings, objects, arrays), references to constants, zod chains and functions. The value parser
+follows nesting to a fixed depth and skips anything it does not understand.
 """
 
 from __future__ import annotations
@@ -12,154 +11,12 @@ import bisect
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
+
+from pipeline.analyze.jstokens import Token, tokenize
 
 MAX_DEPTH = 40  # nesting followed by the value parser
-MAX_TOKENS = 60_000  # tokens read from one file (a 25 KB file has far fewer)
-MAX_TEMPLATE_NESTING = 8
-
-_TOKEN = re.compile(
-    r"\s*(?:(?P<id>[A-Za-z_$][\w$]*)"
-    r"|(?P<str>\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*\"|'[^'\\\n]*(?:\\.[^'\\\n]*)*')"
-    r"|(?P<num>\d[\w.]*)"
-    r"|(?P<special>[/`])"
-    r"|(?P<punc>=>|\.\.\.|\?\.|\?\?|===|!==|==|!=|&&|\|\||<=|>=|[^\s]))",
-)
-_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
-_ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|\n|.)", re.S)
-REGEX_AFTER = {"return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw", "yield", "await"}
 OPEN = {"(": ")", "[": "]", "{": "}"}
-
-
-class Token(NamedTuple):
-    kind: str  # "str" | "tpl" | "id" | "num" | "punc"
-    value: str
-    pos: int
-
-
-def unescape(body: str) -> str:
-    def replace(match: re.Match) -> str:
-        code = match.group(1)
-        if code.startswith("u{"):
-            return chr(min(int(code[2:-1], 16), 0x10FFFF))
-        if code.startswith(("u", "x")) and len(code) > 1:
-            return chr(int(code[1:], 16))
-        return "" if code == "\n" else _ESCAPES.get(code, code)
-
-    return _ESCAPE.sub(replace, body)
-
-
-def tokenize(text: str) -> list[Token]:
-    tokens: list[Token] = []
-    _scan(text, 0, tokens, 0, stop_at_brace=False)
-    return tokens
-
-
-def _scan(text: str, pos: int, tokens: list[Token], nesting: int, stop_at_brace: bool) -> int:
-    """Tokens from `pos` on; inside a template's `${…}` (stop_at_brace) until its closing brace. Returns where it stopped."""
-    depth = 0
-    end = len(text)
-    append = tokens.append
-    match_token = _TOKEN.match
-    while pos < end and len(tokens) < MAX_TOKENS:
-        match = match_token(text, pos)
-        if match is None or match.lastgroup is None:  # trailing whitespace
-            return end
-        kind = match.lastgroup
-        start = match.start(kind)
-        value = match.group(kind)
-        if kind == "special":
-            if value == "`":
-                pos = _template(text, start, tokens, nesting)
-                continue
-            following = text[start + 1:start + 2]
-            if following == "/":
-                newline = text.find("\n", start)
-                pos = end if newline < 0 else newline
-                continue
-            if following == "*":
-                close = text.find("*/", start + 2)
-                pos = end if close < 0 else close + 2
-                continue
-            if _regex_allowed(tokens):
-                pos = _skip_regex(text, start)
-                continue
-            kind = "punc"
-        if kind == "str":
-            append(Token("str", unescape(value[1:-1]) if "\\" in value else value[1:-1], start))
-        else:
-            if stop_at_brace and kind == "punc":
-                if value == "{":
-                    depth += 1
-                elif value == "}":
-                    if depth == 0:
-                        return match.end()
-                    depth -= 1
-            append(Token(kind, value, start))
-        pos = match.end()
-    return pos
-
-
-def _template(text: str, start: int, tokens: list[Token], nesting: int) -> int:
-    """A template literal becomes one "tpl" token of its literal parts; the expressions inside are read (so their strings and
-    braces cannot confuse what follows) but not kept."""
-    parts: list[str] = []
-    pos = start + 1
-    end = len(text)
-    while pos < end:
-        char = text[pos]
-        if char == "\\":
-            parts.append(text[pos:pos + 2])
-            pos += 2
-        elif char == "`":
-            tokens.append(Token("tpl", unescape("".join(parts)), start))
-            return pos + 1
-        elif char == "$" and text[pos + 1:pos + 2] == "{":
-            if nesting >= MAX_TEMPLATE_NESTING:
-                return end
-            inner: list[Token] = []
-            pos = _scan(text, pos + 2, inner, nesting + 1, stop_at_brace=True)
-        else:
-            parts.append(char)
-            pos += 1
-    tokens.append(Token("tpl", unescape("".join(parts)), start))
-    return end
-
-
-def _regex_allowed(tokens: list[Token]) -> bool:
-    if not tokens:
-        return True
-    last = tokens[-1]
-    if last.kind in ("str", "tpl", "num"):
-        return False
-    if last.kind == "id":
-        return last.value in REGEX_AFTER
-    return last.value not in (")", "]", "}")
-
-
-def _skip_regex(text: str, pos: int) -> int:
-    in_class = False
-    index = pos + 1
-    end = len(text)
-    while index < end:
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if char == "\n":
-            return index
-        if char == "[":
-            in_class = True
-        elif char == "]":
-            in_class = False
-        elif char == "/" and not in_class:
-            index += 1
-            while index < end and (text[index].isalnum()):
-                index += 1
-            return index
-        index += 1
-    return end
-
 
 # Parsed values: plain tuples keep it fast and small.
 # ("str", s) ("num", x) ("lit", True/False/None) ("obj", {key: node}, [spread nodes]) ("arr", [nodes])
@@ -488,4 +345,18 @@ def to_json(source: Source, node: tuple, before: int, depth: int = 0) -> Any:
     if kind in ("ref", "member"):
         resolved = deref(source, node, before, depth)
         return to_json(source, resolved, before, depth + 1) if resolved[0] not in ("ref", "member") else None
+    return None
+
+
+def string_value(source: Source, node: tuple, before: int) -> str | None:
+    value = to_json(source, node, before)
+    return value if isinstance(value, str) else None
+
+
+def last_name(node: tuple) -> str | None:
+    """The name a reference or member access ends with (`types_js_1.ListToolsRequestSchema` -> ListToolsRequestSchema)."""
+    if node[0] == "ref":
+        return node[1]
+    if node[0] == "member":
+        return node[2]
     return None

@@ -21,7 +21,9 @@ MAX_FILE_BYTES = 25_000  # seed 000: 25 KB per file
 MAX_SCANNED = 400  # source files read for the import and pattern scans (a monorepo's deepest corners are left unread)
 
 LANGUAGES = {".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript", ".mjs": "javascript",
-             ".jsx": "javascript", ".go": "go", ".rs": "rust"}
+             ".jsx": "javascript", ".go": "go", ".rs": "rust",
+             # ours: the module-kind forms of the same languages (a package may ship only dist/index.cjs)
+             ".cjs": "javascript", ".mts": "typescript", ".cts": "typescript"}
 KEYWORDS = ("tool", "server", "mcp", "handler", "route", "api", "endpoint", "function", "core", "plugin", "command", "service",
             "index", "main", "app")
 SOURCE_DIRS = ("src", "lib", "packages", "servers", "plugins")
@@ -114,7 +116,10 @@ def _candidates(files: list[str]) -> list[_Candidate]:
 
 
 def _twin_of_esm(path: str, paths: set[str]) -> bool:
-    """dist/cjs/x.js when dist/esm/x.js is there too: a dual package's second build says nothing new."""
+    """dist/cjs/x.js when dist/esm/x.js is there too, x.cjs beside x.js or x.mjs: a dual package's second build says
+    nothing new."""
+    if path.endswith(".cjs") and any(path[:-4] + ext in paths for ext in (".js", ".mjs")):
+        return True
     parts = path.split("/")
     for index, part in enumerate(parts[:-1]):
         if part in ("cjs", "commonjs"):
@@ -131,9 +136,14 @@ def _scan_order(candidate: _Candidate) -> tuple:
     return (tier, candidate.path.count("/"), candidate.path)
 
 
+def is_side_file(path: str) -> bool:
+    """A file of examples/, docs/, scripts/ or benchmarks: read for want of better, never the server's own definitions."""
+    return any(part in SIDE_DIRS for part in path.lower().split("/")[:-1])
+
+
 def _path_tier(path: str) -> tuple[int, str]:
     parts = path.lower().split("/")
-    if any(p in SIDE_DIRS for p in parts[:-1]):
+    if is_side_file(path):
         return 7, "fallback (examples or docs)"
     stem = parts[-1].rsplit(".", 1)[0]
     if any(k in stem for k in KEYWORDS) or any(k in p for p in parts[:-1] for k in KEYWORDS[:10]):
@@ -218,7 +228,7 @@ def _target_files(target: str) -> list[str]:
     its package's __init__.py and __main__.py, under src/ as well."""
     if target.endswith((".js", ".mjs", ".cjs", ".ts")):
         stem = target.rsplit(".", 1)[0]
-        sources = [stem + ext for ext in (".js", ".mjs", ".ts")]
+        sources = [target] + [stem + ext for ext in (".js", ".mjs", ".ts")]
         for compiled in COMPILED_DIRS:
             if stem.startswith(compiled + "/"):
                 sources += [f"src/{stem[len(compiled) + 1:]}.ts", f"{stem[len(compiled) + 1:]}.ts"]

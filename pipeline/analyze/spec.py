@@ -21,7 +21,8 @@ SEED_TABLE_SDKS = ("python", "typescript")
 # marker -> (the first revision that has the feature, pattern)
 MARKERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "streamable_http": ("2025-03-26", (r"StreamableHTTPServerTransport", r"streamable_http_app", r"[\"']streamable-http[\"']",
-                                       r"NewStreamableHTTPServer", r"StreamableHTTPHandler", r"StreamableHttpService")),
+                                       r"NewStreamableHTTPServer", r"StreamableHTTPHandler", r"StreamableHttpService",
+                                       r"transport[ \t]{0,3}=[ \t]{0,3}[\"']http[\"']")),
     "elicitation": ("2025-06-18", (r"elicitInput", r"\.elicit\(", r"elicitation/create", r"ElicitRequest", r"ElicitResult",
                                    r"CreateElicitation")),
     "structured_output": ("2025-06-18", (r"outputSchema\b", r"structuredContent\b", r"structured_output\b", r"output_schema\b")),
