@@ -197,7 +197,6 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
 
     import httpx
 
-    earlier = store.latest_analyses(db, [s.id for s in servers])
     timeout = httpx.Timeout(30.0, connect=settings.analyze_connect_timeout)
     limits = httpx.Limits(max_connections=2 * settings.analyze_concurrency)
     # No proxies from the environment; the system's trust store (OpenSSL's default paths) for TLS.
@@ -210,7 +209,13 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
         )
         _stage(db, "analyze", args or {}, lambda _: run_analyze(
             db, servers=fetch_order(servers), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
-            previous=lambda server_id: earlier[server_id][1] if server_id in earlier else None))
+            previous=lambda server_id: _latest_analysis(db, server_id)))
+
+
+def _latest_analysis(db: Database, server_id: str):
+    """One server's last analysis, read when its fetch is about to start (a fleet's would not fit in memory at once)."""
+    found = store.latest_analyses(db, [server_id]).get(server_id)
+    return found[1] if found else None
 
 
 def _exit_codes_help(intro: str, gate: bool) -> str:

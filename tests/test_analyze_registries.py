@@ -62,6 +62,7 @@ def test_the_history_feeds_maintenance_and_version_hygiene(time_tree):
     assert pulse["host"] == "pypi" and pulse["measured_max"] == 45 and not pulse["signals"]["stars"]["measured"]
     assert hygiene["measured_max"] == 75 and hygiene["signals"]["releases"]["points"] == 30
     assert result.repository.host == "pypi" and result.license == "MIT" and result.spec_version
+    assert result.metrics["dependency_health"]["scope"] == "package" and result.metrics["dependency_health"]["signals"]["lock_file"]  # uv.lock
 
 
 def test_a_pinned_pypi_version_and_not_modified(online):

@@ -147,7 +147,7 @@ def run_analyze(
     return report
 
 
-Outcome = tuple[Server, str, "AnalysisResult | str"]
+Outcome = tuple[Server, str, AnalysisResult | str]  # the server, what became of it, its result (or why it was deferred)
 
 
 def _analyse_one(server: Server, fetcher: RepoFetcher, now: datetime, resolve: Resolver | None,
