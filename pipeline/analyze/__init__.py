@@ -57,7 +57,7 @@ def _failed(server: Server, fetcher: RepoFetcher, now: datetime, exc: FetchFaile
 
 def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Resolver | None = None) -> AnalysisResult:
     """Everything a fetched tree shows, computed purely (DNS only through `resolve`, when given)."""
-    description = server.description or tree.manifest.get("description") or tree.manifest.get("summary")
+    description = server.description or tree.manifest.get("description") or tree.manifest.get("summary")  # strings: clean_manifest
     files = select_files(tree)
     tools = extract_tools(files)
     findings = scan_behaviour(files, tools, tree)
