@@ -24,10 +24,9 @@ from pipeline.analyze.history import maintenance_pulse, version_hygiene
 from pipeline.analyze.inference import infer_protocol
 from pipeline.analyze.metrics import analyze_tree
 from pipeline.analyze.select import select_files
+from pipeline.analyze.spec import spec_version
 from pipeline.models import AnalysisResult, Server, StageReport
 from pipeline.progress import Progress
-
-SDK_NAMES = ("mcp", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server")
 
 
 def analyze_server(
@@ -63,7 +62,8 @@ def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Res
     findings = scan_behaviour(files, tools, tree)
     metrics = analyze_tree(tree, description)
     metrics.update({
-        "schema_completeness": schema_completeness(files, tools),
+        "schema_completeness": schema_completeness(tools),
+        "spec_version": spec_version(tree, files),
         "maintenance_pulse": maintenance_pulse(tree.repository, now),
         "version_hygiene": version_hygiene(tree.repository),
         "behavioral": behavioural_score(files, findings),
@@ -81,7 +81,7 @@ def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Res
         description=description,
         readme_chars=len(tree.readme or ""),
         license=metrics["license_clarity"]["license"],
-        sdk={k: v for k, v in {**tree.dependencies, **tree.installed_versions}.items() if k in SDK_NAMES},
+        sdk=metrics["spec_version"]["sdks"],
         spec_version=metrics["spec_version"]["value"],
         metrics=metrics,
         repository=tree.repository,
