@@ -1,26 +1,193 @@
 """The behavioural security scan: exfiltration, dangerous operations, scope creep, hard-coded secrets and
-prompt-injection markers in tool text, each with file and line.
+prompt-injection markers in tool text, each with file and line; and the 0–100 behavioural score from them.
 
-Interface placeholder: finds nothing, and scores nothing (the scorer's neutral default stands) until it lands (issue 15).
+Deterministic: patterns over the selected source (`behaviour_patterns.py`), never an execution. A pattern match
+alone is "review". "Critical" needs corroboration, and for exfiltration that means one of:
+  1. data flows from a sensitive read into a send: the send's statement contains the read (`post(u, data=open(
+     "~/.ssh/id_rsa").read())`), or names a variable assigned from it, directly or through further assignments,
+     within the next FLOW_LINES lines of the same file;
+  2. a file that reads a credential file, the keychain or the whole environment also holds a hard-coded
+     destination no ordinary integration posts to (a request bin, paste site, tunnel, chat webhook, raw public IP).
+Only a critical exfiltration finding fires the Exfiltration Risk flag.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from pipeline.analyze.behaviour_patterns import (
+    COMMENT,
+    DANGEROUS,
+    DESTINATION_NEEDLES,
+    DESTINATION_PURPOSE,
+    INTERNAL_PATH,
+    QUIET_READS,
+    ROOT_CHECK,
+    ROOT_NEEDLES,
+    SENDS,
+    SENSITIVE_READS,
+    SUSPICIOUS_DESTINATION,
+    Located,
+    family,
+    scan,
+)
 from pipeline.analyze.fetch import SourceFile, SourceTree
-from pipeline.models import EnvVar, ExtractedTool, Finding
+from pipeline.analyze.scope import purpose_text, scope_creep
+from pipeline.analyze.secrets import hardcoded_secrets
+from pipeline.analyze.taint import corroborated_sends
+from pipeline.models import ExtractedTool, Finding
+from pipeline.text import INJECTION_MARKERS, injection_findings, injection_severity, tool_texts
+
+# Points off 100 per finding, and the most one kind and severity can take (deviation 47).
+DEDUCTIONS: dict[tuple[str, str], tuple[int, int]] = {
+    ("exfiltration", "critical"): (60, 80),
+    ("prompt_injection", "critical"): (60, 80),
+    ("hardcoded_secret", "critical"): (25, 50),
+    ("dangerous_operation", "critical"): (20, 40),
+    ("scope_creep", "critical"): (20, 40),
+    ("exfiltration", "review"): (10, 20),
+    ("prompt_injection", "review"): (5, 15),
+    ("scope_creep", "review"): (10, 20),
+    ("dangerous_operation", "review"): (3, 15),
+    ("hardcoded_secret", "review"): (5, 10),
+}
+SUSPICIOUS_PARAMETER = re.compile(r"^(side_?note|secret_?note|hidden_?note|exfil\w*|content_from_\w+|ssh_?key_?content\w*)$", re.I)
+# Markers specific enough to report from a source line that may or may not be a tool's text, each with the words
+# (lower case) it cannot match without.
+SOURCE_MARKERS = {"ignore-instructions": ("ignore", "disregard", "forget", "override"), "hide-from-user": ("user",),
+                  "hidden-tag": ("important", "system", "secret", "hidden", "instruction", "admin", "override"), "hidden-comment": ("<!--",)}
+QUIET_RULES = frozenset(p.rule for p in QUIET_READS)
+MAX_FINDINGS = 200  # per server: past this the score is already at its floor
 
 
 def scan_behaviour(files: list[SourceFile], tools: list[ExtractedTool] | None, tree: SourceTree) -> list[Finding]:
-    return []
+    """Every finding of the selected source and the extracted tools, in file and line order."""
+    purpose = purpose_text(tree, tools)
+    findings = _dangerous(files) + _exfiltration(files, purpose) + hardcoded_secrets(files) + _tool_injection(tools)
+    findings += _source_injection(files, {f.file for f in findings if f.kind == "prompt_injection"})
+    findings += scope_creep(findings, purpose)
+    findings.sort(key=lambda f: (f.severity != "critical", f.file, f.line, f.rule))
+    return findings[:MAX_FINDINGS]
+
+
+def _finding(kind: str, severity: str, file: str, line: int, rule: str, detail: str, excerpt: str | None) -> Finding:
+    return Finding(kind=kind, severity=severity, file=file, line=line, rule=rule, detail=detail,
+                   excerpt=" ".join(excerpt.split())[:160] if excerpt else None)
+
+
+def _dangerous(files: list[SourceFile]) -> list[Finding]:
+    rooted = any(any(n in f.text.lower() for n in ROOT_NEEDLES) and ROOT_CHECK.search(f.text) for f in files)
+    found = []
+    for file in files:
+        for number, pattern, line in scan(DANGEROUS, family(file.language), Located(file.text)):
+            if pattern.rule in ("write", "delete") and (rooted or INTERNAL_PATH.search(line)):
+                continue  # a write under a checked root, or to the server's own files, is not unrestricted
+            rule = f"unrestricted-{pattern.rule}" if pattern.rule in ("write", "delete") else pattern.rule
+            found.append(_finding("dangerous_operation", "review", file.path, number, rule, pattern.detail, line))
+    return found
+
+
+def _exfiltration(files: list[SourceFile], purpose: str) -> list[Finding]:
+    allowed = {host for host, word in DESTINATION_PURPOSE.items() if word in purpose}
+    found: list[Finding] = []
+    for file in files:
+        fam, located = family(file.language), Located(file.text)
+        reads = [(number, p.rule, line) for number, p, line in scan(SENSITIVE_READS, fam, located)]  # (line, rule, text)
+        quiet = [(number, p.rule, line) for number, p, line in scan(QUIET_READS, fam, located)]
+        sends = [(number, p.rule, line) for number, p, line in scan(SENDS, fam, located)]
+        destinations: list[tuple[int, str, str]] = []
+        lowered = file.text.lower()
+        for hit in SUSPICIOUS_DESTINATION.finditer(file.text) if any(n in lowered for n in DESTINATION_NEEDLES) else ():
+            number = located.line_of(hit.start())
+            if not any(host in hit.group(0).lower() for host in allowed) and all(d[0] != number for d in destinations):
+                destinations.append((number, hit.group(0), located.line(number)))
+        critical = corroborated_sends(file.text, reads + quiet, sends, QUIET_RULES)
+        for read_line, send_line, rule, send_text in critical:
+            found.append(_finding("exfiltration", "critical", file.path, send_line, "read-then-send",
+                                  f"data read at line {read_line} ({rule}) is sent out at line {send_line}", send_text))
+        if reads and destinations and not critical:
+            number, host, text = destinations[0]
+            found.append(_finding("exfiltration", "critical", file.path, number, "sensitive-read-and-drop-destination",
+                                  f"reads {reads[0][1]} at line {reads[0][0]} and holds the destination {host[:60]}", text))
+        flagged = {(f.file, f.line) for f in found}
+        for number, rule, text in reads:
+            detail = next(p.detail for p in SENSITIVE_READS if p.rule == rule)
+            if (file.path, number) not in flagged:
+                found.append(_finding("exfiltration", "review", file.path, number, rule, detail, text))
+        for number, host, text in destinations:
+            if (file.path, number) not in flagged:
+                found.append(_finding("exfiltration", "review", file.path, number, "suspicious-destination",
+                                      f"a hard-coded destination {host[:60]} (request bin, paste, tunnel, webhook or raw IP)", text))
+    return found
+
+
+def _tool_injection(tools: list[ExtractedTool] | None) -> list[Finding]:
+    found = []
+    for tool in tools or []:
+        as_listed = {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+        markers: set[str] = set()
+        places = []
+        for owner, field, text in tool_texts([as_listed]):
+            if hits := injection_findings(text):
+                markers.update(hits)
+                places.append(field)
+        properties = tool.input_schema.get("properties") if isinstance(tool.input_schema.get("properties"), dict) else {}
+        odd = sorted(p for p in properties if SUSPICIOUS_PARAMETER.match(str(p)))
+        if odd:
+            markers.add("suspicious-parameter")
+            places.append(f"parameter {', '.join(odd)[:80]}")
+        severity = injection_severity(markers)
+        if severity:
+            found.append(_finding("prompt_injection", severity, tool.file, tool.line, "tool-text",
+                                  f"tool {tool.name}: {', '.join(sorted(markers))} in {', '.join(places)[:120]}", tool.description))
+    return found
+
+
+def _source_injection(files: list[SourceFile], covered: set[str]) -> list[Finding]:
+    """Markers in source text the extractor did not turn into a tool: review only, since it may not be tool text."""
+    found = []
+    for file in files:
+        if file.path in covered:
+            continue
+        lowered = file.text.lower()
+        located = None
+        for name, pattern in INJECTION_MARKERS:
+            if name not in SOURCE_MARKERS or not any(needle in lowered for needle in SOURCE_MARKERS[name]):
+                continue
+            located = located or Located(file.text)
+            hit = next((m for m in pattern.finditer(file.text) if not COMMENT.match(located.line(located.line_of(m.start()))[:200])), None)
+            if hit:
+                number = located.line_of(hit.start())
+                found.append(_finding("prompt_injection", "review", file.path, number, "source-text",
+                                      f"tool-poisoning marker in source text: {name}", located.line(number)))
+                break  # one per file: the tool text, when extracted, says the rest
+    return found
 
 
 def behavioural_score(files: list[SourceFile], findings: list[Finding]) -> dict[str, Any] | None:
     """0–100 with the findings that cost points; None when there was no source to scan."""
-    return None
-
-
-def required_env_vars(files: list[SourceFile], tree: SourceTree) -> list[EnvVar]:
-    """Environment variables the source reads without a default, classified secret or configuration."""
-    return []
+    if not files:
+        return None
+    counts: dict[str, dict[str, int]] = {}
+    for finding in findings:
+        counts.setdefault(finding.kind, {"critical": 0, "review": 0})[finding.severity] += 1
+    deductions: dict[str, int] = {}
+    for kind, by_severity in counts.items():
+        for severity, n in by_severity.items():
+            per, cap = DEDUCTIONS[kind, severity]
+            if n:
+                deductions[f"{kind}/{severity}"] = min(per * n, cap)
+    critical_exfiltration = [f for f in findings if f.kind == "exfiltration" and f.severity == "critical"]
+    reason = None
+    if critical_exfiltration:
+        first = critical_exfiltration[0]
+        reason = f"{first.file}:{first.line}: {first.detail}"[:300]
+    return {
+        "value": max(0, 100 - sum(deductions.values())),
+        "findings": counts,
+        "deductions": deductions,
+        "files": len(files),
+        "exfiltration": reason,
+        "top": [f"{f.severity} {f.kind} {f.rule} at {f.file}:{f.line}" for f in findings[:5]],
+    }
