@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.text import hidden_characters, injection_findings, may_hide_characters, may_hold_markers, tool_texts, where
+from pipeline.text import hidden_characters, injection_findings, injection_severity, may_hide_characters, may_hold_markers, tool_texts, where
 
 
 def findings(facts) -> dict[str, list[tuple[str, list[str]]]]:
@@ -17,3 +17,23 @@ def findings(facts) -> dict[str, list[tuple[str, list[str]]]]:
             "hidden": [(where(o, f), h) for o, f, text in texts if (h := hidden_characters(text))] if may_hide_characters(blob) else [],
         }
     return facts.memo["markers"]
+
+
+def critical_injection(facts) -> list[tuple[str, list[str]]]:
+    """Tools (and instructions) whose markers, over all their texts together, are critical: the runtime tool list's, or,
+    when no tool list was seen at runtime, the tools extracted from source (named by file and line)."""
+    if facts.tools is not None:
+        found = findings(facts)
+        by_owner: dict[str, set[str]] = {}
+        if found["injection"]:
+            for owner, _, text in found["texts"]:
+                by_owner.setdefault(owner, set()).update(injection_findings(text))
+        return [(owner, sorted(m)) for owner, m in by_owner.items() if injection_severity(m) == "critical"]
+    extracted = facts.analysis.tools if facts.analysis and facts.analysis.ok and facts.analysis.tools else []
+    found = []
+    for tool in extracted:
+        listed = {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+        markers = sorted({m for _, _, text in tool_texts([listed]) for m in injection_findings(text)})
+        if injection_severity(markers) == "critical":
+            found.append((f"{tool.name} ({tool.file}:{tool.line})", markers))
+    return found
