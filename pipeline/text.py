@@ -35,7 +35,7 @@ INJECTION_MARKERS: list[tuple[str, re.Pattern[str]]] = [
                                 rf"\b({_SEND_VERBS})\b.{{0,40}}({_SECRET_PATHS})", re.I)),
     ("hidden-tag", re.compile(r"<\s*/?\s*(important|system|secret|hidden|instructions?|admin|override)\s*>"
                               r"|\[\s*(important|system)\s*[:\]]|\b(system|admin)\s+(note|notice|message|instruction|override)\s*:", re.I)),
-    ("hidden-comment", re.compile(r"<!--(?:(?!-->)[\s\S]){0,500}?\b(important|always|must|never|ignore|instructions?|system|before|call"
+    ("hidden-comment", re.compile(r"<!--(?:(?!-->|<!--)[\s\S]){0,300}?\b(important|always|must|never|ignore|instructions?|system|before|call"
                                   r"|read|send|pass|include|do\s+not|don't|assistant|model)\b", re.I)),
     ("override-tools", re.compile(r"\b(instead\s+of|rather\s+than)\s+(using|calling)\s+(the\s+)?(other|any\s+other)\s+tools?\b|"
                                   r"\bthis\s+tool\s+(must|should)\s+(always\s+)?be\s+(called|used)\s+(first|before\s+any)", re.I)),

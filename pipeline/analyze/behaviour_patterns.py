@@ -151,8 +151,9 @@ DESTINATION_NEEDLES = ("webhook", "requestbin", "pipedream", "hookb", "beeceptor
                       "://0", "://1", "://2", "://3", "://4", "://5", "://6", "://7", "://8", "://9")
 # Chat and bot APIs a Discord or Telegram server legitimately calls.
 DESTINATION_PURPOSE = {"discord": "discord", "telegram": "telegram"}
-# `name =`, `const name =`, `let mut name: T =`, `name :=`: the variable a line assigns to.
-ASSIGNED = re.compile(r"^\s*(?:(?:const|let|var|val|mut|auto|final)\s+)*([A-Za-z_$][\w$]{0,60})\s*(?::\s*[\w\[\]<>, .|]{1,60})?\s*(?::=|=(?!=))")
+# `name =`, `const name =`, `let mut name: T =`, `name, err :=`: the (first) variable a line assigns to.
+ASSIGNED = re.compile(r"^\s*(?:(?:const|let|var|val|mut|auto|final)\s+)*([A-Za-z_$][\w$]{0,60})(?:\s*,\s*[A-Za-z_$][\w$]{0,60}){0,4}"
+                      r"\s*(?::\s*[\w\[\]<>, .|]{1,60})?\s*(?::=|=(?!=))")
 
 
 class Located:

@@ -23,7 +23,7 @@ READS = {
     "rust": [re.compile(rf"\benv::var(?:_os)?\s*\(\s*\"{NAME}\"\s*\)(?!\s*\.\s*(unwrap_or|ok\s*\(|is_ok|is_err|map_or))")],
 }
 READ_NEEDLES = {"python": ("environ", "getenv"), "js": ("process.env",), "go": ("Getenv",), "rust": ("env::var",)}
-DESTRUCTURED = re.compile(r"\b(?:const|let|var)\s*\{([^}=]{1,400})\}\s*=\s*process\.env\b")
+DESTRUCTURED = re.compile(r"\b(?:const|let|var)\s*\{([^{}]{1,400})\}\s*=\s*process\.env\b")
 # Variables of the process, not of the server: never "required configuration".
 AMBIENT = {"PATH", "HOME", "USER", "USERNAME", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "TMPDIR", "TEMP", "TMP", "SHELL", "PWD", "LANG",
            "TERM", "CI", "NODE_ENV", "PYTHONPATH", "VIRTUAL_ENV", "SYSTEMROOT", "COMSPEC", "HOSTNAME", "EDITOR", "DISPLAY", "LOGNAME",
