@@ -365,3 +365,25 @@ def test_a_one_megabyte_line_is_scanned_in_bounded_time(line):
     scan_behaviour(files, [extracted({"name": "t", "description": line})], tree("An MCP server.", '"env": {' + line))
     required_env_vars(files, tree(readme='"env": {' + line))
     assert time.monotonic() - started < 20  # four 1 MB files and a 1 MB tool description; linear scans take about a second
+
+
+# ---------------------------------------------------------------- from the scan to the flag
+
+
+def test_corroborated_exfiltration_caps_the_composite_at_25_and_a_review_hit_does_not():
+    from pipeline.score import scoreboard
+    from pipeline.score.facts import Facts
+    from tests.support import NOW, analysis, probe, server
+
+    def card_for(text):
+        files = [source("server.py", text)]
+        result = analysis()
+        result.findings = scan(*files)
+        result.metrics["behavioral"] = behavioural_score(files, result.findings)
+        return scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(), analysis=result))
+
+    card = card_for(STEAL_PY)
+    flags = {f.name: f for f in card.flags}
+    assert flags["exfiltration_risk"].reason.startswith("server.py:9") and card.composite == 25 and card.uncapped > 25
+    review_only = card_for('import os\nKNOWN = os.path.expanduser("~/.ssh/known_hosts")\n')
+    assert "exfiltration_risk" not in {f.name for f in review_only.flags} and review_only.uncapped is None
