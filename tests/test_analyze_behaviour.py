@@ -3,10 +3,15 @@ hard-coded secrets, env vars, adversarial inputs, a benign corpus of real tool t
 
 from __future__ import annotations
 
+import functools
+import io
 import json
+import tarfile
 import time
+import zipfile
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -387,3 +392,57 @@ def test_corroborated_exfiltration_caps_the_composite_at_25_and_a_review_hit_doe
     assert flags["exfiltration_risk"].reason.startswith("server.py:9") and card.composite == 25 and card.uncapped > 25
     review_only = card_for('import os\nKNOWN = os.path.expanduser("~/.ssh/known_hosts")\n')
     assert "exfiltration_risk" not in {f.name for f in review_only.flags} and review_only.uncapped is None
+
+
+# ---------------------------------------------------------------- real published packages, downloaded at test time
+
+
+@functools.lru_cache(maxsize=None)
+def published(registry: str, name: str, version: str) -> tuple[SourceFile, ...]:
+    """The package's source files (.js/.ts/.py, 25 KB each, bounded archive), or a skip when the registry is unreachable."""
+    try:
+        with httpx.Client(timeout=20, follow_redirects=True) as client:
+            if registry == "npm":
+                meta = client.get(f"https://registry.npmjs.org/{name.replace('/', '%2f')}/{version}").raise_for_status().json()
+                blob = client.get(meta["dist"]["tarball"]).raise_for_status().content
+            else:
+                index = httpx.URL(f"https://pypi.org/pypi/{name}/json")
+                meta = client.get(index).raise_for_status().json()
+                wheel = next(u for u in meta["releases"][version] if u["filename"].endswith(".whl"))
+                blob = client.get(index.join(wheel["url"])).raise_for_status().content  # a mirror may give relative file URLs
+    except (httpx.HTTPError, OSError) as exc:
+        pytest.skip(f"the {registry} registry cannot be reached: {exc}")
+    assert len(blob) < 5_000_000
+    members: list[tuple[str, bytes]] = []
+    if registry == "npm":
+        with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as archive:
+            members = [(m.name, archive.extractfile(m).read(25_000)) for m in archive.getmembers()[:2_000] if m.isfile() and m.size < 2_000_000]
+    else:
+        with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+            members = [(i.filename, archive.read(i)[:25_000]) for i in archive.infolist()[:2_000] if i.file_size < 2_000_000]
+    return tuple(source(path, data.decode("utf-8", "replace")) for path, data in sorted(members)
+                 if Path(path).suffix in LANGUAGE and not path.endswith(".d.ts"))
+
+
+def test_the_reference_filesystem_server_checks_its_roots_and_scans_clean():
+    files = list(published("npm", "@modelcontextprotocol/server-filesystem", "2026.8.31"))
+    assert files
+    findings = scan(*files, description="Filesystem operations within allowed directories.")
+    assert found(findings, severity="critical") == set()
+    assert not {f.rule for f in findings} & {"unrestricted-write", "unrestricted-delete"}  # validatePath guards them
+    assert behavioural_score(files, findings)["value"] >= 85
+
+
+def test_the_everything_server_dumps_its_environment_but_sends_it_nowhere():
+    files = list(published("npm", "@modelcontextprotocol/server-everything", "2026.8.31"))
+    findings = scan(*files, description="Exercises all the features of the MCP protocol.")
+    assert any(f.rule == "env-dump" and f.file.endswith("get-env.js") and f.severity == "review" for f in findings)
+    score = behavioural_score(files, findings)
+    assert score["exfiltration"] is None and found(findings, severity="critical") == set()
+
+
+def test_the_fetch_server_fetches_urls_without_an_exfiltration_finding():
+    files = list(published("pypi", "mcp-server-fetch", "2026.10.24"))
+    assert any(f.path.endswith("server.py") for f in files)
+    findings = scan(*files, description="A Model Context Protocol server providing tools to fetch and convert web content.")
+    assert found(findings, "exfiltration") == set() and found(findings, severity="critical") == set()

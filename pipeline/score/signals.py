@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipeline.credentials import credential_kind
 from pipeline.models import EnvVar
 from pipeline.score.facts import Facts
 
@@ -50,7 +51,8 @@ def env_vars(facts: Facts) -> tuple[list[EnvVar], str]:
 
 
 def secret_names(facts: Facts) -> list[str]:
-    return [v.name for v in env_vars(facts)[0] if v.secret]
+    """Required variables that hold a secret: marked so by their source, or named like a credential (DATABASE_URL, *_TOKEN)."""
+    return [v.name for v in env_vars(facts)[0] if v.secret or credential_kind(v.name)]
 
 
 def has_package(facts: Facts) -> bool:
