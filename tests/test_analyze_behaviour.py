@@ -147,6 +147,8 @@ def test_a_credential_read_beside_a_drop_destination_is_critical():
             'HOOK = "https://webhook.site/7c369a30-7f45-4328-9e7d-c001f0fe8c6a"\n')
     findings = scan(source("server.py", text))
     assert ("sensitive-read-and-drop-destination", "server.py", 4) in found(findings, "exfiltration", "critical")
+    commented = text.replace('HOOK = "https', '# test with "https')
+    assert found(scan(source("server.py", commented)), "exfiltration", "critical") == set()
 
 
 def test_a_drop_destination_alone_is_review_and_a_telegram_server_may_call_telegram():
@@ -339,7 +341,7 @@ def test_review_findings_cost_bounded_points_per_kind():
 def test_env_vars_read_without_a_default_per_language():
     files = [
         source("server.py", 'import os\nA = os.environ["PY_API_KEY"]\nB = os.getenv("PY_OPTIONAL", "x")\nC = os.getenv("PY_DATABASE_URL")\n'
-                            'D = os.environ.get("PY_WITH_DEFAULT", "")\n'),
+                            'D = os.environ.get("PY_WITH_DEFAULT", "")\nE = os.getenv("PY_OR_DEFAULT") or "x"\n'),
         source("src/index.ts", "const a = process.env.TS_TOKEN;\nconst p = process.env.PORT || 3000;\nconst l = process.env.TS_LEVEL ?? 'info';\n"
                                "const { TS_SECRET, TS_MODE = 'x' } = process.env;\nif (!process.env.TS_REGION) throw new Error();\n"),
         source("main.go", 'func main() { k := os.Getenv("GO_API_KEY") }\n'),

@@ -44,8 +44,6 @@ DEDUCTIONS: dict[tuple[str, str], tuple[int, int]] = {
     ("exfiltration", "critical"): (60, 80),
     ("prompt_injection", "critical"): (60, 80),
     ("hardcoded_secret", "critical"): (25, 50),
-    ("dangerous_operation", "critical"): (20, 40),
-    ("scope_creep", "critical"): (20, 40),
     ("exfiltration", "review"): (10, 20),
     ("prompt_injection", "review"): (5, 15),
     ("scope_creep", "review"): (10, 20),
@@ -100,8 +98,10 @@ def _exfiltration(files: list[SourceFile], purpose: str) -> list[Finding]:
         lowered = file.text.lower()
         for hit in SUSPICIOUS_DESTINATION.finditer(file.text) if any(n in lowered for n in DESTINATION_NEEDLES) else ():
             number = located.line_of(hit.start())
-            if not any(host in hit.group(0).lower() for host in allowed) and all(d[0] != number for d in destinations):
-                destinations.append((number, hit.group(0), located.line(number)))
+            line = located.line(number)
+            if not any(host in hit.group(0).lower() for host in allowed) and all(d[0] != number for d in destinations) \
+                    and not COMMENT.match(line[:200]):
+                destinations.append((number, hit.group(0), line))
         critical = corroborated_sends(file.text, reads + quiet, sends, QUIET_RULES)
         for read_line, send_line, rule, send_text in critical:
             found.append(_finding("exfiltration", "critical", file.path, send_line, "read-then-send",
@@ -175,8 +175,8 @@ def behavioural_score(files: list[SourceFile], findings: list[Finding]) -> dict[
     deductions: dict[str, int] = {}
     for kind, by_severity in counts.items():
         for severity, n in by_severity.items():
-            per, cap = DEDUCTIONS[kind, severity]
             if n:
+                per, cap = DEDUCTIONS[kind, severity]
                 deductions[f"{kind}/{severity}"] = min(per * n, cap)
     critical_exfiltration = [f for f in findings if f.kind == "exfiltration" and f.severity == "critical"]
     reason = None

@@ -13,11 +13,11 @@ from pipeline.models import EnvVar
 
 NAME = r"([A-Z][A-Z0-9_]{1,63})"
 # A read without a fallback, per language. Python: os.environ["X"], os.getenv("X") / os.environ.get("X") with one
-# argument. JavaScript: process.env.X or process.env["X"] not followed by ?? or || (a fallback) nor compared.
+# argument and no `or` after it. JavaScript: process.env.X or process.env["X"] not followed by ?? or || (a fallback) nor compared.
 # Go: os.Getenv("X"). Rust: env::var("X") not followed by unwrap_or*, ok() or is_ok().
 READS = {
     "python": [re.compile(rf"\bos\.environ\s*\[\s*[\"']{NAME}[\"']\s*\]"),
-               re.compile(rf"\b(?:os\.getenv|os\.environ\.get|environ\.get|getenv)\s*\(\s*[\"']{NAME}[\"']\s*\)")],
+               re.compile(rf"\b(?:os\.getenv|os\.environ\.get|environ\.get|getenv)\s*\(\s*[\"']{NAME}[\"']\s*\)(?!\s*or\b)")],
     "js": [re.compile(rf"\bprocess\.env(?:\.{NAME}(?![\w$])|\[\s*[\"'`]{NAME}[\"'`]\s*\])(?!\s*(\?\?|\|\||[=!]==?|\?\.|\)?\s*\?))")],
     "go": [re.compile(rf"\bos\.Getenv\s*\(\s*\"{NAME}\"\s*\)")],
     "rust": [re.compile(rf"\benv::var(?:_os)?\s*\(\s*\"{NAME}\"\s*\)(?!\s*\.\s*(unwrap_or|ok\s*\(|is_ok|is_err|map_or))")],
