@@ -58,6 +58,7 @@ INJECTION_MARKERS: list[tuple[str, re.Pattern[str]]] = [
                             r"|will\s+crash|does\s+not|doesn't)\b|\bvery\s+very\b|\ball\s+data\s+will\s+be\s+lost\b", re.I)),
     ("role-override", re.compile(r"\bfrom\s+now\s+on,?\s+you\s+(are|must|will|should)\b|\byou\s+are\s+now\s+(in|a|an|running)\b", re.I)),
 ]
+SUSPICIOUS_PARAMETER = re.compile(r"^(side_?note|secret_?note|hidden_?note|exfil\w{0,40}|content_from_\w{1,60}|ssh_?key_?content\w{0,40})$", re.I)
 # Each strong marker alone is critical; each weak one is "review" until a second, different marker corroborates it.
 STRONG_MARKERS = frozenset({"ignore-instructions", "hide-from-user", "hidden-comment", "shadow-tool"})
 # One cheap pass over all of a server's text decides whether any string needs the full marker list: plain substring
@@ -100,6 +101,19 @@ def injection_findings(text: str | None, *, unquote: bool = True) -> list[str]:
 def _unquote(match: re.Match[str]) -> str:
     inner = match.group(0)[1:-1]
     return f" {inner} " if inner.strip() and not any(c.isspace() for c in inner.strip()) else " "
+
+
+def suspicious_parameters(tool: dict[str, Any]) -> list[str]:
+    """Parameters named as a side channel for smuggled data (Invariant Labs' `sidenote`): a weak marker of the tool."""
+    schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    return sorted(str(name) for name in properties if SUSPICIOUS_PARAMETER.match(str(name)))
+
+
+def tool_markers(tool: dict[str, Any]) -> list[str]:
+    """Every marker of one tool over all its texts together, a suspicious parameter name included."""
+    found = {marker for _, _, text in tool_texts([tool]) for marker in injection_findings(text)}
+    return sorted(found | ({"suspicious-parameter"} if suspicious_parameters(tool) else set()))
 
 
 def injection_severity(markers: list[str] | set[str]) -> Literal["critical", "review"] | None:

@@ -13,7 +13,6 @@ Only a critical exfiltration finding fires the Exfiltration Risk flag.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pipeline.analyze.behaviour_patterns import (
@@ -37,7 +36,7 @@ from pipeline.analyze.scope import purpose_text, scope_creep
 from pipeline.analyze.secrets import hardcoded_secrets
 from pipeline.analyze.taint import corroborated_sends
 from pipeline.models import ExtractedTool, Finding
-from pipeline.text import INJECTION_MARKERS, injection_findings, injection_severity, tool_texts
+from pipeline.text import INJECTION_MARKERS, injection_severity, suspicious_parameters, tool_markers
 
 # Points off 100 per finding, and the most one kind and severity can take (deviation 47).
 DEDUCTIONS: dict[tuple[str, str], tuple[int, int]] = {
@@ -50,7 +49,6 @@ DEDUCTIONS: dict[tuple[str, str], tuple[int, int]] = {
     ("dangerous_operation", "review"): (3, 15),
     ("hardcoded_secret", "review"): (5, 10),
 }
-SUSPICIOUS_PARAMETER = re.compile(r"^(side_?note|secret_?note|hidden_?note|exfil\w*|content_from_\w+|ssh_?key_?content\w*)$", re.I)
 # Markers specific enough to report from a source line that may or may not be a tool's text, each with the words
 # (lower case) it cannot match without.
 SOURCE_MARKERS = {"ignore-instructions": ("ignore", "disregard", "forget", "override"), "hide-from-user": ("user",),
@@ -126,21 +124,13 @@ def _tool_injection(tools: list[ExtractedTool] | None) -> list[Finding]:
     found = []
     for tool in tools or []:
         as_listed = {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
-        markers: set[str] = set()
-        places = []
-        for owner, field, text in tool_texts([as_listed]):
-            if hits := injection_findings(text):
-                markers.update(hits)
-                places.append(field)
-        properties = tool.input_schema.get("properties") if isinstance(tool.input_schema.get("properties"), dict) else {}
-        odd = sorted(p for p in properties if SUSPICIOUS_PARAMETER.match(str(p)))
-        if odd:
-            markers.add("suspicious-parameter")
-            places.append(f"parameter {', '.join(odd)[:80]}")
+        markers = tool_markers(as_listed)
         severity = injection_severity(markers)
         if severity:
+            odd = suspicious_parameters(as_listed)
+            where = f" (parameter {', '.join(odd)[:80]})" if odd else ""
             found.append(_finding("prompt_injection", severity, tool.file, tool.line, "tool-text",
-                                  f"tool {tool.name}: {', '.join(sorted(markers))} in {', '.join(places)[:120]}", tool.description))
+                                  f"tool {tool.name}: {', '.join(markers)}{where}", tool.description))
     return found
 
 
