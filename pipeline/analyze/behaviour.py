@@ -29,6 +29,7 @@ from pipeline.analyze.behaviour_patterns import (
     SUSPICIOUS_DESTINATION,
     Located,
     family,
+    locate,
     scan,
 )
 from pipeline.analyze.fetch import SourceFile, SourceTree
@@ -53,6 +54,7 @@ DEDUCTIONS: dict[tuple[str, str], tuple[int, int]] = {
 # (lower case) it cannot match without.
 SOURCE_MARKERS = {"ignore-instructions": ("ignore", "disregard", "forget", "override"), "hide-from-user": ("user",),
                   "hidden-tag": ("important", "system", "secret", "hidden", "instruction", "admin", "override"), "hidden-comment": ("<!--",)}
+SOURCE_WINDOW = 5  # lines read from a marker's line on
 QUIET_RULES = frozenset(p.rule for p in QUIET_READS)
 MAX_FINDINGS = 200  # per server: past this the score is already at its floor
 
@@ -73,10 +75,11 @@ def _finding(kind: str, severity: str, file: str, line: int, rule: str, detail: 
 
 
 def _dangerous(files: list[SourceFile]) -> list[Finding]:
-    rooted = any(any(n in f.text.lower() for n in ROOT_NEEDLES) and ROOT_CHECK.search(f.text) for f in files)
+    rooted = any(ROOT_CHECK.search(located.line(n)) for f in files for located in [locate(f.text)]
+                 for n in located.candidates(ROOT_NEEDLES, lowered=True))
     found = []
     for file in files:
-        for number, pattern, line in scan(DANGEROUS, family(file.language), Located(file.text)):
+        for number, pattern, line in scan(DANGEROUS, family(file.language), locate(file.text)):
             if pattern.rule in ("write", "delete") and (rooted or INTERNAL_PATH.search(line)):
                 continue  # a write under a checked root, or to the server's own files, is not unrestricted
             rule = f"unrestricted-{pattern.rule}" if pattern.rule in ("write", "delete") else pattern.rule
@@ -88,17 +91,15 @@ def _exfiltration(files: list[SourceFile], purpose: str) -> list[Finding]:
     allowed = {host for host, word in DESTINATION_PURPOSE.items() if word in purpose}
     found: list[Finding] = []
     for file in files:
-        fam, located = family(file.language), Located(file.text)
+        fam, located = family(file.language), locate(file.text)
         reads = [(number, p.rule, line) for number, p, line in scan(SENSITIVE_READS, fam, located)]  # (line, rule, text)
         quiet = [(number, p.rule, line) for number, p, line in scan(QUIET_READS, fam, located)]
         sends = [(number, p.rule, line) for number, p, line in scan(SENDS, fam, located)]
         destinations: list[tuple[int, str, str]] = []
-        lowered = file.text.lower()
-        for hit in SUSPICIOUS_DESTINATION.finditer(file.text) if any(n in lowered for n in DESTINATION_NEEDLES) else ():
-            number = located.line_of(hit.start())
+        for number in located.candidates(DESTINATION_NEEDLES, lowered=True):
             line = located.line(number)
-            if not any(host in hit.group(0).lower() for host in allowed) and all(d[0] != number for d in destinations) \
-                    and not COMMENT.match(line[:200]):
+            hit = SUSPICIOUS_DESTINATION.search(line)
+            if hit and not any(host in hit.group(0).lower() for host in allowed) and not COMMENT.match(line[:200]):
                 destinations.append((number, hit.group(0), line))
         critical = corroborated_sends(file.text, reads + quiet, sends, QUIET_RULES)
         for read_line, send_line, rule, send_text in critical:
@@ -140,19 +141,21 @@ def _source_injection(files: list[SourceFile], covered: set[str]) -> list[Findin
     for file in files:
         if file.path in covered:
             continue
-        lowered = file.text.lower()
-        located = None
-        for name, pattern in INJECTION_MARKERS:
-            if name not in SOURCE_MARKERS or not any(needle in lowered for needle in SOURCE_MARKERS[name]):
-                continue
-            located = located or Located(file.text)
-            hit = next((m for m in pattern.finditer(file.text) if not COMMENT.match(located.line(located.line_of(m.start()))[:200])), None)
-            if hit:
-                number = located.line_of(hit.start())
-                found.append(_finding("prompt_injection", "review", file.path, number, "source-text",
-                                      f"tool-poisoning marker in source text: {name}", located.line(number)))
-                break  # one per file: the tool text, when extracted, says the rest
+        located = locate(file.text)
+        hit = next(((number, name) for name, pattern in INJECTION_MARKERS if name in SOURCE_MARKERS
+                    for number in located.candidates(SOURCE_MARKERS[name], lowered=True)
+                    if not COMMENT.match(located.line(number)[:200]) and pattern.search(_window(located, number))), None)
+        if hit:  # one per file: the tool text, when extracted, says the rest
+            number, name = hit
+            found.append(_finding("prompt_injection", "review", file.path, number, "source-text",
+                                  f"tool-poisoning marker in source text: {name}", located.line(number)))
     return found
+
+
+def _window(located: Located, number: int) -> str:
+    """A line and the few after it: a docstring's directive may wrap."""
+    end = min(number + SOURCE_WINDOW, len(located.starts))
+    return located.text[located.starts[number - 1]:located.starts[end] if end < len(located.starts) else len(located.text)][:4_000]
 
 
 def behavioural_score(files: list[SourceFile], findings: list[Finding]) -> dict[str, Any] | None:

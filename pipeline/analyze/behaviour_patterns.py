@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator
 
 LANGUAGES = {"python": "python", "typescript": "js", "javascript": "js", "go": "go", "rust": "rust"}
@@ -157,11 +158,12 @@ ASSIGNED = re.compile(r"^\s*(?:(?:const|let|var|val|mut|auto|final)\s+)*([A-Za-z
 
 
 class Located:
-    """A file's text with its line starts, to place a match by line and read that line."""
+    """A file's text with its line starts: finds the lines that hold a needle, places a match by line, reads a line."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+        self._lowered: str | None = None
 
     def line_of(self, position: int) -> int:
         return bisect_right(self.starts, position)
@@ -171,19 +173,36 @@ class Located:
         end = self.starts[number] - 1 if number < len(self.starts) else len(self.text)
         return self.text[start:end]
 
+    def candidates(self, needles: tuple[str, ...], *, lowered: bool = False) -> list[int]:
+        """The lines holding any needle (`lowered`: in the lower-cased text), found by str.find: a regex then reads only
+        these lines, so most of a file costs a substring search, never a regex step per character."""
+        if lowered and self._lowered is None:
+            self._lowered = self.text.lower()
+        text = self._lowered if lowered else self.text
+        found: set[int] = set()
+        for needle in needles:
+            position = text.find(needle)
+            while position != -1:
+                number = self.line_of(position)
+                found.add(number)
+                position = text.find(needle, self.starts[number]) if number < len(self.starts) else -1
+        return sorted(found)
+
+
+@lru_cache(maxsize=32)
+def locate(text: str) -> Located:
+    """One Located per file text, shared by the scan's passes over it (env vars, secrets, reads, sends, markers)."""
+    return Located(text)
+
 
 def scan(patterns: list[Pattern], fam: str, located: Located, *, skip_comments: bool = True) -> Iterator[tuple[int, Pattern, str]]:
-    """(line, pattern, line text) once per pattern and line where it matches, comment lines left out when asked."""
+    """(line, pattern, line text) once per pattern and line where it matches, comment lines left out when asked.
+    Every pattern here is read within one line."""
     for pattern in patterns:
-        if pattern.family not in (fam, "any") or not any(needle in located.text for needle in pattern.needles):
+        if pattern.family not in (fam, "any"):
             continue
-        seen = set()
-        for match in pattern.regex.finditer(located.text):
-            number = located.line_of(match.start())
-            if number in seen:
-                continue
-            seen.add(number)
+        for number in located.candidates(pattern.needles):
             line = located.line(number)
-            if skip_comments and COMMENT.match(line[:200]):
+            if (skip_comments and COMMENT.match(line[:200])) or not pattern.regex.search(line):
                 continue
             yield number, pattern, line

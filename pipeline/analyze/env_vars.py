@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.analyze.behaviour_patterns import COMMENT, Located, family
+from pipeline.analyze.behaviour_patterns import COMMENT, family, locate
 from pipeline.analyze.fetch import SourceFile, SourceTree
 from pipeline.credentials import credential_kind
 from pipeline.models import EnvVar
@@ -38,18 +38,15 @@ def required_env_vars(files: list[SourceFile], tree: SourceTree) -> list[EnvVar]
     """Variables the source reads without a default, then those the README's client configuration sets; first place wins."""
     found: dict[str, EnvVar] = {}
     for file in files:
-        if not any(needle in file.text for needle in READ_NEEDLES.get(family(file.language), ())):
-            continue
-        located = Located(file.text)
+        located = locate(file.text)
         patterns = READS.get(family(file.language), []) + ([DESTRUCTURED] if family(file.language) == "js" else [])
-        hits = sorted((m.start(), m) for pattern in patterns for m in pattern.finditer(file.text))
-        for start, match in hits:
-            number = located.line_of(start)
-            if COMMENT.match(located.line(number)[:200]):
+        for number in located.candidates(READ_NEEDLES.get(family(file.language), ())):
+            line = located.line(number)
+            if COMMENT.match(line[:200]):
                 continue
-            names = _destructured(match) if match.re is DESTRUCTURED else [g for g in match.groups() if g]
-            for name in names:
-                _add(found, name, f"read without a default in {file.path}:{number}")
+            for match in sorted((m for pattern in patterns for m in pattern.finditer(line)), key=lambda m: m.start()):
+                for name in _destructured(match) if match.re is DESTRUCTURED else [g for g in match.groups() if g]:
+                    _add(found, name, f"read without a default in {file.path}:{number}")
     for block in README_ENV.finditer((tree.readme or "")[:200_000]):
         for match in README_KEY.finditer(block.group(1)):
             _add(found, match.group(1), "set in the README's client configuration")

@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from typing import Iterator
 
-from pipeline.analyze.behaviour_patterns import Located
+from pipeline.analyze.behaviour_patterns import Located, locate
 from pipeline.analyze.fetch import SourceFile
 from pipeline.models import Finding
 
@@ -55,7 +55,7 @@ def hardcoded_secrets(files: list[SourceFile]) -> list[Finding]:
     for file in files:
         if TEST_PATH.search(file.path):
             continue
-        located = Located(file.text)
+        located = locate(file.text)
         reported: set[int] = set()
         for rule, severity, match in _candidates(file.text):
             number = located.line_of(match.start())
