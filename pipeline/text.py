@@ -11,7 +11,8 @@ HTML comments and <IMPORTANT>-style tags. Quoted phrases are skipped, so a secur
 detects is describing it, not performing it (seed 004; USER-NEEDS #8: no `[^\\n]*` spans, a benign corpus must stay
 clean). Markers come in two strengths: a STRONG one on its own is a critical finding (what no benign description
 says: hide this from the user, ignore your instructions, change another tool's recipient, a directive in an HTML
-comment); a weak one (an <IMPORTANT> tag, "call this tool first", a secret file named beside "read") is a review
+comment); a weak one (an <IMPORTANT> tag, "call this tool first", a secret file named beside "read", a run of
+spaces that pushes text off-screen) is a review
 finding, and two different ones in one text corroborate each other into a critical finding.
 """
 
@@ -57,6 +58,8 @@ INJECTION_MARKERS: list[tuple[str, re.Pattern[str]]] = [
     ("coercion", re.compile(r"\b(otherwise|or\s+else)\s+(the\s+|this\s+)?(tool|system|application|request|server)\s+(will\s+not|won't|will\s+fail"
                             r"|will\s+crash|does\s+not|doesn't)\b|\bvery\s+very\b|\ball\s+data\s+will\s+be\s+lost\b", re.I)),
     ("role-override", re.compile(r"\bfrom\s+now\s+on,?\s+you\s+(are|must|will|should)\b|\byou\s+are\s+now\s+(in|a|an|running)\b", re.I)),
+    # Invariant's WhatsApp payload: data pushed off-screen by a long run of spaces inside one line.
+    ("padding", re.compile(r"(?<! ) {60,2000}\S")),
 ]
 SUSPICIOUS_PARAMETER = re.compile(r"^(side_?note|secret_?note|hidden_?note|exfil\w{0,40}|content_from_\w{1,60}|ssh_?key_?content\w{0,40})$", re.I)
 # Each strong marker alone is critical; each weak one is "review" until a second, different marker corroborates it.
@@ -67,7 +70,7 @@ _TRIGGERS = ("ignore", "disregard", "forget", "override", "user", "ssh", "id_rsa
              ".env", "mcp.json", "claude_desktop", ".netrc", ".npmrc", ".pypirc", "git-credentials", ".kube", ".docker", "<", "[",
              "instead", "rather", "must", "should", "always", "before", "request", "query", "message", "prompt", "recipient",
              "destination", "receiver", "address", "phone", "all", "every", "each", "any", "copy", "effect", "when", "content",
-             "text", "history", "conversation", "chat", "otherwise", "else", "very", "lost", "now")
+             "text", "history", "conversation", "chat", "otherwise", "else", "very", "lost", "now", " " * 60)
 _ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _QUOTED = re.compile(r"\"[^\"\n]{0,400}\"|“[^”\n]{0,400}”|`[^`\n]{0,400}`")
 # Zero-width, bidi controls and other format characters that hide text from a human reader.
