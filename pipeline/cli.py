@@ -16,6 +16,9 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.analyze import run_analyze
 from pipeline.analyze.fetch import InstalledPackageFetcher
+from pipeline.analyze.github import GitHubFetcher
+from pipeline.analyze.registries import PackageArchiveFetcher
+from pipeline.analyze.sources import SourceChooser, fetch_order
 from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
@@ -162,11 +165,16 @@ def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None,
 
 @cli.command()
 @server_option
+@click.option("--source", "sources", multiple=True, metavar="ID=DIR", help="Analyse this server from a local directory (repeatable).")
 @pass_settings
-def analyze(settings: Settings, server_ids: tuple[str, ...]) -> None:
-    """Analyse each server's source (for local servers: the installed package)."""
+def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str, ...]) -> None:
+    """Analyse each server's source: its GitHub repository, else its npm or PyPI package (or the installed one)."""
+    bad = [s for s in sources if "=" not in s or not Path(s.split("=", 1)[1]).is_dir()]
+    if bad:
+        raise click.UsageError(f"--source takes ID=DIR with an existing directory, not {bad[0]!r}")
     db = _open(settings)
-    _analyze(db, settings, server_ids)
+    _analyze(db, settings, servers=_servers(db, server_ids), directories={k: Path(v) for k, v in (s.split("=", 1) for s in sources)},
+             args={"servers": list(server_ids)})
 
 
 def _install(settings: Settings, specs: list) -> dict:
@@ -183,11 +191,31 @@ def _install(settings: Settings, specs: list) -> dict:
     return results
 
 
-def _analyze(db: Database, settings: Settings, server_ids: tuple[str, ...]) -> None:
-    servers = _servers(db, server_ids)
-    fetcher = InstalledPackageFetcher(settings.cache_dir)
-    _install(settings, [s.launch for s in servers if s.launch])
-    _stage(db, "analyze", {"servers": list(server_ids)}, lambda _: run_analyze(db, servers=servers, fetcher=fetcher, now=utcnow()))
+def _analyze(db: Database, settings: Settings, servers: list, directories: dict[str, Path] | None = None, args: dict | None = None) -> None:
+    """Fetch and analyse concurrently; the previous analyses let unchanged sources cost one cheap call."""
+    import ssl
+
+    import httpx
+
+    timeout = httpx.Timeout(30.0, connect=settings.analyze_connect_timeout)
+    limits = httpx.Limits(max_connections=2 * settings.analyze_concurrency)
+    # No proxies from the environment; the system's trust store (OpenSSL's default paths) for TLS.
+    with httpx.Client(timeout=timeout, limits=limits, follow_redirects=False, trust_env=False, verify=ssl.create_default_context()) as client:
+        chooser = SourceChooser(
+            github=GitHubFetcher(client, settings.github_api, settings.github_token),
+            packages=PackageArchiveFetcher(client, settings.npm_registry, settings.pypi_url),
+            installed=InstalledPackageFetcher(settings.cache_dir),
+            directories=directories,
+        )
+        _stage(db, "analyze", args or {}, lambda _: run_analyze(
+            db, servers=fetch_order(servers), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
+            previous=lambda server_id: _latest_analysis(db, server_id)))
+
+
+def _latest_analysis(db: Database, server_id: str):
+    """One server's last analysis, read when its fetch is about to start (a fleet's would not fit in memory at once)."""
+    found = store.latest_analyses(db, [server_id]).get(server_id)
+    return found[1] if found else None
 
 
 def _exit_codes_help(intro: str, gate: bool) -> str:
@@ -385,10 +413,9 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     _stage(db, "discover", {}, lambda _: run_discover(db, sources=[LocalCatalogSource()], now=utcnow()))
     servers = store.active_servers(db)
     installer = Installer.from_settings(settings)
-    # Local servers are analysed from their installed package, so install before analysing.
+    # Installed first: the probe needs the packages, and the analysis falls back to them when a registry cannot be reached.
     _install(settings, [s.launch for s in servers if s.launch])
-    fetcher = InstalledPackageFetcher(settings.cache_dir)
-    _stage(db, "analyze", {}, lambda _: run_analyze(db, servers=servers, fetcher=fetcher, now=utcnow()))
+    _analyze(db, settings, servers)
     _stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
     _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
     _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))

@@ -45,6 +45,12 @@ class Settings(BaseModel):
     glama_token: str | None = None  # GLAMA_API_TOKEN: optional
     npm_downloads_api: str | None = None  # SCOREBOARD_NPM_DOWNLOADS_API: base URL of npm's download-counts API
     pypi_stats_api: str | None = None  # SCOREBOARD_PYPI_STATS_API: base URL of the PyPI Stats API
+    # Analyze: where sources are fetched from (never the pip/npm configuration's mirrors), and how many at once.
+    github_api: str = "https://api.github.com"  # SCOREBOARD_GITHUB_API (tests point it at a local replay)
+    npm_registry: str = "https://registry.npmjs.org"  # SCOREBOARD_NPM_REGISTRY
+    pypi_url: str = "https://pypi.org"  # SCOREBOARD_PYPI_URL: its JSON API and the files it links
+    analyze_concurrency: int = 8  # SCOREBOARD_ANALYZE_CONCURRENCY: sources fetched at once
+    analyze_connect_timeout: float = 3.0  # an unreachable host costs this once: GitHub is then not asked again that run
 
     @classmethod
     def from_env(cls, **overrides: object) -> "Settings":
@@ -66,6 +72,10 @@ class Settings(BaseModel):
             "npm_downloads_api": os.environ.get("SCOREBOARD_NPM_DOWNLOADS_API"),
             "pypi_stats_api": os.environ.get("SCOREBOARD_PYPI_STATS_API"),
             "sandbox": os.environ.get("SCOREBOARD_SANDBOX"),
+            "github_api": os.environ.get("SCOREBOARD_GITHUB_API"),
+            "npm_registry": os.environ.get("SCOREBOARD_NPM_REGISTRY"),
+            "pypi_url": os.environ.get("SCOREBOARD_PYPI_URL"),
+            "analyze_concurrency": os.environ.get("SCOREBOARD_ANALYZE_CONCURRENCY"),
         }
         values = {k: v for k, v in env.items() if v}
         values.update({k: v for k, v in overrides.items() if v is not None})

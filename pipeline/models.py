@@ -279,6 +279,7 @@ class ProbeResult(BaseModel):
     exchanges: list[dict[str, Any]] | None = None  # the raw layer's HTTP exchanges (status, kept headers, timings, failure)
     sandbox: str | None = None  # the sandbox backend a local server ran in, e.g. "bubblewrap 0.8.0" (None: not sandboxed)
     mocked_env: list[str] | None = None  # the variables given mock values at its start (names only)
+    started_from: str | None = None  # where its launch or remote came from when discovery gave none: "analysis entry point: …"
 
     @property
     def reachable(self) -> bool:

@@ -10,7 +10,19 @@ import pytest
 
 from pipeline import store
 from pipeline.discover import run_discover
-from pipeline.models import CheckResult, EraFacts, Judgement, ProbeOutcome, ProbeResult
+from pipeline.models import (
+    CheckResult,
+    DiscoveredEndpoint,
+    EntryPoint,
+    EraFacts,
+    ExtractedTool,
+    Finding,
+    Judgement,
+    ProbeOutcome,
+    ProbeResult,
+    Release,
+    RepositoryFacts,
+)
 from pipeline.render import run_build
 from pipeline.render.evidence import reliability, schema_drift
 from pipeline.score import run_score
@@ -21,6 +33,19 @@ SEARCH = {"name": "search_docs", "description": "Search the docs. Use this when 
           "inputSchema": {"type": "object", "properties": {"query": {"type": "string", "description": "Words to look for."}}},
           "annotations": {"readOnlyHint": True, "destructiveHint": False}}
 DELETE = {"name": "delete_page", "description": "Delete a page.", "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}}
+
+
+SOURCE_EVIDENCE = {
+    "repository": RepositoryFacts(host="github", url="https://github.com/acme/docs-mcp", stars=42, forks=3, open_issues=1,
+                                  pushed_at=NOW - timedelta(days=9), releases=[Release(tag="v1.0.0", published_at=NOW - timedelta(days=20))]),
+    "tools": [ExtractedTool(name=name, description=f"{name} from source", file="src/server.py", line=10 + i, language="python",
+                            pattern="fastmcp-decorator") for i, name in enumerate(["search_docs", "delete_page", "export_all"])],
+    "findings": [Finding(kind="dangerous_operation", severity="review", file="src/server.py", line=77, rule="shell-true",
+                         detail="subprocess with shell=True <script>alert(1)</script>", excerpt="subprocess.run(cmd, shell=True)")],
+    "endpoints": [DiscoveredEndpoint(url="https://docs.example/mcp", transport="streamable-http", line=12, checks=["mcp-path"])],
+    "entry_points": [EntryPoint(registry="pypi", package="docs-mcp", command="uvx", args=["docs-mcp"], source="README")],
+    "selected_files": ["src/server.py"],
+}
 
 
 def deep(server_id, at, tools, eras=None):
@@ -57,7 +82,7 @@ def page(tmp_path_factory):
             at = NOW - timedelta(days=day, hours=k * 5 + 1)
             store.record_probe(db, fast("docs", at, ok=not (day == 0 and k == 0), ms=100 + 10 * k), None)
     store.record_analysis(db, analysis().model_copy(update={"server_id": "docs"}).model_copy(
-        update={"metrics": {**analysis().metrics, "extracted_tools": ["search_docs", "delete_page", "export_all"]}}))
+        update={"metrics": {**analysis().metrics, "extracted_tools": ["search_docs", "delete_page", "export_all"]}, **SOURCE_EVIDENCE}))
     store.save_judgements(db, "docs", [judgement("search_docs", "m1", 90), judgement("search_docs", "m2", 50),
                                        judgement("delete_page", "offline", 40, True)])
     run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1), progress=quiet(2))
@@ -87,6 +112,18 @@ def test_schema_drift_against_source_and_between_captures(page):
     assert (change["added"], change["removed"], change["changed"]) == (["delete_page"], ["purge"], ["search_docs"])
     assert change["breaking"] == 2  # "limit" removed, "query" retyped
     assert "missing at runtime: export_all" in html and "<td>purge</td>" in html
+
+
+def test_source_analysis_shows_what_was_read_with_file_and_line(page):
+    site, data, html = page
+    source = data["source"]
+    assert source["tool_count"] == 3 and source["tools"][2] == {**source["tools"][2], "name": "export_all", "file": "src/server.py", "line": 12}
+    assert source["findings"][0]["line"] == 77 and source["repository"]["stars"] == 42
+    assert "<code>src/server.py:12</code>" in html and "42 stars, 3 forks, 1 open issues; last push" in html and "1 releases" in html
+    assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)" in html  # a finding's text is escaped like any text
+    assert "<code>https://docs.example/mcp</code> (streamable-http), line 12" in html and "<code>uvx docs-mcp</code> (stdio; README)" in html
+    measured = {m["name"]: m["value"] for m in source["metrics"]}
+    assert measured["maintenance_pulse"] is None and "not measured" in html  # a metric the source cannot show is not a zero
 
 
 def test_protocol_eras_and_spec_readiness(page):

@@ -7,8 +7,9 @@ Deterministic throughout: code is parsed, never guessed at, and no code of the s
 from __future__ import annotations
 
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from sqlite_utils import Database
 
@@ -19,7 +20,7 @@ from pipeline.analyze.endpoints import Resolver, discover_endpoints
 from pipeline.analyze.entry import entry_points
 from pipeline.analyze.env_vars import required_env_vars
 from pipeline.analyze.extract import extract_tools
-from pipeline.analyze.fetch import FetchFailed, NotModified, RepoFetcher, SourceTree
+from pipeline.analyze.fetch import FetchFailed, NotModified, RepoFetcher, SourceTree, Unavailable
 from pipeline.analyze.history import maintenance_pulse, version_hygiene
 from pipeline.analyze.inference import infer_protocol
 from pipeline.analyze.metrics import analyze_tree
@@ -33,17 +34,26 @@ SDK_NAMES = ("mcp", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server")
 def analyze_server(
     server: Server, fetcher: RepoFetcher, now: datetime, previous: AnalysisResult | None = None, resolve: Resolver | None = None
 ) -> AnalysisResult:
-    """Analyse one server; a fetch failure is recorded, never raised. NotModified passes up: nothing to redo."""
+    """Analyse one server; a fetch failure is recorded, never raised. NotModified passes up: nothing to redo; so does
+    Unavailable when a good previous analysis exists (a host that cannot be asked this run does not erase it)."""
     try:
         tree = fetcher.fetch(server, previous)
     except NotModified:
         raise
+    except Unavailable as exc:
+        if previous is not None and previous.ok:
+            raise
+        return _failed(server, fetcher, now, exc)
     except FetchFailed as exc:
-        return AnalysisResult(server_id=server.id, analyzed_at=now, fetcher=fetcher.name, ok=False, error=str(exc)[:1000],
-                              repository=exc.repository)
+        return _failed(server, fetcher, now, exc)
     except (OSError, ValueError) as exc:
         return AnalysisResult(server_id=server.id, analyzed_at=now, fetcher=fetcher.name, ok=False, error=str(exc)[:1000])
     return analyze_source(server, tree, now, resolve)
+
+
+def _failed(server: Server, fetcher: RepoFetcher, now: datetime, exc: FetchFailed) -> AnalysisResult:
+    return AnalysisResult(server_id=server.id, analyzed_at=now, fetcher=fetcher.name, ok=False, error=str(exc)[:1000],
+                          repository=exc.repository)
 
 
 def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Resolver | None = None) -> AnalysisResult:
@@ -93,33 +103,83 @@ def run_analyze(
     progress: Progress | None = None,
     resolve: Resolver | None = None,
     previous: Callable[[str], AnalysisResult | None] | None = None,
+    concurrency: int = 8,
 ) -> StageReport:
-    """Analyse each server; `previous(server_id)` gives its last analysis, so an unchanged source costs one cheap call."""
+    """Analyse each server; `previous(server_id)` gives its last analysis, so an unchanged source costs one cheap call.
+
+    Fetching is network-bound, so servers are fetched and analysed in a bounded pool of threads; results are recorded
+    here, in the calling thread, one transaction each, as they complete. Ctrl-C keeps what is recorded.
+    """
     started = time.monotonic()
-    report = StageReport(stage="analyze", counts={"analyzed": 0, "unchanged": 0, "failed": 0})
+    report = StageReport(stage="analyze", counts={"analyzed": 0, "unchanged": 0, "deferred": 0, "failed": 0})
     progress = progress or Progress("analyze", len(servers))
     try:
-        for server in servers:
-            try:
-                result = analyze_server(server, fetcher, now, previous(server.id) if previous else None, resolve)
-            except NotModified:
+        for server, kind, outcome in _analysed(servers, fetcher, now, resolve, previous or (lambda _: None), concurrency):
+            if isinstance(outcome, str):
+                report.counts["deferred"] += 1
+                progress.step(server.id, f"kept the previous analysis ({outcome})")
+                continue
+            if outcome is None:
                 report.counts["unchanged"] += 1
-                progress.step(server.id, "unchanged since the last analysis")
+                progress.step(server.id, "unchanged since the last analysis: kept")
                 continue
             try:
-                store.record_analysis(db, result)
+                store.record_analysis(db, outcome)
             except store.WriteRefused as refusal:
                 report.storage_failed()
                 progress.step(server.id, str(refusal), ok=False)
                 continue
-            if result.ok:
+            if outcome.ok:
                 report.counts["analyzed"] += 1
-                progress.step(server.id, f"ok ({result.license or 'no license'}, spec {result.spec_version or '?'})")
+                progress.step(server.id, f"ok from {outcome.fetcher} ({outcome.license or 'no license'}, spec {outcome.spec_version or '?'})")
             else:
                 report.counts["failed"] += 1
                 report.failures += 1
-                progress.step(server.id, f"failed: {result.error}", ok=False)
+                progress.step(server.id, f"failed: {outcome.error}", ok=False)
     except KeyboardInterrupt:
         report.interrupted = True
     report.seconds = time.monotonic() - started
     return report
+
+
+Outcome = tuple[Server, str, AnalysisResult | str | None]  # the server, what became of it, its result (why it was deferred; None: unchanged)
+
+
+def _analyse_one(server: Server, fetcher: RepoFetcher, now: datetime, resolve: Resolver | None,
+                 previous: AnalysisResult | None) -> Outcome:
+    """One server, in a worker thread: ("analyzed", result), ("unchanged", None) or ("deferred", why)."""
+    try:
+        return server, "analyzed", analyze_server(server, fetcher, now, previous, resolve)
+    except NotModified:
+        if previous is None:  # a fetcher says NotModified only against a previous analysis
+            return server, "analyzed", _failed(server, fetcher, now, FetchFailed("the fetcher said 'not modified' with nothing before"))
+        # Seed 000: an unchanged repository is skipped, so its analysis ages (stale-data decay, Stale Analysis) until
+        # the source changes or the weekly freshness sweep analyses it again. Nothing is written: no row per server per run.
+        return server, "unchanged", None
+    except Unavailable as exc:
+        return server, "deferred", str(exc)[:300]
+    except Exception as exc:  # noqa: BLE001 - one hostile source must not stop the stage: its failure is recorded
+        return server, "analyzed", AnalysisResult(server_id=server.id, analyzed_at=now, fetcher=fetcher.name, ok=False,
+                                                  error=f"analysis failed: {type(exc).__name__}: {str(exc)[:500]}")
+
+
+def _analysed(servers: Sequence[Server], fetcher: RepoFetcher, now: datetime, resolve: Resolver | None,
+              previous: Callable[[str], AnalysisResult | None], concurrency: int) -> Iterator[Outcome]:
+    """Outcomes as they complete, with at most twice `concurrency` servers in flight (memory stays bounded)."""
+    pending = iter(servers)
+    pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="analyze")
+    running: set[Future[Outcome]] = set()
+    try:
+        while True:
+            while len(running) < 2 * max(1, concurrency):
+                server = next(pending, None)
+                if server is None:
+                    break
+                running.add(pool.submit(_analyse_one, server, fetcher, now, resolve, previous(server.id)))
+            if not running:
+                return
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)

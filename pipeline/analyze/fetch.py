@@ -59,6 +59,11 @@ class FetchFailed(Exception):
         self.repository = repository
 
 
+class Unavailable(FetchFailed):
+    """The host could not be asked this time (unreachable, rate limited, failing): transient, so a previous good
+    analysis is kept and the server is tried again next run."""
+
+
 class NotModified(Exception):
     """The source is unchanged since the previous analysis (ETag 304, same pushed_at or version): nothing to redo."""
 

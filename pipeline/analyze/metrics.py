@@ -174,7 +174,7 @@ def dependency_health(tree: SourceTree) -> dict[str, Any]:
     return {
         "value": sum(points[k] for k, present in signals.items() if present),
         "signals": signals,
-        "scope": "package" if tree.fetcher == "installed-package" else "repository",
+        "scope": "package" if tree.fetcher in ("installed-package", "npm-archive", "pypi-archive") else "repository",
     }
 
 

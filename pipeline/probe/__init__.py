@@ -25,6 +25,7 @@ from pipeline.probe.budget import Budget
 from pipeline.probe.deep import deep_probe
 from pipeline.probe.endpoint import OPT_OUT_PATH, opt_out
 from pipeline.probe.fast import fast_probe
+from pipeline.probe.from_analysis import with_analysis
 from pipeline.probe.raw import USER_AGENT, Limits, probe_client
 from pipeline.probe.sandbox import IsolatedSandbox, NoSandbox, Running, Sandbox, SandboxRefused, StartFailed
 from pipeline.progress import Progress
@@ -52,6 +53,9 @@ def run_probe(
     started = time.monotonic()
     stage = "probe" if kind == "deep" else "monitor"
     report = StageReport(stage=stage)
+    servers, origins = _from_analyses(db, servers)
+    if origins:
+        report.counts["from_analysis"] = len(origins)
     # A catalog entry with no package we can start and no public remote endpoint cannot be met
     # live: it is "not measured", which is not down, so it gets no probe row at all. Remote URLs
     # on localhost or private addresses (sources list some) are never dialled from the catalog.
@@ -79,6 +83,7 @@ def run_probe(
     installs = installer.install(specs) if specs else {}
 
     def record(result: ProbeResult) -> None:
+        result.started_from = origins.get(result.server_id)
         try:
             store.record_probe(db, result, run_id)
         except store.WriteRefused as refusal:
@@ -114,6 +119,21 @@ def run_probe(
         report.interrupted = True
     report.seconds = time.monotonic() - started
     return report
+
+
+def _from_analyses(db: Database, servers: Sequence[Server]) -> tuple[list[Server], dict[str, str]]:
+    """Servers discovery gave no launch and no remote get one from their latest analysis, when it found one; and where
+    each such way came from."""
+    unknown = [s.id for s in servers if s.launch is None and not s.remote_url]
+    analyses = store.latest_analyses(db, unknown) if unknown else {}
+    found: list[Server] = []
+    origins: dict[str, str] = {}
+    for server in servers:
+        server, origin = with_analysis(server, analyses[server.id][1] if server.id in analyses else None)
+        found.append(server)
+        if origin is not None:
+            origins[server.id] = origin
+    return found, origins
 
 
 def package_sandbox(settings: Settings) -> Sandbox:

@@ -15,6 +15,7 @@ from pipeline.models import Judgement, ProbeResult, RubricInfo, Server
 from pipeline.render.badges import embed_snippets
 from pipeline.render.evidence import protocol, reliability, schema_drift, tool_rows
 from pipeline.render.pages import Dimension, HeadlineScore, ProbeSeen, RubricSection, ServerFacts, ServerPage
+from pipeline.render.source import source_seen
 from pipeline.render.values import VISIBILITY_ICONS
 from pipeline.sandbox.failures import not_measured
 
@@ -173,6 +174,7 @@ def server_page(
         reliability=None if server.is_local else reliability(observed.daily, observed.last_day, now.astimezone(timezone.utc).date()),
         other_rubrics=sections,
         analysis=analysis,
+        source=source_seen(analysis),
         history=history,
         # A chart only when the score moved: a flat line says no more than the sentence shown instead.
         trend_chart=len({row["composite"] for row in history}) > 1,

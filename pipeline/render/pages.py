@@ -274,6 +274,7 @@ class ServerPage(Context):
     reliability: Reliability | None
     other_rubrics: list[RubricSection]
     analysis: dict[str, Any] | None
+    source: dict[str, Any] | None = Field(description="what the static analysis read from the source, as the page shows it")
     history: list[HistoryDay]
     trend_chart: bool = Field(description="true when the score moved and trend.svg exists")
     last_scored_at: str | None

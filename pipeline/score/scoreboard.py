@@ -12,6 +12,7 @@ from pipeline.score.badges import badges
 from pipeline.score.engine import Decay, Depends, Dimension, Outcome, Rubric, RuleSet, percent, ratio, share, unmeasured, weighted_composite
 from pipeline.score.facts import SANDBOX_GAIN, Facts
 from pipeline.score.flags import FLAGS
+from pipeline.score.inferred import LABEL, found_and_missing, inferred, places
 from pipeline.score.scoreboard_interpretability import INTERPRETABILITY_RULES
 from pipeline.score.scoreboard_security import SECURITY_RULES
 from pipeline.score.signals import MIN_FAST_PROBES, MIN_P95_SAMPLES, has_p95, is_template_description, metric
@@ -136,8 +137,14 @@ def reachability(facts: Facts) -> Outcome:
 
 @rule("protocol_compliance", 20)
 def schema_validity(facts: Facts) -> Outcome:
-    """Share of listed tools whose inputSchema (and outputSchema) are valid object JSON Schemas."""
+    """Share of listed tools whose inputSchema (and outputSchema) are valid object JSON Schemas; without live probe data,
+    the share of the tools extracted from source (inferred, decayed with the analysis)."""
     tools = facts.tools
+    if tools is None and (signal := inferred(facts, "schema_validity")) is not None:
+        factor, reason = _decay(facts, f"{LABEL}: {signal['valid']}/{signal['total']} extracted tools have valid object schemas")
+        invalid = "; ".join(signal.get("invalid") or [])
+        return percent(signal["value"], reason, factor=factor, evidence=facts.analysis_ref,
+                       how_to_gain=f"fix: {invalid[:200]}" if invalid else None)
     if tools is None:
         return unmeasured("no runtime tool list yet")
     if not tools:
@@ -159,8 +166,11 @@ def _invalid_schemas(outcome: str, detail: str | None) -> int:
 @rule("protocol_compliance", 20)
 def error_handling(facts: Facts) -> Outcome:
     """Bad calls (unknown tool, missing required parameter, wrong parameter type) get a proper error
-    (JSON-RPC error or isError result), not a crash or silence."""
+    (JSON-RPC error or isError result), not a crash or silence; without live probe data, the error handling
+    inferred from source (exception handling, MCP error results, timeouts, graceful degradation)."""
     checks = [c for c in (facts.probe.checks if facts.probe else []) if c.name.startswith("error_") and c.passed is not None]
+    if not checks and (signal := inferred(facts, "error_handling")) is not None:
+        return _inferred_percent(facts, signal, "error handling", "handle errors in tool handlers: ")
     if not checks:
         return unmeasured("error handling not tested yet")
     passed = [c for c in checks if c.passed]
@@ -173,8 +183,11 @@ def error_handling(facts: Facts) -> Outcome:
 
 @rule("protocol_compliance", 20)
 def fuzz_resilience(facts: Facts) -> Outcome:
-    """Adversarial inputs (oversized, empty, Unicode edge cases, nulls, boundaries): proper_error 100, accepted 50, crash or timeout 0."""
+    """Adversarial inputs (oversized, empty, Unicode edge cases, nulls, boundaries): proper_error 100, accepted 50, crash or timeout 0;
+    without live probe data, the input validation inferred from source (schema validation, type checks, bounds, nulls, injection)."""
     cases = facts.probe.fuzz if facts.probe and facts.probe.reachable else None
+    if cases is None and (signal := inferred(facts, "fuzz")) is not None:
+        return _inferred_percent(facts, signal, "input validation", "validate tool inputs: ")
     if cases is None:
         return unmeasured("no fuzz cases run yet")
     if not cases:
@@ -201,14 +214,27 @@ def invocation_smoke_test(facts: Facts) -> Outcome:
 
 @rule("protocol_compliance", bonus=10)
 def auth_discovery_bonus(facts: Facts) -> Outcome:
-    """+10 (capped at 100) when an auth-gated server implements OAuth protected-resource discovery (RFC 9728). No penalty without."""
+    """+10 (capped at 100) when an auth-gated server implements OAuth protected-resource discovery (RFC 9728). No penalty without.
+    Without live probe data, as inferred from source (protected-resource metadata, or bearer checks without it)."""
     http = facts.probe.http if facts.probe else None
+    if http is None and (signal := inferred(facts, "auth_discovery")) is not None and signal.get("value") is not None:
+        factor, reason = _decay(facts, f"{LABEL}: " + ("protected-resource metadata" if signal["value"] else
+                                                       "checks credentials without protected-resource metadata") + f" ({places(signal)})")
+        return percent(100 if signal["value"] else 0, reason, factor=factor, evidence=facts.analysis_ref,
+                       how_to_gain=None if signal["value"] else "publish /.well-known/oauth-protected-resource (RFC 9728) for +10")
     if http is None or not http.auth_required:
         return share(0, "no authentication required: no bonus, no penalty")
     if http.protected_resource_metadata:
         return share(1, "auth-gated with RFC 9728 protected-resource metadata", evidence=facts.probe_ref)
     return share(0, "auth-gated without protected-resource metadata", evidence=facts.probe_ref,
                  how_to_gain="publish /.well-known/oauth-protected-resource (RFC 9728) for +10")
+
+
+def _inferred_percent(facts: Facts, signal: dict, what: str, advice: str) -> Outcome:
+    found, missing = found_and_missing(signal)
+    factor, reason = _decay(facts, f"{LABEL}: {what} {signal['value']}/100 ({', '.join(found) or 'no pattern found'}; {places(signal)})")
+    return percent(signal["value"], reason, factor=factor, evidence=facts.analysis_ref,
+                   how_to_gain=(advice + ", ".join(missing)) if missing else None)
 
 
 # ---------------------------------------------------------------- Reliability
