@@ -458,3 +458,10 @@ def test_the_fetch_server_fetches_urls_without_an_exfiltration_finding():
     assert any(f.path.endswith("server.py") for f in files)
     findings = scan(*files, description="A Model Context Protocol server providing tools to fetch and convert web content.")
     assert found(findings, "exfiltration") == set() and found(findings, severity="critical") == set()
+
+
+def test_lines_are_the_files_own_when_the_selection_reads_from_further_in():
+    text = 'import os\nos.system(cmd)\nKEY = "AKIAQ3EGRXYZ7PLM4KTA"\nA = os.environ["FAR_TOKEN"]\n'
+    far = SourceFile(path="dist/index.py", text=text, language="python", first_line=401)
+    assert {(f.rule, f.line) for f in scan(far)} >= {("os-system", 402), ("aws-access-key", 403)}
+    assert required_env_vars([far], tree())[0].description.endswith("dist/index.py:404")

@@ -69,6 +69,11 @@ def scan_behaviour(files: list[SourceFile], tools: list[ExtractedTool] | None, t
     return findings[:MAX_FINDINGS]
 
 
+def at(file: SourceFile, number: int) -> int:
+    """The file's own line number of line `number` of the text read (selection may read a long file from further in)."""
+    return file.first_line + number - 1
+
+
 def _finding(kind: str, severity: str, file: str, line: int, rule: str, detail: str, excerpt: str | None) -> Finding:
     return Finding(kind=kind, severity=severity, file=file, line=line, rule=rule, detail=detail,
                    excerpt=" ".join(excerpt.split())[:160] if excerpt else None)
@@ -83,7 +88,7 @@ def _dangerous(files: list[SourceFile]) -> list[Finding]:
             if pattern.rule in ("write", "delete") and (rooted or INTERNAL_PATH.search(line)):
                 continue  # a write under a checked root, or to the server's own files, is not unrestricted
             rule = f"unrestricted-{pattern.rule}" if pattern.rule in ("write", "delete") else pattern.rule
-            found.append(_finding("dangerous_operation", "review", file.path, number, rule, pattern.detail, line))
+            found.append(_finding("dangerous_operation", "review", file.path, at(file, number), rule, pattern.detail, line))
     return found
 
 
@@ -103,20 +108,20 @@ def _exfiltration(files: list[SourceFile], purpose: str) -> list[Finding]:
                 destinations.append((number, hit.group(0), line))
         critical = corroborated_sends(file.text, reads + quiet, sends, QUIET_RULES)
         for read_line, send_line, rule, send_text in critical:
-            found.append(_finding("exfiltration", "critical", file.path, send_line, "read-then-send",
-                                  f"data read at line {read_line} ({rule}) is sent out at line {send_line}", send_text))
+            found.append(_finding("exfiltration", "critical", file.path, at(file, send_line), "read-then-send",
+                                  f"data read at line {at(file, read_line)} ({rule}) is sent out at line {at(file, send_line)}", send_text))
         if reads and destinations and not critical:
             number, host, text = destinations[0]
-            found.append(_finding("exfiltration", "critical", file.path, number, "sensitive-read-and-drop-destination",
-                                  f"reads {reads[0][1]} at line {reads[0][0]} and holds the destination {host[:60]}", text))
+            found.append(_finding("exfiltration", "critical", file.path, at(file, number), "sensitive-read-and-drop-destination",
+                                  f"reads {reads[0][1]} at line {at(file, reads[0][0])} and holds the destination {host[:60]}", text))
         flagged = {(f.file, f.line) for f in found}
         for number, rule, text in reads:
             detail = next(p.detail for p in SENSITIVE_READS if p.rule == rule)
-            if (file.path, number) not in flagged:
-                found.append(_finding("exfiltration", "review", file.path, number, rule, detail, text))
+            if (file.path, at(file, number)) not in flagged:
+                found.append(_finding("exfiltration", "review", file.path, at(file, number), rule, detail, text))
         for number, host, text in destinations:
-            if (file.path, number) not in flagged:
-                found.append(_finding("exfiltration", "review", file.path, number, "suspicious-destination",
+            if (file.path, at(file, number)) not in flagged:
+                found.append(_finding("exfiltration", "review", file.path, at(file, number), "suspicious-destination",
                                       f"a hard-coded destination {host[:60]} (request bin, paste, tunnel, webhook or raw IP)", text))
     return found
 
@@ -147,7 +152,7 @@ def _source_injection(files: list[SourceFile], covered: set[str]) -> list[Findin
                     if not COMMENT.match(located.line(number)[:200]) and pattern.search(_window(located, number))), None)
         if hit:  # one per file: the tool text, when extracted, says the rest
             number, name = hit
-            found.append(_finding("prompt_injection", "review", file.path, number, "source-text",
+            found.append(_finding("prompt_injection", "review", file.path, at(file, number), "source-text",
                                   f"tool-poisoning marker in source text: {name}", located.line(number)))
     return found
 

@@ -46,7 +46,7 @@ def required_env_vars(files: list[SourceFile], tree: SourceTree) -> list[EnvVar]
                 continue
             for match in sorted((m for pattern in patterns for m in pattern.finditer(line)), key=lambda m: m.start()):
                 for name in _destructured(match) if match.re is DESTRUCTURED else [g for g in match.groups() if g]:
-                    _add(found, name, f"read without a default in {file.path}:{number}")
+                    _add(found, name, f"read without a default in {file.path}:{file.first_line + number - 1}")
     for block in README_ENV.finditer((tree.readme or "")[:200_000]):
         for match in README_KEY.finditer(block.group(1)):
             _add(found, match.group(1), "set in the README's client configuration")

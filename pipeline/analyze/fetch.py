@@ -49,6 +49,7 @@ class SourceFile:
     text: str
     language: str  # "python" | "typescript" | "javascript" | "go" | "rust"
     reason: str = ""  # why it was chosen: "entry point", "sdk import", "keyword", "fallback"
+    first_line: int = 1  # the line of the file `text` starts on (a long compiled file is read where its tools are)
 
 
 class FetchFailed(Exception):

@@ -64,7 +64,7 @@ def hardcoded_secrets(files: list[SourceFile]) -> list[Finding]:
                 continue
             reported.add(number)
             line = located.line(number).strip()
-            findings.append(Finding(kind="hardcoded_secret", severity=severity, file=file.path, line=number, rule=rule,
+            findings.append(Finding(kind="hardcoded_secret", severity=severity, file=file.path, line=file.first_line + number - 1, rule=rule,
                                     detail=f"a hard-coded {rule.replace('-', ' ')} ({token[:6]}…, {len(token)} characters)",
                                     excerpt=line.replace(token, token[:6] + "…")[:160]))
     return findings
