@@ -13,8 +13,8 @@ from pipeline.analyze.metrics import (
     description_quality,
     documentation_coverage,
     license_clarity,
-    spec_version,
 )
+from pipeline.analyze.spec import spec_version
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.progress import Progress
@@ -86,4 +86,4 @@ def test_description_quality_rewards_a_useful_readme():
     ({"mcp": ">=1.0"}, {"mcp": "2.3.0"}, "2026-07-28"), ({}, {}, None),
 ])
 def test_spec_version_from_the_sdk(deps, installed, expected):
-    assert spec_version(tree(dependencies=deps, installed_versions=installed))["value"] == expected
+    assert spec_version(tree(dependencies=deps, installed_versions=installed), [])["value"] == expected

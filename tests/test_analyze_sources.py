@@ -16,7 +16,8 @@ import pytest
 
 from pipeline import store
 from pipeline.analyze import run_analyze
-from pipeline.analyze.fetch import FetchFailed, LocalDirectoryFetcher, SourceTree, Unavailable
+from pipeline.analyze.directory import LocalDirectoryFetcher
+from pipeline.analyze.fetch import FetchFailed, SourceTree, Unavailable
 from pipeline.analyze.github import GitHubFetcher
 from pipeline.analyze.sources import NO_SOURCE, SourceChooser, fetch_order
 from pipeline.discover import run_discover

@@ -25,10 +25,9 @@ from pipeline.analyze.history import maintenance_pulse, version_hygiene
 from pipeline.analyze.inference import infer_protocol
 from pipeline.analyze.metrics import analyze_tree
 from pipeline.analyze.select import select_files
+from pipeline.analyze.spec import spec_version
 from pipeline.models import AnalysisResult, Server, StageReport
 from pipeline.progress import Progress
-
-SDK_NAMES = ("mcp", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server")
 
 
 def analyze_server(
@@ -58,13 +57,14 @@ def _failed(server: Server, fetcher: RepoFetcher, now: datetime, exc: FetchFaile
 
 def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Resolver | None = None) -> AnalysisResult:
     """Everything a fetched tree shows, computed purely (DNS only through `resolve`, when given)."""
-    description = server.description or tree.manifest.get("description") or tree.manifest.get("summary")
+    description = server.description or tree.manifest.get("description") or tree.manifest.get("summary")  # strings: clean_manifest
     files = select_files(tree)
     tools = extract_tools(files)
     findings = scan_behaviour(files, tools, tree)
     metrics = analyze_tree(tree, description)
     metrics.update({
-        "schema_completeness": schema_completeness(files, tools),
+        "schema_completeness": schema_completeness(tools),
+        "spec_version": spec_version(tree, files),
         "maintenance_pulse": maintenance_pulse(tree.repository, now),
         "version_hygiene": version_hygiene(tree.repository),
         "behavioral": behavioural_score(files, findings),
@@ -82,7 +82,7 @@ def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Res
         description=description,
         readme_chars=len(tree.readme or ""),
         license=metrics["license_clarity"]["license"],
-        sdk={k: v for k, v in {**tree.dependencies, **tree.installed_versions}.items() if k in SDK_NAMES},
+        sdk=metrics["spec_version"]["sdks"],
         spec_version=metrics["spec_version"]["value"],
         metrics=metrics,
         repository=tree.repository,

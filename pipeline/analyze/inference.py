@@ -137,7 +137,9 @@ def _auth(signals: dict[str, list[str]], server: bool) -> dict[str, Any]:
 
 
 def schema_validity(tools: list[ExtractedTool] | None) -> dict[str, Any]:
-    """Share (0–100) of the extracted tools whose inputSchema is a valid object JSON Schema; None without tools."""
+    """Share (0–100) of the extracted tools whose inputSchema is a valid object JSON Schema; None without tools. A tool
+    whose schema the extractor could not read (imported, computed: `{}`) is left out, neither valid nor invalid."""
+    tools = [t for t in tools or [] if t.input_schema]
     if not tools:
         return {"value": None, "valid": 0, "total": 0, "invalid": []}
     invalid = [f"{t.name}: {problem}" for t in tools if (problem := schema_problem(t.input_schema))]

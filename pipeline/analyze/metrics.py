@@ -30,7 +30,6 @@ ACTION_WORDS = re.compile(
     re.I,
 )
 USAGE_HEADING = re.compile(r"^#+\s*(usage|installation|install|configuration|getting started|quick ?start|setup)\b", re.I | re.M)
-SDK_PACKAGES = ("mcp", "@modelcontextprotocol/sdk", "@modelcontextprotocol/server")
 
 
 def _has(files: list[str], *names: str) -> bool:
@@ -178,41 +177,12 @@ def dependency_health(tree: SourceTree) -> dict[str, Any]:
     }
 
 
-def spec_version(tree: SourceTree) -> dict[str, Any]:
-    """Map the MCP SDK the server depends on to the spec revision it implements.
-
-    Seed 000's table: SDK < 1.1.0 → 2024-11-05; 1.1.x–1.5.x → 2025-06-18; ≥ 1.6.0 → 2025-11-25.
-    Extended (ours): the Python SDK 2.x and the TypeScript SDK v2 speak 2026-07-28.
-    """
-    for package in SDK_PACKAGES:
-        version = tree.installed_versions.get(package) or _lowest_version(tree.dependencies.get(package, ""))
-        if not version:
-            continue
-        parts = [int(p) for p in re.findall(r"\d+", version)[:3]] + [0, 0, 0]
-        major, minor = parts[0], parts[1]
-        if package == "@modelcontextprotocol/server" or major >= 2:
-            spec = "2026-07-28"
-        elif (major, minor) < (1, 1):
-            spec = "2024-11-05"
-        elif (major, minor) < (1, 6):
-            spec = "2025-06-18"
-        else:
-            spec = "2025-11-25"
-        return {"value": spec, "sdk": package, "sdk_version": version}
-    return {"value": None, "sdk": None, "sdk_version": None}
-
-
-def _lowest_version(spec: str) -> str | None:
-    match = re.search(r"\d+(?:\.\d+){0,2}", spec or "")
-    return match.group(0) if match else None
-
-
 def analyze_tree(tree: SourceTree, description: str | None) -> dict[str, Any]:
-    """The sub-metrics the tree's files and manifest show (maintenance and version hygiene come from its host's history)."""
+    """The sub-metrics the tree's files and manifest show (maintenance and version hygiene come from its host's history;
+    the spec version from its SDK and source, `spec.py`)."""
     return {
         "documentation_coverage": documentation_coverage(tree),
         "description_quality": description_quality(description, tree.readme),
         "license_clarity": license_clarity(tree),
         "dependency_health": dependency_health(tree),
-        "spec_version": spec_version(tree),
     }
