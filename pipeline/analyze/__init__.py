@@ -14,10 +14,11 @@ from typing import Callable, Iterator, Sequence
 from sqlite_utils import Database
 
 from pipeline import store
-from pipeline.analyze.behaviour import behavioural_score, required_env_vars, scan_behaviour
+from pipeline.analyze.behaviour import behavioural_score, scan_behaviour
 from pipeline.analyze.completeness import schema_completeness
 from pipeline.analyze.endpoints import Resolver, discover_endpoints
 from pipeline.analyze.entry import entry_points
+from pipeline.analyze.env_vars import required_env_vars
 from pipeline.analyze.extract import extract_tools
 from pipeline.analyze.fetch import FetchFailed, NotModified, RepoFetcher, SourceTree, Unavailable
 from pipeline.analyze.history import maintenance_pulse, version_hygiene
