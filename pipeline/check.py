@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from pipeline.analyze import analyze_server
-from pipeline.analyze.fetch import LocalDirectoryFetcher
+from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.config import Settings
 from pipeline.models import ProbeOutcome, ProbeResult, ScoreCard, Server
 from pipeline.net import target_kinds

@@ -24,7 +24,7 @@ from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import ProbeResult, StageReport
-from pipeline.net import LOOPBACK, PRIVATE, Reach
+from pipeline.net import LOOPBACK, PRIVATE, Reach, resolves_public
 from pipeline.probe import run_probe
 from pipeline.probe.monitor import run_monitor
 from pipeline.sandbox.install import Installer
@@ -209,7 +209,7 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
         )
         _stage(db, "analyze", args or {}, lambda _: run_analyze(
             db, servers=fetch_order(servers), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
-            previous=lambda server_id: _latest_analysis(db, server_id)))
+            previous=lambda server_id: _latest_analysis(db, server_id), resolve=resolves_public if settings.analyze_dns else None))
 
 
 def _latest_analysis(db: Database, server_id: str):

@@ -50,6 +50,7 @@ class Settings(BaseModel):
     npm_registry: str = "https://registry.npmjs.org"  # SCOREBOARD_NPM_REGISTRY
     pypi_url: str = "https://pypi.org"  # SCOREBOARD_PYPI_URL: its JSON API and the files it links
     analyze_concurrency: int = 8  # SCOREBOARD_ANALYZE_CONCURRENCY: sources fetched at once
+    analyze_dns: bool = False  # SCOREBOARD_ANALYZE_DNS=1: an endpoint a README names is kept only if it resolves to a public address
     analyze_connect_timeout: float = 3.0  # an unreachable host costs this once: GitHub is then not asked again that run
 
     @classmethod
@@ -76,6 +77,7 @@ class Settings(BaseModel):
             "npm_registry": os.environ.get("SCOREBOARD_NPM_REGISTRY"),
             "pypi_url": os.environ.get("SCOREBOARD_PYPI_URL"),
             "analyze_concurrency": os.environ.get("SCOREBOARD_ANALYZE_CONCURRENCY"),
+            "analyze_dns": os.environ.get("SCOREBOARD_ANALYZE_DNS"),
         }
         values = {k: v for k, v in env.items() if v}
         values.update({k: v for k, v in overrides.items() if v is not None})

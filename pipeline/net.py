@@ -73,6 +73,14 @@ def system_resolver(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+def resolves_public(host: str) -> bool:
+    """The host resolves, and to at least one public address (an endpoint named in a README is checked so, when asked)."""
+    try:
+        return any(address_kind(address) == PUBLIC for address in system_resolver(host, 443))
+    except (OSError, ValueError, UnicodeError):
+        return False
+
+
 def _literal(host: str) -> str | None:
     try:
         return str(ipaddress.ip_address(host.strip("[]")))

@@ -190,3 +190,11 @@ def test_megabyte_lines_are_fast_and_safe(line: str) -> None:
 
 def test_empty_readme() -> None:
     assert discover_endpoints(None) == [] and discover_endpoints("") == []
+
+
+def test_the_public_resolver_refuses_private_and_unresolvable_hosts():
+    from pipeline.net import resolves_public
+
+    assert not resolves_public("localhost") and not resolves_public("127.0.0.1") and not resolves_public("10.1.2.3")
+    assert not resolves_public("no-such-host.invalid") and not resolves_public("a" * 300)
+    assert resolves_public("8.8.8.8")  # a literal public address needs no lookup

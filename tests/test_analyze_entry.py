@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.analyze import analyze_source
+from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.analyze.entry import entry_points
 from pipeline.analyze.entry_readme import readme_entry_points
-from pipeline.analyze.fetch import LocalDirectoryFetcher, SourceTree
+from pipeline.analyze.fetch import SourceTree
 from pipeline.models import EntryPoint
 from tests.support import NOW, server
 

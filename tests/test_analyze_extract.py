@@ -11,8 +11,9 @@ import pytest
 
 from pipeline.analyze import analyze_source
 from pipeline.analyze.completeness import schema_completeness
+from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.analyze.extract import extract_tools
-from pipeline.analyze.fetch import LocalDirectoryFetcher, SourceFile
+from pipeline.analyze.fetch import SourceFile
 from pipeline.models import ExtractedTool
 from pipeline.score import scoreboard
 from pipeline.score.facts import Facts

@@ -11,8 +11,8 @@ from urllib.parse import urljoin
 import httpx
 import pytest
 
+from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.analyze.extract import extract_tools
-from pipeline.analyze.fetch import LocalDirectoryFetcher
 from pipeline.analyze.select import select_files
 from pipeline.analyze.spec import spec_version
 

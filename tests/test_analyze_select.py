@@ -6,7 +6,8 @@ import json
 import random
 from pathlib import Path
 
-from pipeline.analyze.fetch import LocalDirectoryFetcher, SourceTree
+from pipeline.analyze.directory import LocalDirectoryFetcher
+from pipeline.analyze.fetch import SourceTree
 from pipeline.analyze.select import MAX_FILE_BYTES, MAX_SELECTED, select_files
 
 

@@ -16,7 +16,8 @@ import pytest
 
 from pipeline import store
 from pipeline.analyze import run_analyze
-from pipeline.analyze.fetch import FetchFailed, LocalDirectoryFetcher, SourceTree, Unavailable
+from pipeline.analyze.directory import LocalDirectoryFetcher
+from pipeline.analyze.fetch import FetchFailed, SourceTree, Unavailable
 from pipeline.analyze.github import GitHubFetcher
 from pipeline.analyze.sources import NO_SOURCE, SourceChooser, fetch_order
 from pipeline.discover import run_discover
@@ -134,13 +135,14 @@ def test_dead_archived_and_stale_flags_fire_end_to_end(replay, client, db):
     assert not flags["fine"] & {"dead_repository", "archived_repository", "stale_project"}
     analyses = {sid: result for sid, (_, result) in store.latest_analyses(db, [s.id for s in servers]).items()}
     assert analyses["fine"].metrics["maintenance_pulse"]["host"] == "github" and analyses["fine"].metrics["version_hygiene"]["value"] > 0
-    # Run again with the previous analyses: every repository costs one conditional call, and the analyses are confirmed.
+    # Run again with the previous analyses: every repository costs one conditional call, and nothing is rewritten (seed 000:
+    # an unchanged repository is skipped and its analysis ages).
     replay.seen.clear()
     chooser = SourceChooser(github=github_fetcher(replay, client), packages=Package())
     again = run_analyze(db, servers=servers, fetcher=chooser, now=NOW + timedelta(days=1), progress=quiet(len(servers)),
                         previous=lambda sid: analyses.get(sid))
     assert again.counts["unchanged"] == 3 and len(replay.seen) == 4  # three 304s and the 404 asked again
-    assert store.latest_analyses(db, ["fine"])["fine"][1].analyzed_at == NOW + timedelta(days=1)
+    assert store.latest_analyses(db, ["fine"])["fine"][1].analyzed_at == NOW and db["analyses"].count == 7  # the two failures again
 
 
 def test_a_host_unavailable_this_run_keeps_the_previous_analysis(db, client):

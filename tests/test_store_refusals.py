@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from pipeline import store
 from pipeline.analyze import run_analyze
-from pipeline.analyze.fetch import LocalDirectoryFetcher
+from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.discover import run_discover
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.probe import run_probe

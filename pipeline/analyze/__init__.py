@@ -14,10 +14,11 @@ from typing import Callable, Iterator, Sequence
 from sqlite_utils import Database
 
 from pipeline import store
-from pipeline.analyze.behaviour import behavioural_score, required_env_vars, scan_behaviour
+from pipeline.analyze.behaviour import behavioural_score, scan_behaviour
 from pipeline.analyze.completeness import schema_completeness
 from pipeline.analyze.endpoints import Resolver, discover_endpoints
 from pipeline.analyze.entry import entry_points
+from pipeline.analyze.env_vars import required_env_vars
 from pipeline.analyze.extract import extract_tools
 from pipeline.analyze.fetch import FetchFailed, NotModified, RepoFetcher, SourceTree, Unavailable
 from pipeline.analyze.history import maintenance_pulse, version_hygiene
@@ -54,16 +55,9 @@ def _failed(server: Server, fetcher: RepoFetcher, now: datetime, exc: FetchFaile
                           repository=exc.repository)
 
 
-def confirmed(previous: AnalysisResult, now: datetime) -> AnalysisResult:
-    """The previous analysis, confirmed current by its host (NotModified): stamped now, its maintenance pulse (which
-    ages with the clock) recomputed, so an unchanged source neither goes stale nor looks fresher than it is."""
-    metrics = {**previous.metrics, "maintenance_pulse": maintenance_pulse(previous.repository, now)}
-    return previous.model_copy(update={"analyzed_at": now, "metrics": metrics})
-
-
 def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Resolver | None = None) -> AnalysisResult:
     """Everything a fetched tree shows, computed purely (DNS only through `resolve`, when given)."""
-    description = server.description or tree.manifest.get("description") or tree.manifest.get("summary")
+    description = server.description or tree.manifest.get("description") or tree.manifest.get("summary")  # strings: clean_manifest
     files = select_files(tree)
     tools = extract_tools(files)
     findings = scan_behaviour(files, tools, tree)
@@ -125,16 +119,17 @@ def run_analyze(
                 report.counts["deferred"] += 1
                 progress.step(server.id, f"kept the previous analysis ({outcome})")
                 continue
+            if outcome is None:
+                report.counts["unchanged"] += 1
+                progress.step(server.id, "unchanged since the last analysis: kept")
+                continue
             try:
                 store.record_analysis(db, outcome)
             except store.WriteRefused as refusal:
                 report.storage_failed()
                 progress.step(server.id, str(refusal), ok=False)
                 continue
-            if kind == "unchanged":
-                report.counts["unchanged"] += 1
-                progress.step(server.id, "unchanged since the last analysis")
-            elif outcome.ok:
+            if outcome.ok:
                 report.counts["analyzed"] += 1
                 progress.step(server.id, f"ok from {outcome.fetcher} ({outcome.license or 'no license'}, spec {outcome.spec_version or '?'})")
             else:
@@ -147,18 +142,20 @@ def run_analyze(
     return report
 
 
-Outcome = tuple[Server, str, AnalysisResult | str]  # the server, what became of it, its result (or why it was deferred)
+Outcome = tuple[Server, str, AnalysisResult | str | None]  # the server, what became of it, its result (why it was deferred; None: unchanged)
 
 
 def _analyse_one(server: Server, fetcher: RepoFetcher, now: datetime, resolve: Resolver | None,
                  previous: AnalysisResult | None) -> Outcome:
-    """One server, in a worker thread: ("analyzed", result), ("unchanged", the previous confirmed) or ("deferred", why)."""
+    """One server, in a worker thread: ("analyzed", result), ("unchanged", None) or ("deferred", why)."""
     try:
         return server, "analyzed", analyze_server(server, fetcher, now, previous, resolve)
     except NotModified:
         if previous is None:  # a fetcher says NotModified only against a previous analysis
             return server, "analyzed", _failed(server, fetcher, now, FetchFailed("the fetcher said 'not modified' with nothing before"))
-        return server, "unchanged", confirmed(previous, now)
+        # Seed 000: an unchanged repository is skipped, so its analysis ages (stale-data decay, Stale Analysis) until
+        # the source changes or the weekly freshness sweep analyses it again. Nothing is written: no row per server per run.
+        return server, "unchanged", None
     except Unavailable as exc:
         return server, "deferred", str(exc)[:300]
     except Exception as exc:  # noqa: BLE001 - one hostile source must not stop the stage: its failure is recorded

@@ -23,7 +23,7 @@ from pipeline.analyze.fetch import MAX_FILES, MAX_TEXT, FetchFailed
 class Limits:
     compressed: int = 64_000_000  # bytes of the archive itself
     uncompressed: int = 512_000_000  # bytes decompressed in all, skipped members included
-    members: int = 50_000  # entries read; the rest are not read, and the truncation is said
+    members: int = 20_000  # entries read; the rest are not read, and the truncation is said
     member_text: int = MAX_TEXT  # bytes kept of one text file
     kept: int = 48_000_000  # bytes of text kept in memory in all
     depth: int = 24  # path segments

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from email.parser import Parser
 from pathlib import Path
@@ -39,6 +40,45 @@ class SourceTree:
     read: Callable[[str], str | None] = lambda path: None
     repository: RepositoryFacts | None = None  # what the host said (GitHub metadata, or a registry's release history)
     manifests: dict[str, str] = field(default_factory=dict)  # other manifests by path (pyproject.toml, go.mod, Cargo.toml), as text
+
+    def __post_init__(self) -> None:
+        # The one place a manifest's fields get their types: every reader after this may trust them.
+        self.manifest = clean_manifest(self.manifest)
+        self.readme = self.readme if isinstance(self.readme, str) else None
+        self.license_text = self.license_text if isinstance(self.license_text, str) else None
+        self.ref = self.ref if isinstance(self.ref, str) else None
+
+
+TEXT_FIELDS = ("name", "version", "description", "summary", "license", "license-expression", "mcpName", "main", "homepage",
+               "home-page", "type", "module", "types")
+LIST_FIELDS = ("classifiers", "project_urls", "keywords", "files")
+MAP_FIELDS = ("dependencies", "devDependencies", "peerDependencies", "optionalDependencies", "scripts", "engines")
+
+
+def clean_manifest(manifest: object) -> dict:
+    """A manifest as untrusted JSON/TOML/metadata gives it, with the fields analysis reads kept only in their own types
+    (a string where a string belongs, lists of strings, string maps); `license`/`repository` objects keep their string
+    parts. Fields nobody reads are dropped."""
+    if not isinstance(manifest, dict):
+        return {}
+    clean: dict = {key: manifest[key] for key in TEXT_FIELDS if isinstance(manifest.get(key), str)}
+    for key in LIST_FIELDS:
+        if isinstance(manifest.get(key), list):
+            clean[key] = [item for item in manifest[key] if isinstance(item, str)]
+    for key in MAP_FIELDS:
+        if isinstance(manifest.get(key), dict):
+            clean[key] = {str(k): v for k, v in manifest[key].items() if isinstance(v, str)}
+    for key in ("repository", "license", "bin"):  # a string, or an object of strings ({"type": "git", "url": …})
+        value = manifest.get(key)
+        if isinstance(value, dict):
+            clean[key] = {str(k): v for k, v in value.items() if isinstance(v, str)}
+    if isinstance(manifest.get("private"), bool):
+        clean["private"] = manifest["private"]
+    if isinstance(manifest.get("repository"), str):
+        clean["repository"] = manifest["repository"]
+    if isinstance(manifest.get("bin"), str):
+        clean["bin"] = manifest["bin"]
+    return clean
 
 
 @dataclass(frozen=True)
@@ -103,14 +143,14 @@ class InstalledPackageFetcher:
         manifest_path = root / "package.json"
         if not manifest_path.exists():
             raise FetchFailed(f"{package}: its package.json is missing from its install")
-        manifest = json.loads(_read(manifest_path) or "{}")
+        manifest = json_object(_read(manifest_path))
         files = _list_files(root)
-        deps = {**manifest.get("dependencies", {})}
+        deps = {str(k): str(v) for k, v in (manifest.get("dependencies") if isinstance(manifest.get("dependencies"), dict) else {}).items()}
         installed = {}
         for dep in ("@modelcontextprotocol/sdk", "@modelcontextprotocol/server"):
             for candidate in (root / "node_modules" / dep / "package.json", modules / dep / "package.json"):
                 if candidate.exists():
-                    installed[dep] = json.loads(_read(candidate) or "{}").get("version", "")
+                    installed[dep] = str(json_object(_read(candidate)).get("version", ""))
                     break
         return SourceTree(
             fetcher=self.name,
@@ -172,11 +212,26 @@ def split_requirement(requirement: str) -> tuple[str, str]:
 
 
 def _read(path: Path) -> str | None:
+    """The first MAX_TEXT bytes of a regular file; a FIFO, device or link swapped in is never opened for reading."""
     try:
-        with path.open("rb") as fh:
-            return fh.read(MAX_TEXT).decode("utf-8", "replace")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    try:
+        return os.read(fd, MAX_TEXT).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def json_object(text: str | None) -> dict:
+    """A JSON object from untrusted text; anything else (not JSON, too deep, not an object) is an empty one."""
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def reader(root: Path) -> Callable[[str], str | None]:
@@ -192,15 +247,25 @@ def reader(root: Path) -> Callable[[str], str | None]:
     return read
 
 
-def _list_files(root: Path) -> list[str]:
+def _list_files(root: Path, depth: int = 24) -> list[str]:
+    """Regular files under `root`, breadth first and sorted, links not followed, at most `depth` levels and MAX_FILES files."""
     found: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in ("node_modules", ".git", "__pycache__"))
-        for name in sorted(filenames):
-            found.append(str(Path(dirpath, name).relative_to(root)))
-            if len(found) >= MAX_FILES:
-                return found
-    return found
+    queue: list[tuple[Path, int]] = [(root, 0)]
+    while queue:
+        directory, level = queue.pop(0)
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in ("node_modules", ".git", "__pycache__") and level + 1 < depth:
+                    queue.append((Path(entry.path), level + 1))
+            elif entry.is_file(follow_symlinks=False):
+                found.append(str(Path(entry.path).relative_to(root)))
+                if len(found) >= MAX_FILES:
+                    return found
+    return sorted(found)
 
 
 def _first_text(root: Path, files: list[str], names: tuple[str, ...]) -> str | None:
@@ -209,50 +274,3 @@ def _first_text(root: Path, files: list[str], names: tuple[str, ...]) -> str | N
         if name.lower() in lowered:
             return _read(root / lowered[name.lower()])
     return None
-
-
-class LocalDirectoryFetcher:
-    """Reads a source checkout on disk (`scoreboard check --source DIR`)."""
-
-    name = "local-directory"
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-
-    def fetch(self, server: Server | None = None, previous: AnalysisResult | None = None) -> SourceTree:
-        if not self.root.is_dir():
-            raise FetchFailed(f"{self.root}: not a directory")
-        files = _list_files(self.root)
-        manifest: dict = {}
-        kind = ""
-        deps: dict[str, str] = {}
-        if (self.root / "package.json").exists():
-            manifest = json.loads(_read(self.root / "package.json") or "{}")
-            kind = "package.json"
-            deps = {**manifest.get("dependencies", {})}
-        elif (self.root / "pyproject.toml").exists():
-            import tomllib
-
-            document = tomllib.loads(_read(self.root / "pyproject.toml") or "")
-            project = document.get("project", {})
-            license_field = project.get("license")
-            manifest = {
-                "name": project.get("name"),
-                "summary": project.get("description"),
-                "license": license_field.get("text") if isinstance(license_field, dict) else license_field,
-                "classifiers": project.get("classifiers", []),
-                "project_urls": [f"{k}, {v}" for k, v in (project.get("urls") or {}).items()],
-            }
-            kind = "pypi-metadata"
-            deps = dict(split_requirement(r) for r in project.get("dependencies", []))
-        return SourceTree(
-            fetcher=self.name,
-            ref=manifest.get("version"),
-            files=files,
-            manifest=manifest,
-            manifest_kind=kind,
-            readme=_first_text(self.root, files, ("README.md", "README.rst", "README", "readme.md")),
-            license_text=_first_text(self.root, files, ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")),
-            dependencies=deps,
-            read=reader(self.root),
-        )

@@ -154,30 +154,39 @@ def _toml(text: str) -> dict:
 
 def _pyproject(text: str) -> Iterator[tuple[str, str, str]]:
     document = _toml(text)
-    project = document.get("project") if isinstance(document.get("project"), dict) else {}
-    requirements = list(project.get("dependencies") or [])
-    for extra in (project.get("optional-dependencies") or {}).values():
-        requirements += list(extra) if isinstance(extra, list) else []
+    project = _mapping(document.get("project"))
+    requirements = _sequence(project.get("dependencies"))
+    for extra in _mapping(project.get("optional-dependencies")).values():
+        requirements += _sequence(extra)
     for requirement in requirements:
         if isinstance(requirement, str):
             name, spec = split_requirement(requirement)
             if name in PYPI_NAMES:
                 yield SDKS[("pypi", name)], name, spec
-    poetry = ((document.get("tool") or {}).get("poetry") or {}).get("dependencies") or {}
-    for name, value in poetry.items() if isinstance(poetry, dict) else ():
+    poetry = _mapping(_mapping(_mapping(document.get("tool")).get("poetry")).get("dependencies"))
+    for name, value in poetry.items():
         if name.lower() in PYPI_NAMES:
             spec = value.get("version", "") if isinstance(value, dict) else str(value)
-            yield SDKS[("pypi", name.lower())], name.lower(), spec
+            yield SDKS[("pypi", name.lower())], name.lower(), str(spec)
+
+
+def _mapping(value: object) -> dict:
+    """A TOML table where one belongs; an untrusted file may put any type anywhere."""
+    return value if isinstance(value, dict) else {}
+
+
+def _sequence(value: object) -> list:
+    return list(value) if isinstance(value, list) else []
 
 
 def _cargo(text: str) -> Iterator[tuple[str, str, str]]:
     document = _toml(text)
-    for table in (document, document.get("workspace") or {}):
+    for table in (document, _mapping(document.get("workspace"))):
         for section in ("dependencies", "dev-dependencies"):
             deps = table.get(section) if isinstance(table, dict) else None
             value = deps.get("rmcp") if isinstance(deps, dict) else None
             if value is not None:
-                yield "rust", "rmcp", value.get("version", "") if isinstance(value, dict) else str(value)
+                yield "rust", "rmcp", str(value.get("version", "")) if isinstance(value, dict) else str(value)
 
 
 def _lock_versions(base: str, text: str) -> Iterator[tuple[str, str]]:

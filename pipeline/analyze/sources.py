@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.analyze.fetch import FetchFailed, InstalledPackageFetcher, LocalDirectoryFetcher, RepoFetcher, SourceTree, Unavailable
+from pipeline.analyze.directory import LocalDirectoryFetcher
+from pipeline.analyze.fetch import FetchFailed, InstalledPackageFetcher, RepoFetcher, SourceTree, Unavailable
 from pipeline.analyze.registries import package_of
 from pipeline.identity import parse_github
 from pipeline.models import AnalysisResult, Server

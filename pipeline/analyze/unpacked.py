@@ -145,8 +145,8 @@ def _pyproject(text: str) -> tuple[dict, dict[str, str]]:
         "version": project.get("version"),
         "summary": project.get("description"),
         "license": license_field.get("text") if isinstance(license_field, dict) else license_field,
-        "classifiers": [c for c in project.get("classifiers") or [] if isinstance(c, str)],
+        "classifiers": [c for c in project.get("classifiers") if isinstance(c, str)] if isinstance(project.get("classifiers"), list) else [],
         "project_urls": [f"{k}, {v}" for k, v in urls.items()],
     }
-    dependencies = project.get("dependencies") or []
+    dependencies = project.get("dependencies")
     return manifest, dict(split_requirement(r) for r in dependencies if isinstance(r, str)) if isinstance(dependencies, list) else {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from pipeline.score.facts import Facts, Rollup
-from pipeline.score.signals import MIN_FAST_PROBES, metric, repository, secret_names
+from pipeline.score.signals import MIN_FAST_PROBES, has_package, metric, repository, secret_names
 
 BADGE_GROUPS = {
     "Schema": ["README", "Changelog", "Examples", "Contributing Guide", "SECURITY.md", "Namespace Match", "Installable"],
@@ -83,7 +83,7 @@ def _security(facts: Facts) -> list[str]:
     found = ["No Secrets Required" if secrets == 0 else "Few Secrets" if secrets <= 2 else "Many Secrets"]
     if facts.server.transport == "stdio":
         found.append("STDIO Only")
-    if facts.server.launch is not None:
+    if has_package(facts):
         found.append("Published Package")
     return found
 

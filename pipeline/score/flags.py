@@ -10,12 +10,13 @@ import re
 from datetime import timedelta
 from typing import Callable
 
+from pipeline.credentials import credential_kind, is_configuration
 from pipeline.drift import drift_between
 from pipeline.judging import AMBIGUITY_SPREAD, judge_spread
 from pipeline.score.engine import Flag
 from pipeline.score.facts import Facts
-from pipeline.score.markers import findings
-from pipeline.score.signals import is_template_description, repository
+from pipeline.score.markers import critical_injection
+from pipeline.score.signals import env_vars, is_template_description, repository
 
 FLAGS: list[Flag] = []
 
@@ -28,19 +29,18 @@ def flag(name: str, label: str, severity: str, condition: str, cap: float | None
     return register
 
 
-NON_SENSITIVE_CONFIG = re.compile(r"^(PORT|HOST|HOSTNAME|LOG_LEVEL|LOGLEVEL|DEBUG|NODE_ENV|ENV|TZ|LANG|TIMEOUT"
-                                  r"|.*_(PORT|HOST|TIMEOUT|LEVEL|DIR|PATH|MODE|REGION|URL))$", re.I)
-SENSITIVE_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH|PRIVATE|DATABASE_URL|CONNECTION_STRING|DSN", re.I)
 STAGING_URL = re.compile(r"://(localhost|127\.\d+\.\d+\.\d+|0\.0\.0\.0|\[::1\])[:/]"
                          r"|staging|\bstg[.-]|[.-]dev\.|://dev\.|\.local[:/]|ngrok|\.test[:/]", re.I)
 
 
 def sensitive_env_vars(facts: Facts) -> list[str]:
-    return [v.name for v in facts.server.env_vars if v.secret or SENSITIVE_NAME.search(v.name)]
+    return [v.name for v in env_vars(facts)[0] if v.secret or credential_kind(v.name)]
 
 
 def config_demand(facts: Facts) -> list[str]:
-    return [v.name for v in facts.server.env_vars if not NON_SENSITIVE_CONFIG.match(v.name)]
+    """Every required variable but plain configuration (PORT, HOST, LOG_LEVEL, *_DIR, a service's *_URL); a database
+    URL or connection string is a credential, never filtered out."""
+    return [v.name for v in env_vars(facts)[0] if not is_configuration(v.name)]
 
 
 @flag("dead_repository", "Dead Repository", "critical", "GitHub repo returns 404 or has been deleted", cap=0)
@@ -128,12 +128,15 @@ def stale_analysis(facts: Facts) -> str | None:
 
 @flag("prompt_injection", "Prompt Injection", "critical", "Tool descriptions contain patterns consistent with prompt injection", cap=30)
 def prompt_injection(facts: Facts) -> str | None:
-    found = [f"{where}: {', '.join(markers)}" for where, markers in findings(facts)["injection"]]
+    """Critical markers only (a strong one, or two that corroborate each other) in the runtime tool list, or, with no
+    runtime list, in the tools extracted from source."""
+    found = [f"{where}: {', '.join(markers)}" for where, markers in critical_injection(facts)]
     return "; ".join(found)[:300] if found else None
 
 
 @flag("exfiltration_risk", "Exfiltration Risk", "critical", "Source code analysis detected patterns that could exfiltrate user data", cap=25)
 def exfiltration_risk(facts: Facts) -> str | None:
+    """The behavioural scan's corroborated exfiltration only (a credential read reaching a send); review hits never fire it."""
     behavioral = (facts.analysis.metrics.get("behavioral") or {}) if facts.analysis and facts.analysis.ok else {}
     return behavioral.get("exfiltration") or None
 

@@ -4,16 +4,13 @@ from the catalog alone (secrets, transport, credentials, distribution), and the 
 
 from __future__ import annotations
 
-import re
-
-from pipeline.score.engine import Outcome, RuleSet, on_scale, share
+from pipeline.credentials import credential_kind
+from pipeline.score.engine import Outcome, RuleSet, on_scale, percent, share
 from pipeline.score.facts import Facts
-from pipeline.score.signals import secret_names
+from pipeline.score.signals import env_vars, has_package, metric, secret_names
 
 SECURITY_RULES = RuleSet()
 rule = SECURITY_RULES.rule
-SENSITIVE_CREDENTIAL = re.compile(r"PASSWORD|PASSWD|DATABASE_URL|DB_URL|CONNECTION_STRING|AWS_SECRET|PRIVATE_KEY"
-                                  r"|GOOGLE_APPLICATION_CREDENTIALS|AZURE_CLIENT_SECRET|SERVICE_ACCOUNT", re.I)
 # Seed 000 states these rules in points: the top of each table is the rule's maximum.
 SECRET_POINTS = (20, 16, 11, 6, 6)  # by the number of secrets required; 0 from five on
 TRANSPORT_POINTS = {"stdio": 15, "sse": 9, "streamable-http": 6}
@@ -24,8 +21,11 @@ DISTRIBUTION_POINTS = {(True, True): 15, (False, True): 12, (True, False): 8, (F
 @rule("security_hygiene", max(SECRET_POINTS))
 def secret_env_vars(facts: Facts) -> Outcome:
     """How many secrets are required: 0 → 20, 1 → 16, 2 → 11, 3–4 → 6, 5+ → 0."""
-    count = len(secret_names(facts))
-    return on_scale(SECRET_POINTS[count] if count < len(SECRET_POINTS) else 0, f"{count} secret environment variables required")
+    names = secret_names(facts)
+    count = len(names)
+    listed = f": {', '.join(names[:8])}" if names else ""
+    return on_scale(SECRET_POINTS[count] if count < len(SECRET_POINTS) else 0,
+                    f"{count} secret environment variables required{listed} (from the {env_vars(facts)[1]})")
 
 
 @rule("security_hygiene", max(TRANSPORT_POINTS.values()))
@@ -38,18 +38,20 @@ def transport_risk(facts: Facts) -> Outcome:
 def credential_sensitivity(facts: Facts) -> Outcome:
     """No credentials 15; API tokens only 10; database passwords or cloud keys 5."""
     secrets = secret_names(facts)
+    origin = f" (from the {env_vars(facts)[1]})"
     if not secrets:
-        return on_scale(CREDENTIAL_POINTS["none"], "no credentials required")
-    sensitive = [name for name in secrets if SENSITIVE_CREDENTIAL.search(name)]
+        return on_scale(CREDENTIAL_POINTS["none"], "no credentials required" + origin)
+    sensitive = [name for name in secrets if credential_kind(name) == "sensitive"]
     if sensitive:
-        return on_scale(CREDENTIAL_POINTS["sensitive"], f"sensitive credentials: {', '.join(sensitive)}")
-    return on_scale(CREDENTIAL_POINTS["api tokens"], f"API tokens: {', '.join(secrets)}")
+        return on_scale(CREDENTIAL_POINTS["sensitive"], f"sensitive credentials: {', '.join(sensitive[:8])}{origin}",
+                        how_to_gain="accept a scoped API token instead of database passwords, connection strings or cloud keys")
+    return on_scale(CREDENTIAL_POINTS["api tokens"], f"API tokens: {', '.join(secrets[:8])}{origin}")
 
 
 @rule("security_hygiene", max(DISTRIBUTION_POINTS.values()))
 def distribution_clarity(facts: Facts) -> Outcome:
     """Published package + source repo 15, repo only 12, package only 8, neither 3."""
-    package = facts.server.launch is not None
+    package = has_package(facts)
     repo = bool(facts.server.repository)
     return on_scale(DISTRIBUTION_POINTS[package, repo], f"package {'yes' if package else 'no'}, source repository {'yes' if repo else 'no'}",
                     how_to_gain=None if package and repo else "publish both a package and its source repository")
@@ -57,5 +59,14 @@ def distribution_clarity(facts: Facts) -> Outcome:
 
 @rule("security_hygiene", 35)
 def behavioral_security(facts: Facts) -> Outcome:
-    """LLM-analysed source behaviour (injection, exfiltration, hardcoded credentials, dangerous ops, scope creep); neutral 50/100 without it."""
-    return share(0.5, "no behavioural source analysis yet: neutral 50/100")
+    """Source scanned for injection, exfiltration, hard-coded secrets, dangerous ops, scope creep: 0–100 × 35; neutral 50/100 without source."""
+    behavioral = metric(facts, "behavioral")
+    if not behavioral or behavioral.get("value") is None:
+        return share(0.5, "no source was scanned for behaviour: neutral 50/100",
+                     how_to_gain="publish the source (a repository or a package archive) so its behaviour can be scanned")
+    counts = behavioral.get("findings") or {}
+    named = [f"{n} {severity} {kind.replace('_', ' ')}" for kind, by in sorted(counts.items()) for severity, n in sorted(by.items()) if n]
+    reason = f"behaviour {behavioral['value']}/100 over {behavioral.get('files', '?')} files: " + ("; ".join(named) or "no findings")
+    top = behavioral.get("top") or []
+    gain = None if not named else "remove or justify what the findings point at: " + "; ".join(top[:3])
+    return percent(behavioral["value"], reason[:400], how_to_gain=gain, evidence=facts.analysis_ref)

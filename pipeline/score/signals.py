@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipeline.credentials import credential_kind
+from pipeline.models import EnvVar
 from pipeline.score.facts import Facts
 
 MIN_FAST_PROBES = 10  # seed 000: no reliability score under 10 probes
@@ -38,8 +40,24 @@ def repository(facts: Facts) -> dict:
     return facts.analysis.repository.model_dump(mode="json")
 
 
+def env_vars(facts: Facts) -> tuple[list[EnvVar], str]:
+    """The variables the server requires and where that comes from: the catalog's list, else the ones its source reads
+    without a default or its README's client configuration sets ("source analysis"); "catalog" with none when neither says."""
+    if facts.server.env_vars:
+        return facts.server.env_vars, "catalog"
+    found = (metric(facts, "env_vars") or []) if facts.analysis is not None else []
+    parsed = [EnvVar.model_validate(v) for v in found if isinstance(v, dict) and isinstance(v.get("name"), str)]
+    return (parsed, "source analysis") if parsed else ([], "catalog")
+
+
 def secret_names(facts: Facts) -> list[str]:
-    return [v.name for v in facts.server.env_vars if v.secret]
+    """Required variables that hold a secret: marked so by their source, or named like a credential (DATABASE_URL, *_TOKEN)."""
+    return [v.name for v in env_vars(facts)[0] if v.secret or credential_kind(v.name)]
+
+
+def has_package(facts: Facts) -> bool:
+    """Published to a registry: a launch spec from a package, or a package discovery found (npm, PyPI, OCI, ...)."""
+    return facts.server.launch is not None or bool(facts.server.packages)
 
 
 def has_p95(facts: Facts) -> bool:
