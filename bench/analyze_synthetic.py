@@ -27,7 +27,7 @@ from bench.synthetic import NOW  # noqa: E402
 from bench.synthetic_repos import generate_repos  # noqa: E402
 from pipeline import analyze, store  # noqa: E402
 from pipeline.analyze import run_analyze  # noqa: E402
-from pipeline.analyze.fetch import LocalDirectoryFetcher  # noqa: E402
+from pipeline.analyze.directory import LocalDirectoryFetcher  # noqa: E402
 from pipeline.models import AnalysisResult, Server  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.store import dumps, iso  # noqa: E402
