@@ -23,7 +23,8 @@ from pipeline.analyze.fetch import FetchFailed, NotModified, RepoFetcher, Source
 from pipeline.analyze.history import maintenance_pulse, version_hygiene
 from pipeline.analyze.inference import infer_protocol
 from pipeline.analyze.metrics import analyze_tree
-from pipeline.analyze.select import select_files
+from pipeline.analyze.reach import extraction_texts
+from pipeline.analyze.select import select
 from pipeline.analyze.spec import spec_version
 from pipeline.models import AnalysisResult, Server, StageReport
 from pipeline.progress import Progress
@@ -57,8 +58,10 @@ def _failed(server: Server, fetcher: RepoFetcher, now: datetime, exc: FetchFaile
 def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Resolver | None = None) -> AnalysisResult:
     """Everything a fetched tree shows, computed purely (DNS only through `resolve`, when given)."""
     description = server.description or tree.manifest.get("description") or tree.manifest.get("summary")  # strings: clean_manifest
-    files = select_files(tree)
-    tools = extract_tools(files)
+    selection = select(tree)
+    files = selection.files
+    reach = extraction_texts(files, tree)
+    tools = extract_tools(reach.files)
     findings = scan_behaviour(files, tools, tree)
     metrics = analyze_tree(tree, description)
     metrics.update({
@@ -70,6 +73,8 @@ def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Res
         "source_inference": infer_protocol(files, tools),
         "env_vars": [v.model_dump() for v in required_env_vars(files, tree)],
         "extracted_tools": [t.name for t in tools] if tools is not None else None,
+        # Whether the extractor read every file that may define tools: only then do tools listed at runtime alone show drift.
+        "extraction": {"complete": not reach.cut and not selection.left_out, "cut": reach.cut[:50], "left_out": len(selection.left_out)},
     })
     return AnalysisResult(
         server_id=server.id,

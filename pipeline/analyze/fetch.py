@@ -19,6 +19,8 @@ from pipeline.models import AnalysisResult, LaunchSpec, RepositoryFacts, Server
 from pipeline.sandbox.install import installed_prefix
 
 MAX_TEXT = 200_000  # bytes of any one text file read for analysis
+MAX_CODE = 8_000_000  # bytes of one JavaScript file: a published bundle holds its dependencies and its tools in one dist file
+CODE_SUFFIXES = (".js", ".mjs", ".cjs")
 MAX_FILES = 5_000  # files listed from one source tree
 
 
@@ -40,6 +42,7 @@ class SourceTree:
     read: Callable[[str], str | None] = lambda path: None
     repository: RepositoryFacts | None = None  # what the host said (GitHub metadata, or a registry's release history)
     manifests: dict[str, str] = field(default_factory=dict)  # other manifests by path (pyproject.toml, go.mod, Cargo.toml), as text
+    cut: frozenset[str] = frozenset()  # files whose text `read` gives only in part (over the per-file cap)
 
     def __post_init__(self) -> None:
         # The one place a manifest's fields get their types: every reader after this may trust them.

@@ -60,8 +60,19 @@ class _Candidate:
     first_line: int = 1
 
 
+@dataclass
+class Selection:
+    files: list[SourceFile]
+    left_out: list[str]  # files with a tool-definition pattern not among the top MAX_SELECTED (their tools go unread)
+
+
 def select_files(tree: SourceTree) -> list[SourceFile]:
     """The seed's top files of the tree, each with why it was chosen; unreadable files are passed over."""
+    return select(tree).files
+
+
+def select(tree: SourceTree) -> Selection:
+    """The top files, and the files with tool patterns that did not make the cut."""
     candidates = _candidates(tree.files)
     confirmed = bool(sdk_dependencies(tree))
     entries = _entry_points(tree, {c.path for c in candidates})
@@ -89,8 +100,11 @@ def select_files(tree: SourceTree) -> list[SourceFile]:
             if candidate.path in entries and candidate.text is not None:
                 candidate.tier, candidate.reason = 0, f"entry point ({entries[candidate.path]})"
     readable = [c for c in candidates if c.text is not None]
-    chosen = sorted(readable, key=lambda c: (c.tier, c.path.count("/"), c.path))[:MAX_SELECTED]
-    return [SourceFile(path=c.path, text=c.text or "", language=c.language, reason=c.reason, first_line=c.first_line) for c in chosen]
+    ranked = sorted(readable, key=lambda c: (c.tier, c.path.count("/"), c.path))
+    chosen = ranked[:MAX_SELECTED]
+    left_out = [c.path for c in ranked[MAX_SELECTED:] if c.tier <= 2 and not is_side_file(c.path)]
+    files = [SourceFile(path=c.path, text=c.text or "", language=c.language, reason=c.reason, first_line=c.first_line) for c in chosen]
+    return Selection(files, left_out)
 
 
 def found_any(patterns: tuple[re.Pattern, ...], text: str) -> bool:

@@ -1,0 +1,90 @@
+"""What of the selected files the tool extractor reads, and whether that is all of them.
+
+Seed 000's 25 KB per file is an LLM's context budget; the behavioural scan and inference keep it. The parsers cost far
+less, so the extractor reads more: a selected file whole up to WHOLE_BYTES (Python, Go and Rust up to the fetch's
+200 KB, JavaScript and TypeScript up to 256 KB), and a longer JavaScript file (a bundle holding its dependencies, up to
+the archive's 8 MB) in windows around each tool-definition site, found by one linear regex pass; the regions that
+overlap are merged and each is parsed alone. What could not be read whole (a file the fetch cut, more sites than the
+window budget) is said, so a partial extraction never claims that the server lists tools its source lacks.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipeline.analyze.fetch import MAX_TEXT, SourceFile, SourceTree
+
+WHOLE_BYTES = {"javascript": 256_000, "typescript": 256_000}  # other languages: MAX_TEXT
+# Where a tool may be defined: the selection's definition sites, a local `tool("name", …)` helper, mcp-framework's classes,
+# a `name: "…"` beside a `config`/`schema`/`parameters` object. Every pattern begins with a literal (the engine skips ahead).
+SITE = re.compile(r"\.(?:tool|registerTool|registerToolTask|addTool)\([ \t\n]{0,20}[\"'`]|ListToolsRequestSchema\b|"
+                  r"\binputSchema[ \t]{0,5}:|\btool\([ \t\n]{0,20}[\"'`]|extends[ \t]{1,10}(?:[\w$]{1,60}\.)?MCPTool\b|"
+                  r"\b(?:schema|parameters|config)[ \t]{0,5}[:,}]")
+LEAD, TAIL = 12_000, 12_000  # characters read before a site (its name, description constants) and after it (its schema)
+MAX_WINDOW_BYTES = 3_000_000  # characters parsed in windows per file; past it the file counts as read in part
+MAX_SITES = 5_000
+
+
+@dataclass
+class Reach:
+    files: list[SourceFile]  # what the extractor parses: whole files, or windows of one file (first_line says where)
+    cut: list[str]  # selected files the extractor could not read whole
+
+
+def extraction_texts(selected: list[SourceFile], tree: SourceTree) -> Reach:
+    files: list[SourceFile] = []
+    cut: list[str] = []
+    for source in selected:
+        whole = tree.read(source.path)
+        if whole is None or len(whole) <= len(source.text):  # the excerpt is all the fetch kept
+            files.append(source)
+        elif len(whole) <= WHOLE_BYTES.get(source.language, MAX_TEXT):
+            files.append(SourceFile(path=source.path, text=whole, language=source.language, reason=source.reason))
+        elif source.language in WHOLE_BYTES:
+            windows, complete = _windows(whole)
+            files += [SourceFile(path=source.path, text=whole[start:end], language=source.language, reason=source.reason,
+                                 first_line=whole.count("\n", 0, start) + 1) for start, end in windows] or [source]
+            if not complete:
+                cut.append(source.path)
+        else:
+            files.append(source)
+            cut.append(source.path)
+        if source.path in tree.cut and source.path not in cut:
+            cut.append(source.path)
+    return Reach(files, cut)
+
+
+def _windows(text: str) -> tuple[list[tuple[int, int]], bool]:
+    """Merged [start, end) regions around each site, each starting at a line (or, in a minified line, a statement) boundary;
+    and whether every site was covered within the budget."""
+    regions: list[list[int]] = []
+    total = 0
+    for count, site in enumerate(SITE.finditer(text)):
+        if count >= MAX_SITES:
+            return _closed(regions), False
+        start, end = _boundary(text, max(0, site.start() - LEAD)), min(len(text), site.end() + TAIL)
+        if regions and start <= regions[-1][1]:
+            total += max(0, end - regions[-1][1])
+            regions[-1][1] = max(regions[-1][1], end)
+        else:
+            total += end - start
+            regions.append([start, end])
+        if total > MAX_WINDOW_BYTES:
+            return _closed(regions), False
+    return _closed(regions), True
+
+
+def _closed(regions: list[list[int]]) -> list[tuple[int, int]]:
+    return [(start, end) for start, end in regions]
+
+
+def _boundary(text: str, position: int) -> int:
+    """A line start at or before `position` (within 2,000 characters), else just after a `;` (a minified bundle's one line)."""
+    if position == 0:
+        return 0
+    newline = text.rfind("\n", max(0, position - 2_000), position)
+    if newline >= 0:
+        return newline + 1
+    semicolon = text.rfind(";", max(0, position - 2_000), position)
+    return semicolon + 1 if semicolon >= 0 else position
