@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from pipeline.analyze.fetch import MAX_TEXT, SourceFile, SourceTree
+from pipeline.models import ExtractedTool
 
 WHOLE_BYTES = {"javascript": 256_000, "typescript": 256_000}  # other languages: MAX_TEXT
 # Where a tool may be defined: the selection's definition sites, a local `tool("name", …)` helper, mcp-framework's classes,
@@ -88,3 +89,22 @@ def _boundary(text: str, position: int) -> int:
         return newline + 1
     semicolon = text.rfind(";", max(0, position - 2_000), position)
     return semicolon + 1 if semicolon >= 0 else position
+
+
+CALL_SITE = re.compile(r"\.(?:tool|registerTool|registerToolTask|addTool)\([ \t\n]{0,20}[\"'`]|NewTool\([ \t\n]{0,20}\"|#\[tool\(|"
+                       r"@(?:[\w.]{1,60}\.)?tool\b")
+SCHEMA_SITE = re.compile(r"\binputSchema[ \t]{0,5}:")
+
+
+def unrecognised(files: list[SourceFile], tools: list[ExtractedTool] | None) -> list[str]:
+    """Files with more tool-definition sites than tools read from them: registrations by name (`.tool("…"`, `registerTool(`,
+    `NewTool(`, `#[tool(`, a `@tool` decorator) or `inputSchema:` keys, whichever are more. A file whose tools are built in a
+    shape the extractor does not know (names computed, objects assembled elsewhere) is then said to be read in part."""
+    sites: dict[str, tuple[int, int]] = {}
+    for source in files:
+        calls, schemas = sites.get(source.path, (0, 0))
+        sites[source.path] = (calls + len(CALL_SITE.findall(source.text)), schemas + len(SCHEMA_SITE.findall(source.text)))
+    found: dict[str, int] = {}
+    for tool in tools or []:
+        found[tool.file] = found.get(tool.file, 0) + 1
+    return [path for path, (calls, schemas) in sites.items() if max(calls, schemas) > found.get(path, 0)]
