@@ -19,7 +19,7 @@ from pipeline.analyze.jsparse import Source, deref, last_name, string_value
 from pipeline.analyze.zod import input_schema, zod_schema
 from pipeline.models import ExtractedTool
 
-HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|defineTool|createTool|MCPTool")
+HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|define\w{0,30}Tool|createTool|MCPTool|\bconfig\b")
 MAX_CALLS = 1_000  # calls read per file (a real server registers far fewer tools)
 SCHEMA_KEYS = {"inputSchema", "schema", "parameters", "paramsSchema", "argsSchema", "input_schema"}
 HANDLER_KEYS = ("handler", "execute", "run", "callback", "cb", "handle", "fn", "call")
@@ -79,12 +79,18 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
     """Object literals shaped like an MCP tool anywhere in the file: a string `name` beside an `inputSchema` (tool lists
     built in one place and returned from another, registries, maps of tools); or beside a `schema`/`parameters`-like
     key holding a zod shape or an object schema when a description and a handler function are there too
-    (`defineTool({name, description, schema, handler})`)."""
+    (`defineTool({name, description, schema, handler})`); or beside a `config` object that holds the `inputSchema` (a tool
+    module's `{name, config, handler}`, `defineTool({name, config: {description, inputSchema}})`)."""
     found: list[tuple[int, tuple[str, str | None, dict]]] = []
     seen: set[int] = set()
     tokens = source.tokens
     for index, token in enumerate(tokens):
-        if token.value not in SCHEMA_KEYS or token.kind not in ("id", "str") or not source.at(index + 1, ":") or len(found) >= 500:
+        if token.kind not in ("id", "str") or len(found) >= 500:
+            continue
+        if token.value == "config":
+            if not (source.at(index + 1, ":") or (token.kind == "id" and (source.at(index + 1, ",") or source.at(index + 1, "}")))):
+                continue
+        elif token.value not in SCHEMA_KEYS or not source.at(index + 1, ":"):
             continue
         opening = _enclosing_brace(source, index)
         if opening is None or opening in seen:
@@ -92,6 +98,12 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
         entries = source._object(opening, source.match[opening], 1)[1]
         name = string_value(source, entries["name"], index) if "name" in entries else None
         if name is None or token.value not in entries:  # a key of a nested literal the brackets around it left unclosed
+            continue
+        if token.value == "config":
+            found_config = _configured(source, entries, index)
+            if found_config is not None:
+                seen.add(opening)
+                found.append((opening, (name, *found_config)))
             continue
         description = string_value(source, entries["description"], index) if "description" in entries else None
         schema = input_schema(source, entries[token.value], index)
@@ -101,6 +113,19 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
         seen.add(opening)
         found.append((opening, (name, description, schema if schema is not None else {})))
     return found
+
+
+def _configured(source: Source, entries: dict, at: int) -> tuple[str | None, dict] | None:
+    """A tool's `config` object (a literal or a constant) holding its `inputSchema` and its description."""
+    config = deref(source, entries["config"], at)
+    if config[0] != "obj" or "inputSchema" not in config[1]:
+        return None
+    held = config[1]
+    description = string_value(source, held["description"], at) if "description" in held else None
+    if description is None and "description" in entries:
+        description = string_value(source, entries["description"], at)
+    schema = input_schema(source, held["inputSchema"], at)
+    return description, schema if schema is not None else {}
 
 
 def _tool_classes(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:

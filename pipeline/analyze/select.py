@@ -40,7 +40,7 @@ SDK_IMPORTS = tuple(re.compile(p) for p in (
     r"github\.com/modelcontextprotocol/go-sdk", r"github\.com/mark3labs/mcp-go", r"rmcp::", r"use[ \t]{1,10}rmcp\b"))
 TOOL_PATTERNS = tuple(re.compile(p) for p in (
     r"\.tool[ \t]{0,10}[(\n\r]", r"registerTool(?:Task)?\b", r"ListToolsRequestSchema", r"list_tools", r"add_tool\b", r"addTool\b",
-    r"NewTool\b", r"AddTool\b", r"#\[tool\b", r"\bTool\(", r"inputSchema\b", r"defineTool\b", r"createTool\b",
+    r"NewTool\b", r"AddTool\b", r"#\[tool\b", r"\bTool\(", r"inputSchema\b", r"define\w{0,30}Tool\b", r"createTool\b",
     r"extends[ \t]{1,10}(?:[\w$]{1,60}\.)?MCPTool\b"))
 # A tool definition with a literal name, a tool list handler, or a tool-shaped object: where a long file's excerpt begins.
 DEFINITION = re.compile(r"\.(?:tool|registerTool|registerToolTask|addTool)\([ \t\n]{0,20}[\"'`]|ListToolsRequestSchema[ \t]{0,5},|"
@@ -123,7 +123,7 @@ def _candidates(files: list[str]) -> list[_Candidate]:
                                                                        for p in parts[:-1]):
             continue
         found.append(_Candidate(path, language))
-    if any(not _compiled(c.path) for c in found):
+    if any(not _compiled(c.path) and not _launcher(c.path) for c in found):
         found = [c for c in found if not _compiled(c.path)]
     paths = {c.path for c in found}
     return [c for c in found if not _twin_of_esm(c.path, paths)]
@@ -139,6 +139,11 @@ def _twin_of_esm(path: str, paths: set[str]) -> bool:
         if part in ("cjs", "commonjs"):
             return any("/".join(parts[:index] + [twin] + parts[index + 1:]) in paths for twin in ("esm", "mjs", "es"))
     return False
+
+
+def _launcher(path: str) -> bool:
+    """bin/x.js: the script a package.json `bin` starts, which only loads the compiled server; no source of its own."""
+    return path.startswith("bin/")
 
 
 def _compiled(path: str) -> bool:
