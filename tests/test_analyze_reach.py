@@ -116,3 +116,22 @@ def test_windows_stay_bounded_on_a_file_of_sites_and_fast_on_megabytes(tmp_path)
     result = analysed(tree)
     assert [t.name for t in result.tools] == ["deep"] and result.metrics["extraction"]["complete"]
     assert time.perf_counter() - started < 15
+
+
+def test_tool_modules_with_a_config_object_and_a_bin_launcher_are_read(tmp_path):
+    tool = ("import { z } from 'zod';\nconst inputSchema = z.object({ path: z.string().describe('Where') });\n"
+            "const config = { title: 'Make', description: 'Make a document.', inputSchema };\n"
+            "export default function createTool() {\n  async function handler(args) { return { content: [] }; }\n"
+            "  return { name: 'make-document', config, handler };\n}\n")
+    prompt = ("export default function createPrompt() {\n  const config = { title: 'Fetch', description: 'How to fetch', argsSchema: {} };\n"
+              "  return { name: 'fetching', config, handler: async () => ({ messages: [] }) };\n}\n")
+    bare = ("const back = defineTool({\n  name: 'go_back',\n  config: { description: 'Go back to the previous page' },\n"
+            "  handle: async (ctx) => ({ content: [] }),\n});\nconst note = { name: 'not_a_tool', config: { description: 'no handler' } };\n")
+    result = analysed(tree_of(tmp_path, {"bin/server.js": "#!/usr/bin/env node\nimport '../dist/esm/index.js';\n",
+                                         "dist/esm/index.js": SDK + "import tools from './mcp/tools/index.js';\n",
+                                         "dist/esm/mcp/tools/make.js": tool, "dist/esm/mcp/prompts/fetching.js": prompt,
+                                         "dist/esm/mcp/tools/back.js": bare}))
+    tools = {t.name: t for t in result.tools}
+    assert set(tools) == {"make-document", "go_back"}
+    assert tools["make-document"].description == "Make a document." and tools["make-document"].input_schema["required"] == ["path"]
+    assert tools["go_back"].input_schema == {"type": "object", "properties": {}}

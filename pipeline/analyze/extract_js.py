@@ -23,6 +23,7 @@ HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSc
 MAX_CALLS = 1_000  # calls read per file (a real server registers far fewer tools)
 SCHEMA_KEYS = {"inputSchema", "schema", "parameters", "paramsSchema", "argsSchema", "input_schema"}
 HANDLER_KEYS = ("handler", "execute", "run", "callback", "cb", "handle", "fn", "call")
+NOT_TOOL_CONFIG = {"argsSchema", "arguments", "uri", "uriTemplate", "mimeType", "messages"}
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 
 
@@ -116,14 +117,18 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
 
 
 def _configured(source: Source, entries: dict, at: int) -> tuple[str | None, dict] | None:
-    """A tool's `config` object (a literal or a constant) holding its `inputSchema` and its description."""
+    """A tool's `config` object (a literal or a constant) holding its `inputSchema` and its description, or only its
+    description when the tool has a handler beside it and takes no parameters."""
     config = deref(source, entries["config"], at)
-    if config[0] != "obj" or "inputSchema" not in config[1]:
+    if config[0] != "obj":
         return None
     held = config[1]
     description = string_value(source, held["description"], at) if "description" in held else None
-    if description is None and "description" in entries:
-        description = string_value(source, entries["description"], at)
+    if "inputSchema" not in held:  # a tool without parameters: its description and its handler beside it say it is one
+        if held.keys() & NOT_TOOL_CONFIG:  # a prompt's or a resource's config, registered the same way
+            return None
+        handled = any(entries.get(k, ("other",))[0] == "func" for k in HANDLER_KEYS)
+        return (description, {"type": "object", "properties": {}}) if description is not None and handled else None
     schema = input_schema(source, held["inputSchema"], at)
     return description, schema if schema is not None else {}
 
