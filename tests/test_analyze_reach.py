@@ -135,3 +135,13 @@ def test_tool_modules_with_a_config_object_and_a_bin_launcher_are_read(tmp_path)
     assert set(tools) == {"make-document", "go_back"}
     assert tools["make-document"].description == "Make a document." and tools["make-document"].input_schema["required"] == ["path"]
     assert tools["go_back"].input_schema == {"type": "object", "properties": {}}
+
+
+def test_a_module_exporting_metadata_and_a_schema_is_one_tool(tmp_path):
+    module = ("import { z } from 'zod';\nexport const inputSchema = { port: z.number().optional().describe('Port') };\n"
+              "export const metadata: ToolMetadata = { name: 'index_servers', description: 'List the running servers.' };\n"
+              "export async function handler(args) { return {}; }\n")
+    local = "const metadata = { name: 'local', description: 'not exported' };\nconst schema = {};\nexport default metadata;\n"
+    result = analysed(tree_of(tmp_path, {"src/index.ts": SDK, "src/tools/index_servers.ts": module, "src/tools/other.ts": local}))
+    assert [(t.name, t.description, t.input_schema["properties"]["port"]["type"]) for t in result.tools] == \
+        [("index_servers", "List the running servers.", "number")]

@@ -19,7 +19,7 @@ from pipeline.analyze.jsparse import Source, deref, last_name, string_value
 from pipeline.analyze.zod import input_schema, zod_schema
 from pipeline.models import ExtractedTool
 
-HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|define\w{0,30}Tool|createTool|MCPTool|\bconfig\b")
+HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|define\w{0,30}Tool|createTool|MCPTool|\bconfig\b|\bmetadata\b")
 MAX_CALLS = 1_000  # calls read per file (a real server registers far fewer tools)
 SCHEMA_KEYS = {"inputSchema", "schema", "parameters", "paramsSchema", "argsSchema", "input_schema"}
 HANDLER_KEYS = ("handler", "execute", "run", "callback", "cb", "handle", "fn", "call")
@@ -70,6 +70,9 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
     for index, (name, description, schema) in _tool_classes(parsed):
         tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
                                    language=language, pattern="MCPTool-class"))
+    for index, (name, description, schema) in _tool_module(parsed):
+        tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
+                                   language=language, pattern="tool-module-exports"))
     for index, (name, description, schema) in _tool_object_literals(parsed):
         tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
                                    language=language, pattern="tool-object-literal"))
@@ -131,6 +134,38 @@ def _configured(source: Source, entries: dict, at: int) -> tuple[str | None, dic
         return (description, {"type": "object", "properties": {}}) if description is not None and handled else None
     schema = input_schema(source, held["inputSchema"], at)
     return description, schema if schema is not None else {}
+
+
+def _tool_module(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:
+    """A file that is one tool (xmcp's convention, and servers that load a folder of them): `export const metadata =
+    {name, description}` beside an exported `schema` or `inputSchema` (a zod shape). Both must be exported: a module's
+    interface, not any local `metadata`."""
+    exported = [name for name in ("metadata", "schema", "inputSchema") if _exported(source, name)]
+    if "metadata" not in exported or len(exported) < 2:
+        return []
+    at = source.declarations["metadata"][0]
+    metadata = deref(source, source.value(at, 1, len(source.tokens))[0], at)
+    if metadata[0] != "obj" or "name" not in metadata[1] or (name := string_value(source, metadata[1]["name"], at)) is None:
+        return []
+    description = string_value(source, metadata[1]["description"], at) if "description" in metadata[1] else None
+    key = "inputSchema" if "inputSchema" in exported else "schema"
+    start = source.declarations[key][0]
+    schema = input_schema(source, source.value(start, 1, len(source.tokens))[0], start)
+    return [(at, (name, description, schema if schema is not None else {}))]
+
+
+def _exported(source: Source, name: str) -> bool:
+    """`export const NAME [: Type] =` or CommonJS `exports.NAME =`, for the first declaration of NAME."""
+    tokens = source.tokens
+    for index in source.declarations.get(name, [])[:1]:
+        cursor = index - 2
+        while cursor > 0 and index - cursor < 200 and not (tokens[cursor].kind == "id" and tokens[cursor].value == name):
+            cursor -= 1
+        if cursor >= 2 and tokens[cursor - 1].value in ("const", "let", "var") and tokens[cursor - 2].value == "export":
+            return True
+        if cursor >= 2 and tokens[cursor - 1].value == "." and tokens[cursor - 2].value == "exports":
+            return True
+    return False
 
 
 def _tool_classes(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:
