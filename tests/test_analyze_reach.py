@@ -145,3 +145,13 @@ def test_a_module_exporting_metadata_and_a_schema_is_one_tool(tmp_path):
     result = analysed(tree_of(tmp_path, {"src/index.ts": SDK, "src/tools/index_servers.ts": module, "src/tools/other.ts": local}))
     assert [(t.name, t.description, t.input_schema["properties"]["port"]["type"]) for t in result.tools] == \
         [("index_servers", "List the running servers.", "number")]
+
+
+def test_a_whole_file_of_repeated_keys_stays_linear():
+    from pipeline.analyze.extract_js import extract_js
+    from pipeline.analyze.fetch import SourceFile
+
+    for text in ("config:" * 36_000, "schema: " * 32_000, "{inputSchema: {}, " * 14_000, "(config, " * 28_000):
+        started = time.perf_counter()
+        assert not extract_js(SourceFile(path="x.js", text=text, language="javascript"))
+        assert time.perf_counter() - started < 2, text[:20]

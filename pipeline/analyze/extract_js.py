@@ -88,6 +88,7 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
     found: list[tuple[int, tuple[str, str | None, dict]]] = []
     seen: set[int] = set()
     tokens = source.tokens
+    enclosing: list[int] | None = None
     for index, token in enumerate(tokens):
         if token.kind not in ("id", "str") or len(found) >= 500:
             continue
@@ -96,8 +97,9 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
                 continue
         elif token.value not in SCHEMA_KEYS or not source.at(index + 1, ":"):
             continue
-        opening = _enclosing_brace(source, index)
-        if opening is None or opening in seen:
+        enclosing = enclosing if enclosing is not None else _enclosing_brackets(source)
+        opening = enclosing[index]
+        if opening < 0 or opening in seen or not source.at(opening, "{") or source.match[opening] <= opening:
             continue
         entries = source._object(opening, source.match[opening], 1)[1]
         name = string_value(source, entries["name"], index) if "name" in entries else None
@@ -248,20 +250,20 @@ def _wrapper_call(source: Source, args: list[tuple], at: int) -> list[tuple[str,
     return [(name, strings[-1] if strings else None, schema)]
 
 
-def _enclosing_brace(source: Source, index: int, reach: int = 5000) -> int | None:
-    """The "{" of the object literal that holds token `index` as one of its own keys."""
-    depth = 0
-    for cursor in range(index - 1, max(-1, index - reach), -1):
-        token = source.tokens[cursor]
+def _enclosing_brackets(source: Source) -> list[int]:
+    """For each token, the index of the innermost bracket open around it (-1 at the top level): one pass with a stack, so
+    asking for every key's object costs linear time however many keys a hostile file repeats."""
+    enclosing: list[int] = []
+    stack: list[int] = []
+    for index, token in enumerate(source.tokens):
+        enclosing.append(stack[-1] if stack else -1)
         if token.kind != "punc":
             continue
-        if token.value in (")", "]", "}"):
-            depth += 1
-        elif token.value in ("(", "[", "{"):
-            if depth == 0:
-                return cursor if token.value == "{" and source.match[cursor] > cursor else None
-            depth -= 1
-    return None
+        if token.value in ("(", "[", "{"):
+            stack.append(index)
+        elif token.value in (")", "]", "}") and stack:
+            stack.pop()
+    return enclosing
 
 
 def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:
