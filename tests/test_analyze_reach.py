@@ -155,3 +155,13 @@ def test_a_whole_file_of_repeated_keys_stays_linear():
         started = time.perf_counter()
         assert not extract_js(SourceFile(path="x.js", text=text, language="javascript"))
         assert time.perf_counter() - started < 2, text[:20]
+
+
+def test_a_bundle_names_its_tools_with_constants_declared_far_away(tmp_path):
+    minified = ('var Ah="far_docs",ph="far_plugins",x1=1;' + "function f(a){return a+1};" * 12_000
+                + 'function reg(t){t.registerTool({name:Ah,description:"Docs.",inputSchema:{type:"object",properties:{}},handler:async a=>{}}),'
+                + 't.registerTool({name:ph,description:"Plugins.",handler:async a=>{}})}' + "function g(a){return a};" * 12_000)
+    bundle = SDK + "\n" + dependencies(300_000) + minified + "\n"
+    result = analysed(tree_of(tmp_path, {"dist/index.js": bundle}))
+    assert sorted(t.name for t in result.tools) == ["far_docs", "far_plugins"]
+    assert {t.line for t in result.tools} == {bundle.count("\n", 0, bundle.index("var Ah=")) + 1}  # the minified line, the file's own

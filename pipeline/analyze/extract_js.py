@@ -289,7 +289,10 @@ def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | N
 
 
 def _register_tool(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:
-    """server.registerTool(name, {title, description, inputSchema, outputSchema, annotations}, handler)."""
+    """server.registerTool(name, {title, description, inputSchema, outputSchema, annotations}, handler); a server's own
+    `registerTool({name, description, inputSchema, handler})` wrapper is read like addTool."""
+    if len(args) == 1:
+        return _add_tool(source, args, at)
     if len(args) < 2 or (name := string_value(source, args[0], at)) is None:
         return None
     config = deref(source, args[1], at)

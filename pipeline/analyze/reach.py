@@ -45,8 +45,12 @@ def extraction_texts(selected: list[SourceFile], tree: SourceTree) -> Reach:
             files.append(SourceFile(path=source.path, text=whole, language=source.language, reason=source.reason))
         elif source.language in WHOLE_BYTES:
             windows, complete = _windows(whole)
-            files += [SourceFile(path=source.path, text=whole[start:end], language=source.language, reason=source.reason,
-                                 first_line=whole.count("\n", 0, start) + 1) for start, end in windows] or [source]
+            for start, end in windows:
+                prelude = _name_constants(whole, start, end)
+                files.append(SourceFile(path=source.path, text=prelude + whole[start:end], language=source.language, reason=source.reason,
+                                        first_line=whole.count("\n", 0, start) + 1 - prelude.count("\n")))
+            if not windows:
+                files.append(source)
             if not complete:
                 cut.append(source.path)
         else:
@@ -80,6 +84,40 @@ def _windows(text: str) -> tuple[list[tuple[int, int]], bool]:
         if total > MAX_WINDOW_BYTES:
             return _closed(regions), False
     return _closed(regions), complete
+
+
+NAME_USE = re.compile(r"name[ \t]{0,5}:[ \t]{0,5}([A-Za-z_$][\w$]{0,60})\b")
+STRING = re.compile(r"\"[^\"\\\n]{0,500}(?:\\.[^\"\\\n]{0,500}){0,20}\"|'[^'\\\n]{0,500}(?:\\.[^'\\\n]{0,500}){0,20}'")
+MAX_CONSTANTS = 200
+
+
+def _name_constants(text: str, start: int, end: int) -> str:
+    """`const X = "…";` lines for the string constants a window's `name: X` refers to but declares elsewhere in the file
+    (a bundler names tools in one place and defines them in another, kilobytes apart). Only string literals are copied."""
+    window = text[start:end]
+    lines: list[str] = []
+    for name in dict.fromkeys(m.group(1) for m in NAME_USE.finditer(window)):
+        if len(lines) >= MAX_CONSTANTS or name in ("true", "false", "null", "undefined", "this") or f"{name}=" in window.replace(" ", ""):
+            continue
+        literal = _string_declaration(text, name)
+        if literal is not None:
+            lines.append(f"const {name} = {literal};\n")
+    return "".join(lines)
+
+
+def _string_declaration(text: str, name: str) -> str | None:
+    """The string literal of the first `name = "…"` declaration in the text (`var`/`let`/`const`, or a minified `,name="…"`)."""
+    pattern = re.compile(re.escape(name) + r"[ \t]{0,5}=[ \t]{0,5}(?=[\"'])")
+    for count, match in enumerate(pattern.finditer(text)):
+        if count >= 50:
+            break
+        before = text[match.start() - 1] if match.start() else " "
+        if before.isalnum() or before in "_$.":
+            continue
+        literal = STRING.match(text, match.end())
+        if literal is not None:
+            return literal.group(0)
+    return None
 
 
 def _closed(regions: list[list[int]]) -> list[tuple[int, int]]:
