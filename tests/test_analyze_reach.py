@@ -165,3 +165,13 @@ def test_a_bundle_names_its_tools_with_constants_declared_far_away(tmp_path):
     result = analysed(tree_of(tmp_path, {"dist/index.js": bundle}))
     assert sorted(t.name for t in result.tools) == ["far_docs", "far_plugins"]
     assert {t.line for t in result.tools} == {bundle.count("\n", 0, bundle.index("var Ah=")) + 1}  # the minified line, the file's own
+
+
+def test_the_installed_reader_keeps_javascript_to_its_cap_and_says_what_it_cut(tmp_path):
+    from pipeline.analyze.fetch import MAX_TEXT, reader
+
+    (tmp_path / "big.js").write_text("x" * (MAX_TEXT + 10))
+    (tmp_path / "big.md").write_text("y" * (MAX_TEXT + 10))
+    cut: set[str] = set()
+    read = reader(tmp_path, cut)
+    assert len(read("big.js") or "") == MAX_TEXT + 10 and len(read("big.md") or "") == MAX_TEXT and cut == {"big.md"}

@@ -103,7 +103,7 @@ def build_tree(
         read=texts.get,
         repository=repository,
         manifests={name: texts[name] for name in MANIFEST_NAMES if name in texts},
-        cut=frozenset(unpacked.cut),
+        cut=set(unpacked.cut),
     )
 
 
