@@ -107,6 +107,7 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
                 "version_hygiene": {"value": rng.randint(0, 100)} if rng.random() < 0.5 else None,
                 "spec_version": {"value": rng.choice(["2024-11-05", "2025-06-18", "2025-11-25", "2026-07-28"])},
                 "extracted_tools": [t["name"] for t in tools] if rng.random() < 0.8 else [t["name"] for t in tools[:-1]] + ["legacy_tool"],
+                "extraction": {"complete": rng.random() < 0.9, "cut": [], "left_out": 0},
             }
             result = {"server_id": sid, "analyzed_at": iso(now - timedelta(days=age)), "fetcher": "github", "source_ref": "main", "ok": True,
                       "error": None, "files": [], "description": description, "readme_chars": 3000, "license": "MIT", "sdk": {},

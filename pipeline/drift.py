@@ -7,13 +7,25 @@ from __future__ import annotations
 from typing import Any
 
 
-def drift_between(static: list | None, runtime: list[dict] | None) -> dict[str, list[str]] | None:
-    """Tool names found in source (static extraction) vs listed at runtime; None when either is unknown."""
+def drift_between(static: list | None, runtime: list[dict] | None, complete: bool) -> dict[str, Any] | None:
+    """Tool names found in source (static extraction) vs listed at runtime; None when either is unknown.
+
+    A tool found in source but not listed is evidence whatever the extraction read. A tool listed but not found is
+    evidence only when the extraction read every file that may define tools (`complete`): after a partial read it is
+    more likely a tool we did not reach than drift, so it is not reported and `complete` says why."""
     if static is None or runtime is None:
         return None
     static_names = {str(name) for name in static}
     runtime_names = {str(t.get("name")) for t in runtime}
-    return {"missing_at_runtime": sorted(static_names - runtime_names), "extra_at_runtime": sorted(runtime_names - static_names)}
+    return {"missing_at_runtime": sorted(static_names - runtime_names),
+            "extra_at_runtime": sorted(runtime_names - static_names) if complete else [], "complete": complete}
+
+
+def extraction_complete(metrics: dict[str, Any]) -> bool:
+    """Whether an analysis's tool extraction read all of the source (metrics["extraction"]); an analysis that does not
+    say (made before it was recorded) counts as partial."""
+    extraction = metrics.get("extraction")
+    return isinstance(extraction, dict) and extraction.get("complete") is True
 
 
 def _schema_of(tool: dict[str, Any], key: str) -> dict[str, Any]:

@@ -68,6 +68,45 @@ def test_license_clarity(manifest, value, kind):
     assert (result["value"], result["kind"]) == (value, kind)
 
 
+MIT_TEXT = """MIT License
+
+Copyright (c) 2025 Acme
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+"""
+BSD3_TEXT = """Copyright (c) 2024, Acme. All rights reserved.
+Redistribution and use in source and binary forms, with or without modification, are permitted provided that ...
+3. Neither the name of the copyright holder nor the names of its contributors may be used to endorse ..."""
+
+
+@pytest.mark.parametrize("manifest,text,host,expected", [
+    ({}, MIT_TEXT, None, (100, "MIT", "license text")),  # a standard LICENSE file is its SPDX id, not a custom license
+    ({"license": "SEE LICENSE IN LICENSE"}, MIT_TEXT, None, (100, "MIT", "license text")),
+    ({}, BSD3_TEXT, None, (100, "BSD-3-Clause", "license text")),
+    ({}, "                                 Apache License\n                           Version 2.0, January 2004\n", None,
+     (100, "Apache-2.0", "license text")),
+    ({}, "GNU GENERAL PUBLIC LICENSE\n Version 3, 29 June 2007", None, (100, "GPL-3.0", "license text")),
+    ({"license": "MIT License"}, None, None, (100, "MIT", "manifest name")),
+    ({}, "All rights reserved. You may not use this software.", None, (40, "custom", "license text")),
+    ({}, "Proprietary terms apply.", "MIT", (100, "MIT", "repository host")),
+    ({}, "MIT License, but only on Tuesdays", "NOASSERTION", (40, "custom", "license text")),  # a title line alone is not the license
+])
+def test_license_text_and_host_are_recognised(manifest, text, host, expected):
+    from pipeline.models import RepositoryFacts
+
+    repository = RepositoryFacts(host="github", license=host) if host else None
+    result = license_clarity(tree(manifest=manifest, license_text=text, repository=repository))
+    assert (result["value"], result["license"], result["source"]) == expected
+
+
 def test_documentation_coverage_counts_what_is_there():
     full = tree(files=["README.md", "CHANGELOG.md", "examples/a.py", "CONTRIBUTING.md", "LICENSE", "docs/x.md", "SECURITY.md", "CODE_OF_CONDUCT.md"],
                 readme="# x", license_text="MIT", manifest_kind="package.json")

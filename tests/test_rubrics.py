@@ -92,6 +92,7 @@ def test_warning_flags():
                   analysis=analysis())
     facts.duplicate_description = True
     facts.analysis.metrics["extracted_tools"] = ["get_time", "set_time"]
+    facts.analysis.metrics["extraction"] = {"complete": True, "cut": [], "left_out": 0}
     facts.analysis.repository = RepositoryFacts(host="github", pushed_at=NOW - timedelta(days=400))
     facts.probe.protocol_version = "2024-11-05"
     judged = [Judgement(server_id="s", tool_name=t, tool_hash="h", provider="p", model=m, offline=False, judged_at=NOW, clarity=c,
@@ -192,6 +193,24 @@ def test_prompt_injection_reads_extracted_tools_without_a_runtime_list_and_needs
     found, _ = flags_of(Facts(server=server(), now=NOW, probe=probe(tools=[smuggling]), analysis=analysis()))
     assert found["prompt_injection"].reason == "get_time: call-first, suspicious-parameter"
 
+
+
+
+@pytest.mark.parametrize("extracted,extraction,reason", [
+    (["get_time"], {"complete": True, "cut": [], "left_out": 0}, "missing at runtime: –; extra at runtime: set_zone"),
+    (["get_time"], {"complete": False, "cut": ["dist/index.js"], "left_out": 0}, None),  # a tool we did not reach is no drift
+    (["get_time"], {"complete": False, "cut": [], "left_out": 3}, None),
+    (["get_time"], None, None),  # an analysis that does not say what it read counts as partial
+    (["get_time", "gone"], {"complete": False, "cut": ["dist/index.js"], "left_out": 0},
+     "missing at runtime: gone (the source was read in part: tools listed only at runtime are not counted)"),
+])
+def test_schema_drift_claims_tools_only_at_runtime_only_after_a_complete_extraction(extracted, extraction, reason):
+    facts = Facts(server=server(), now=NOW, probe=probe(tools=(TOOL, {**TOOL, "name": "set_zone"})), analysis=analysis())
+    facts.analysis.metrics["extracted_tools"] = extracted
+    if extraction is not None:
+        facts.analysis.metrics["extraction"] = extraction
+    found, _ = flags_of(facts)
+    assert (found["schema_drift"].reason if "schema_drift" in found else None) == reason
 
 def test_the_fifteen_flags_are_registered():
     from pipeline.score.flags import FLAGS

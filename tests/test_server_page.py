@@ -82,7 +82,8 @@ def page(tmp_path_factory):
             at = NOW - timedelta(days=day, hours=k * 5 + 1)
             store.record_probe(db, fast("docs", at, ok=not (day == 0 and k == 0), ms=100 + 10 * k), None)
     store.record_analysis(db, analysis().model_copy(update={"server_id": "docs"}).model_copy(
-        update={"metrics": {**analysis().metrics, "extracted_tools": ["search_docs", "delete_page", "export_all"]}, **SOURCE_EVIDENCE}))
+        update={"metrics": {**analysis().metrics, "extracted_tools": ["search_docs", "delete_page", "export_all"],
+                            "extraction": {"complete": True, "cut": [], "left_out": 0}}, **SOURCE_EVIDENCE}))
     store.save_judgements(db, "docs", [judgement("search_docs", "m1", 90), judgement("search_docs", "m2", 50),
                                        judgement("delete_page", "offline", 40, True)])
     run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1), progress=quiet(2))
@@ -107,7 +108,7 @@ def test_per_tool_table_shows_documentation_annotations_interpretability_and_amb
 def test_schema_drift_against_source_and_between_captures(page):
     site, data, html = page
     drift = data["schema_drift"]
-    assert drift["source_vs_runtime"] == {"missing_at_runtime": ["export_all"], "extra_at_runtime": []}
+    assert drift["source_vs_runtime"] == {"missing_at_runtime": ["export_all"], "extra_at_runtime": [], "complete": True}
     change = drift["changes"][0]
     assert (change["added"], change["removed"], change["changed"]) == (["delete_page"], ["purge"], ["search_docs"])
     assert change["breaking"] == 2  # "limit" removed, "query" retyped
@@ -158,6 +159,19 @@ def test_reliability_and_drift_functions_on_edges():
     only_old = reliability([{"day": "2026-10-01", "runs": 3, "reachable": 3, "ok": 3, "latency_hist": {}}], [], date(2026, 11, 29))
     assert only_old["windows"]["7d"] == {"probes": 0, "uptime": None, "p50_ms": None, "p95_ms": None}
     assert schema_drift(None, None, []) == {"source_vs_runtime": None, "changes": []}
+
+
+def test_schema_drift_counts_tools_only_at_runtime_when_the_source_was_read_whole():
+    from pipeline.render.evidence import schema_drift
+
+    runtime = [{"name": "a"}, {"name": "b"}]
+    whole = {"ok": True, "metrics": {"extracted_tools": ["a", "z"], "extraction": {"complete": True, "cut": [], "left_out": 0}}}
+    part = {"ok": True, "metrics": {"extracted_tools": ["a", "z"], "extraction": {"complete": False, "cut": ["dist/index.js"], "left_out": 0}}}
+    unsaid = {"ok": True, "metrics": {"extracted_tools": ["a", "z"]}}  # an analysis from before coverage was recorded
+    assert schema_drift(whole, runtime, [])["source_vs_runtime"] == {"missing_at_runtime": ["z"], "extra_at_runtime": ["b"], "complete": True}
+    for partial in (part, unsaid):
+        assert schema_drift(partial, runtime, [])["source_vs_runtime"] == {"missing_at_runtime": ["z"], "extra_at_runtime": [],
+                                                                             "complete": False}
 
 
 def test_a_local_server_shows_no_uptime_of_our_own_process(page):

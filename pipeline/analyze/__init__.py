@@ -24,7 +24,8 @@ from pipeline.analyze.fetch import FetchFailed, NotModified, RepoFetcher, Source
 from pipeline.analyze.history import maintenance_pulse, version_hygiene
 from pipeline.analyze.inference import infer_protocol
 from pipeline.analyze.metrics import analyze_tree
-from pipeline.analyze.select import select_files
+from pipeline.analyze.reach import extraction_texts, unrecognised
+from pipeline.analyze.select import select
 from pipeline.analyze.spec import spec_version
 from pipeline.models import AnalysisResult, Server, StageReport
 from pipeline.progress import Progress
@@ -58,8 +59,10 @@ def _failed(server: Server, fetcher: RepoFetcher, now: datetime, exc: FetchFaile
 def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Resolver | None = None) -> AnalysisResult:
     """Everything a fetched tree shows, computed purely (DNS only through `resolve`, when given)."""
     description = server.description or tree.manifest.get("description") or tree.manifest.get("summary")  # strings: clean_manifest
-    files = select_files(tree)
-    tools = extract_tools(files)
+    selection = select(tree)
+    files = selection.files
+    reach = extraction_texts(files, tree)
+    tools = extract_tools(reach.files)
     findings = scan_behaviour(files, tools, tree)
     metrics = analyze_tree(tree, description)
     metrics.update({
@@ -71,6 +74,8 @@ def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Res
         "source_inference": infer_protocol(files, tools),
         "env_vars": [v.model_dump() for v in required_env_vars(files, tree)],
         "extracted_tools": [t.name for t in tools] if tools is not None else None,
+        # Whether the extractor read every file that may define tools: only then do tools listed at runtime alone show drift.
+        "extraction": _coverage(reach.cut, selection.left_out, unrecognised(reach.files, tools)),
     })
     return AnalysisResult(
         server_id=server.id,
@@ -92,6 +97,12 @@ def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Res
         entry_points=entry_points(tree, files),
         selected_files=[f.path for f in files],
     )
+
+
+def _coverage(cut: list[str], left_out: list[str], unread: list[str]) -> dict:
+    """Whether the extractor read all of the source: no file cut, none with tool patterns beyond the top 20, and no file with
+    more tool-definition sites than tools read from it."""
+    return {"complete": not (cut or left_out or unread), "cut": cut[:50], "left_out": len(left_out), "unrecognised": unread[:50]}
 
 
 def run_analyze(

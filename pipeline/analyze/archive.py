@@ -16,7 +16,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass, field
 
-from pipeline.analyze.fetch import MAX_FILES, MAX_TEXT, FetchFailed
+from pipeline.analyze.fetch import CODE_SUFFIXES, MAX_CODE, MAX_FILES, MAX_TEXT, FetchFailed
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,7 @@ class Limits:
     uncompressed: int = 512_000_000  # bytes decompressed in all, skipped members included
     members: int = 20_000  # entries read; the rest are not read, and the truncation is said
     member_text: int = MAX_TEXT  # bytes kept of one text file
+    member_code: int = MAX_CODE  # bytes kept of one JavaScript file (a bundle's tools lie megabytes in)
     kept: int = 48_000_000  # bytes of text kept in memory in all
     depth: int = 24  # path segments
 
@@ -66,6 +67,7 @@ class Unpacked:
     texts: dict[str, str] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count: "link", "device", "unsafe path", "binary", ...
     comment: str | None = None  # a tar's pax comment: GitHub puts the commit id there
+    cut: set[str] = field(default_factory=set)  # text files kept only in part (over their cap)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -139,8 +141,9 @@ def _untar(stream: io.BufferedReader, limits: Limits) -> Unpacked:
                 out.skip("binary" if _binary_name(path) else "over the kept-bytes limit")
                 continue
             handle = tar.extractfile(member)
-            raw = handle.read(limits.member_text) if handle is not None else b""
-            kept += _keep(out, path, raw)
+            cap = text_cap(path, limits)
+            raw = handle.read(cap) if handle is not None else b""
+            kept += _keep(out, path, raw, member.size > cap)
         comment = tar.pax_headers.get("comment")
     out.comment = comment[:100] if isinstance(comment, str) else None
     return out
@@ -173,9 +176,10 @@ def _unzip(data: bytes, limits: Limits) -> Unpacked:
                 out.skip("binary" if _binary_name(path) else "over the kept-bytes limit")
                 continue
             # Reading is bounded by what we ask for, whatever size the member claims.
+            cap = text_cap(path, limits)
             with archive.open(info) as handle:
-                raw = handle.read(limits.member_text)
-            kept += _keep(out, path, raw)
+                raw = handle.read(cap + 1)
+            kept += _keep(out, path, raw[:cap], len(raw) > cap)
     return out
 
 
@@ -188,11 +192,18 @@ def _binary_name(path: str) -> bool:
     return path.lower().endswith(BINARY_SUFFIXES)
 
 
-def _keep(out: Unpacked, path: str, raw: bytes) -> int:
+def text_cap(path: str, limits: Limits) -> int:
+    """Bytes kept of one file: a JavaScript file's whole bundle, up to member_code; any other text, member_text."""
+    return limits.member_code if path.lower().endswith(CODE_SUFFIXES) else limits.member_text
+
+
+def _keep(out: Unpacked, path: str, raw: bytes, cut: bool) -> int:
     if b"\x00" in raw[:8192]:
         out.skip("binary")
         return 0
     out.texts[path] = raw.decode("utf-8", "replace")
+    if cut:
+        out.cut.add(path)
     return len(raw)
 
 
@@ -203,4 +214,4 @@ def strip_root(unpacked: Unpacked) -> Unpacked:
         return unpacked
     cut = len(next(iter(roots))) + 1
     return Unpacked(files=[f[cut:] for f in unpacked.files], texts={k[cut:]: v for k, v in unpacked.texts.items()},
-                    skipped=unpacked.skipped, comment=unpacked.comment)
+                    skipped=unpacked.skipped, comment=unpacked.comment, cut={k[cut:] for k in unpacked.cut})

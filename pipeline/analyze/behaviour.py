@@ -39,7 +39,7 @@ from pipeline.analyze.taint import corroborated_sends
 from pipeline.models import ExtractedTool, Finding
 from pipeline.text import INJECTION_MARKERS, injection_severity, suspicious_parameters, tool_markers
 
-# Points off 100 per finding, and the most one kind and severity can take (deviation 47).
+# Points off 100 per finding, and the most one kind and severity can take (deviation 50).
 DEDUCTIONS: dict[tuple[str, str], tuple[int, int]] = {
     ("exfiltration", "critical"): (60, 80),
     ("prompt_injection", "critical"): (60, 80),

@@ -2,7 +2,7 @@
 schema markers present, capped at 60 without inputSchema/parameters and at 70 without descriptions.
 
 The seed counts its markers (inputSchema, parameters, properties, description, type, required) in the source text;
-we count them per extracted tool, on the schema the extractor read (deviation 46): a marker in a comment or in
+we count them per extracted tool, on the schema the extractor read (deviation 48): a marker in a comment or in
 unrelated code earns nothing, and every tool weighs the same.
 """
 

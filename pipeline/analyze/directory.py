@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from pipeline.analyze.archive import BINARY_SUFFIXES, Limits, Unpacked
+from pipeline.analyze.archive import BINARY_SUFFIXES, Limits, Unpacked, text_cap
 from pipeline.analyze.fetch import MAX_FILES, FetchFailed, SourceTree
 from pipeline.analyze.unpacked import build_tree
 from pipeline.models import AnalysisResult, Server
@@ -67,7 +67,7 @@ def read_directory(root: Path, limits: Limits = Limits()) -> Unpacked:
                     out.files.append(relative)
                 if name.lower().endswith(BINARY_SUFFIXES) or kept >= limits.kept:
                     continue
-                kept += _keep_text(out, path, relative, limits.member_text)
+                kept += _keep_text(out, path, relative, text_cap(relative, limits))
     out.files.sort()
     return out
 
@@ -88,7 +88,7 @@ def _keep_text(out: Unpacked, path: Path, relative: str, cap: int) -> int:
         if status.st_nlink > 1:  # a hard link may name a file anywhere on the disk: its text is not the tree's to show
             out.skip("hard link")
             return 0
-        raw = os.read(fd, cap)
+        raw = os.read(fd, cap + 1)
     except OSError:
         out.skip("unreadable")
         return 0
@@ -97,5 +97,7 @@ def _keep_text(out: Unpacked, path: Path, relative: str, cap: int) -> int:
     if b"\x00" in raw[:8192]:
         out.skip("binary")
         return 0
-    out.texts[relative] = raw.decode("utf-8", "replace")
-    return len(raw)
+    out.texts[relative] = raw[:cap].decode("utf-8", "replace")
+    if len(raw) > cap:
+        out.cut.add(relative)
+    return min(len(raw), cap)

@@ -19,10 +19,11 @@ from pipeline.analyze.jsparse import Source, deref, last_name, string_value
 from pipeline.analyze.zod import input_schema, zod_schema
 from pipeline.models import ExtractedTool
 
-HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|defineTool|createTool|MCPTool")
+HINT = re.compile(r"\btool\b|registerTool|addTool|ListToolsRequestSchema|inputSchema|define\w{0,30}Tool|createTool|MCPTool|\bconfig\b|\bmetadata\b")
 MAX_CALLS = 1_000  # calls read per file (a real server registers far fewer tools)
 SCHEMA_KEYS = {"inputSchema", "schema", "parameters", "paramsSchema", "argsSchema", "input_schema"}
 HANDLER_KEYS = ("handler", "execute", "run", "callback", "cb", "handle", "fn", "call")
+NOT_TOOL_CONFIG = {"argsSchema", "arguments", "uri", "uriTemplate", "mimeType", "messages"}
 ANNOTATION_KEYS = {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 
 
@@ -69,6 +70,9 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
     for index, (name, description, schema) in _tool_classes(parsed):
         tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
                                    language=language, pattern="MCPTool-class"))
+    for index, (name, description, schema) in _tool_module(parsed):
+        tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
+                                   language=language, pattern="tool-module-exports"))
     for index, (name, description, schema) in _tool_object_literals(parsed):
         tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
                                    language=language, pattern="tool-object-literal"))
@@ -79,19 +83,33 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
     """Object literals shaped like an MCP tool anywhere in the file: a string `name` beside an `inputSchema` (tool lists
     built in one place and returned from another, registries, maps of tools); or beside a `schema`/`parameters`-like
     key holding a zod shape or an object schema when a description and a handler function are there too
-    (`defineTool({name, description, schema, handler})`)."""
+    (`defineTool({name, description, schema, handler})`); or beside a `config` object that holds the `inputSchema` (a tool
+    module's `{name, config, handler}`, `defineTool({name, config: {description, inputSchema}})`)."""
     found: list[tuple[int, tuple[str, str | None, dict]]] = []
     seen: set[int] = set()
     tokens = source.tokens
+    enclosing: list[int] | None = None
     for index, token in enumerate(tokens):
-        if token.value not in SCHEMA_KEYS or token.kind not in ("id", "str") or not source.at(index + 1, ":") or len(found) >= 500:
+        if token.kind not in ("id", "str") or len(found) >= 500:
             continue
-        opening = _enclosing_brace(source, index)
-        if opening is None or opening in seen:
+        if token.value == "config":
+            if not (source.at(index + 1, ":") or (token.kind == "id" and (source.at(index + 1, ",") or source.at(index + 1, "}")))):
+                continue
+        elif token.value not in SCHEMA_KEYS or not source.at(index + 1, ":"):
+            continue
+        enclosing = enclosing if enclosing is not None else _enclosing_brackets(source)
+        opening = enclosing[index]
+        if opening < 0 or opening in seen or not source.at(opening, "{") or source.match[opening] <= opening:
             continue
         entries = source._object(opening, source.match[opening], 1)[1]
         name = string_value(source, entries["name"], index) if "name" in entries else None
         if name is None or token.value not in entries:  # a key of a nested literal the brackets around it left unclosed
+            continue
+        if token.value == "config":
+            found_config = _configured(source, entries, index)
+            if found_config is not None:
+                seen.add(opening)
+                found.append((opening, (name, *found_config)))
             continue
         description = string_value(source, entries["description"], index) if "description" in entries else None
         schema = input_schema(source, entries[token.value], index)
@@ -101,6 +119,55 @@ def _tool_object_literals(source: Source) -> list[tuple[int, tuple[str, str | No
         seen.add(opening)
         found.append((opening, (name, description, schema if schema is not None else {})))
     return found
+
+
+def _configured(source: Source, entries: dict, at: int) -> tuple[str | None, dict] | None:
+    """A tool's `config` object (a literal or a constant) holding its `inputSchema` and its description, or only its
+    description when the tool has a handler beside it and takes no parameters."""
+    config = deref(source, entries["config"], at)
+    if config[0] != "obj":
+        return None
+    held = config[1]
+    description = string_value(source, held["description"], at) if "description" in held else None
+    if "inputSchema" not in held:  # a tool without parameters: its description and its handler beside it say it is one
+        if held.keys() & NOT_TOOL_CONFIG:  # a prompt's or a resource's config, registered the same way
+            return None
+        handled = any(entries.get(k, ("other",))[0] == "func" for k in HANDLER_KEYS)
+        return (description, {"type": "object", "properties": {}}) if description is not None and handled else None
+    schema = input_schema(source, held["inputSchema"], at)
+    return description, schema if schema is not None else {}
+
+
+def _tool_module(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:
+    """A file that is one tool (xmcp's convention, and servers that load a folder of them): `export const metadata =
+    {name, description}` beside an exported `schema` or `inputSchema` (a zod shape). Both must be exported: a module's
+    interface, not any local `metadata`."""
+    exported = [name for name in ("metadata", "schema", "inputSchema") if _exported(source, name)]
+    if "metadata" not in exported or len(exported) < 2:
+        return []
+    at = source.declarations["metadata"][0]
+    metadata = deref(source, source.value(at, 1, len(source.tokens))[0], at)
+    if metadata[0] != "obj" or "name" not in metadata[1] or (name := string_value(source, metadata[1]["name"], at)) is None:
+        return []
+    description = string_value(source, metadata[1]["description"], at) if "description" in metadata[1] else None
+    key = "inputSchema" if "inputSchema" in exported else "schema"
+    start = source.declarations[key][0]
+    schema = input_schema(source, source.value(start, 1, len(source.tokens))[0], start)
+    return [(at, (name, description, schema if schema is not None else {}))]
+
+
+def _exported(source: Source, name: str) -> bool:
+    """`export const NAME [: Type] =` or CommonJS `exports.NAME =`, for the first declaration of NAME."""
+    tokens = source.tokens
+    for index in source.declarations.get(name, [])[:1]:
+        cursor = index - 2
+        while cursor > 0 and index - cursor < 200 and not (tokens[cursor].kind == "id" and tokens[cursor].value == name):
+            cursor -= 1
+        if cursor >= 2 and tokens[cursor - 1].value in ("const", "let", "var") and tokens[cursor - 2].value == "export":
+            return True
+        if cursor >= 2 and tokens[cursor - 1].value == "." and tokens[cursor - 2].value == "exports":
+            return True
+    return False
 
 
 def _tool_classes(source: Source) -> list[tuple[int, tuple[str, str | None, dict]]]:
@@ -183,20 +250,20 @@ def _wrapper_call(source: Source, args: list[tuple], at: int) -> list[tuple[str,
     return [(name, strings[-1] if strings else None, schema)]
 
 
-def _enclosing_brace(source: Source, index: int, reach: int = 5000) -> int | None:
-    """The "{" of the object literal that holds token `index` as one of its own keys."""
-    depth = 0
-    for cursor in range(index - 1, max(-1, index - reach), -1):
-        token = source.tokens[cursor]
+def _enclosing_brackets(source: Source) -> list[int]:
+    """For each token, the index of the innermost bracket open around it (-1 at the top level): one pass with a stack, so
+    asking for every key's object costs linear time however many keys a hostile file repeats."""
+    enclosing: list[int] = []
+    stack: list[int] = []
+    for index, token in enumerate(source.tokens):
+        enclosing.append(stack[-1] if stack else -1)
         if token.kind != "punc":
             continue
-        if token.value in (")", "]", "}"):
-            depth += 1
-        elif token.value in ("(", "[", "{"):
-            if depth == 0:
-                return cursor if token.value == "{" and source.match[cursor] > cursor else None
-            depth -= 1
-    return None
+        if token.value in ("(", "[", "{"):
+            stack.append(index)
+        elif token.value in (")", "]", "}") and stack:
+            stack.pop()
+    return enclosing
 
 
 def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:
@@ -222,7 +289,10 @@ def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | N
 
 
 def _register_tool(source: Source, args: list[tuple], at: int) -> tuple[str, str | None, dict] | None:
-    """server.registerTool(name, {title, description, inputSchema, outputSchema, annotations}, handler)."""
+    """server.registerTool(name, {title, description, inputSchema, outputSchema, annotations}, handler); a server's own
+    `registerTool({name, description, inputSchema, handler})` wrapper is read like addTool."""
+    if len(args) == 1:
+        return _add_tool(source, args, at)
     if len(args) < 2 or (name := string_value(source, args[0], at)) is None:
         return None
     config = deref(source, args[1], at)

@@ -19,6 +19,8 @@ from pipeline.models import AnalysisResult, LaunchSpec, RepositoryFacts, Server
 from pipeline.sandbox.install import installed_prefix
 
 MAX_TEXT = 200_000  # bytes of any one text file read for analysis
+MAX_CODE = 8_000_000  # bytes of one JavaScript file: a published bundle holds its dependencies and its tools in one dist file
+CODE_SUFFIXES = (".js", ".mjs", ".cjs")
 MAX_FILES = 5_000  # files listed from one source tree
 
 
@@ -40,6 +42,7 @@ class SourceTree:
     read: Callable[[str], str | None] = lambda path: None
     repository: RepositoryFacts | None = None  # what the host said (GitHub metadata, or a registry's release history)
     manifests: dict[str, str] = field(default_factory=dict)  # other manifests by path (pyproject.toml, go.mod, Cargo.toml), as text
+    cut: set[str] = field(default_factory=set)  # files `read` gives only in part (over their cap); a lazy reader adds to it
 
     def __post_init__(self) -> None:
         # The one place a manifest's fields get their types: every reader after this may trust them.
@@ -137,6 +140,7 @@ class InstalledPackageFetcher:
         return self._pypi(launch, prefix)
 
     def _npm(self, launch: LaunchSpec, prefix: Path) -> SourceTree:
+        cut: set[str] = set()
         package = launch.package
         modules = prefix / "node_modules"
         root = modules / package
@@ -162,10 +166,12 @@ class InstalledPackageFetcher:
             license_text=_first_text(root, files, ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")),
             dependencies=deps,
             installed_versions=installed,
-            read=reader(root),
+            read=reader(root, cut),
+            cut=cut,
         )
 
     def _pypi(self, launch: LaunchSpec, prefix: Path) -> SourceTree:
+        cut: set[str] = set()
         package = launch.package
         site = next(prefix.glob("venv/lib/python*/site-packages"), None)
         if site is None:
@@ -195,7 +201,8 @@ class InstalledPackageFetcher:
             license_text=_first_text(dist, _list_files(dist), ("LICENSE", "LICENSE.txt", "LICENSE.md", "licenses/LICENSE")),
             dependencies=deps,
             installed_versions=installed,
-            read=reader(site),
+            read=reader(site, cut),
+            cut=cut,
         )
 
 
@@ -211,14 +218,14 @@ def split_requirement(requirement: str) -> tuple[str, str]:
     return name.strip().lower(), spec
 
 
-def _read(path: Path) -> str | None:
-    """The first MAX_TEXT bytes of a regular file; a FIFO, device or link swapped in is never opened for reading."""
+def _read(path: Path, cap: int = MAX_TEXT) -> str | None:
+    """The first `cap` bytes of a regular file; a FIFO, device or link swapped in is never opened for reading."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        return os.read(fd, MAX_TEXT).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        return os.read(fd, cap).decode("utf-8", "replace") if stat.S_ISREG(os.fstat(fd).st_mode) else None
     except OSError:
         return None
     finally:
@@ -234,15 +241,20 @@ def json_object(text: str | None) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def reader(root: Path) -> Callable[[str], str | None]:
-    """Reads files of one tree by relative path; a path that leaves the tree (.., a symlink out) reads as absent."""
+def reader(root: Path, cut: set[str]) -> Callable[[str], str | None]:
+    """Reads files of one tree by relative path; a path that leaves the tree (.., a symlink out) reads as absent. A file
+    longer than its cap (MAX_CODE for JavaScript, MAX_TEXT for the rest) is read in part and added to `cut`."""
     base = root.resolve()
 
     def read(relative: str) -> str | None:
         path = (base / relative).resolve()
         if not path.is_relative_to(base) or not path.is_file():
             return None
-        return _read(path)
+        cap = MAX_CODE if relative.lower().endswith(CODE_SUFFIXES) else MAX_TEXT
+        text = _read(path, cap)
+        if text is not None and path.stat().st_size > cap:
+            cut.add(relative)
+        return text
 
     return read
 

@@ -2,7 +2,7 @@
 security and auth patterns, read from the selected source files. The scorer uses them only as the fallback when no
 probe data exists.
 
-Each pass adds the points of the signals it finds (the tables below; methodology deviation 48), with the file and line
+Each pass adds the points of the signals it finds (the tables below; methodology deviation 53), with the file and line
 of the first places that show each. A pass says None ("not measured") when no MCP server code is recognised in the
 files: an absent pattern in code that is not a server says nothing.
 """

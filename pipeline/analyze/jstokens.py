@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-MAX_TOKENS = 60_000  # tokens read from one file (a 25 KB file has far fewer)
+MAX_TOKENS = 150_000  # tokens read from one text (a 256 KB file, or a bundle's window, has fewer)
 MAX_TEMPLATE_NESTING = 8
 
 _TOKEN = re.compile(

@@ -10,20 +10,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from pipeline.analyze import licenses
 from pipeline.analyze.fetch import SourceTree
 
-# SPDX identifiers we recognise as standard licenses (score 100).
-SPDX = {
-    "mit", "apache-2.0", "bsd-2-clause", "bsd-3-clause", "isc", "mpl-2.0", "gpl-2.0", "gpl-3.0",
-    "gpl-2.0-only", "gpl-3.0-only", "gpl-2.0-or-later", "gpl-3.0-or-later", "lgpl-2.1", "lgpl-3.0",
-    "lgpl-2.1-only", "lgpl-3.0-only", "agpl-3.0", "agpl-3.0-only", "agpl-3.0-or-later", "unlicense",
-    "cc0-1.0", "0bsd", "epl-2.0", "zlib", "bsl-1.0", "artistic-2.0",
-}
-# Licenses identified by name but not as an SPDX id (score 70).
-NAMED_LICENSES = {
-    "mit license": "MIT", "apache license 2.0": "Apache-2.0", "apache software license": "Apache-2.0",
-    "bsd license": "BSD", "gnu general public license v3 (gplv3)": "GPL-3.0",
-}
 ACTION_WORDS = re.compile(
     r"\b(provides?|enables?|allows?|lets?|gets?|fetch(es)?|reads?|writes?|search(es)?|lists?|creates?|manages?|"
     r"converts?|queries|query|retrieves?|exposes?|gives?|connects?|stores?|runs?)\b",
@@ -123,38 +112,10 @@ def description_quality(description: str | None, readme: str | None) -> dict[str
 
 
 def license_clarity(tree: SourceTree) -> dict[str, Any]:
-    """Known SPDX license 100; identified but non-standard 70; custom 40; none 0 (seed 000)."""
-    declared = (
-        tree.manifest.get("license-expression")
-        or tree.manifest.get("license")
-        or _license_from_classifiers(tree.manifest.get("classifiers", []))
-    )
-    if isinstance(declared, dict):  # old package.json form {"type": "MIT"}
-        declared = declared.get("type")
-    declared = (declared or "").strip()
-    if declared and all(part.strip().lower() in SPDX for part in re.split(r"\s+(?:OR|AND)\s+|[()]", declared) if part.strip()):
-        return {"value": 100, "license": declared, "kind": "spdx"}
-    if declared.lower() in NAMED_LICENSES:
-        return {"value": 70, "license": NAMED_LICENSES[declared.lower()], "kind": "named"}
-    if declared.upper().startswith("SEE LICENSE IN") or (declared and len(declared) > 40):
-        return {"value": 40, "license": declared[:80], "kind": "custom"}
-    if tree.license_text:
-        first = tree.license_text.strip().splitlines()[0].strip().lower() if tree.license_text.strip() else ""
-        for name, spdx in NAMED_LICENSES.items():
-            if name in first:
-                return {"value": 70, "license": spdx, "kind": "named"}
-        return {"value": 40, "license": "custom", "kind": "custom"}
-    if declared:
-        return {"value": 70, "license": declared, "kind": "named"}
-    return {"value": 0, "license": None, "kind": "none"}
-
-
-def _license_from_classifiers(classifiers: list[str]) -> str | None:
-    for classifier in classifiers:
-        if classifier.startswith("License :: OSI Approved :: "):
-            name = classifier.rsplit("::", 1)[1].strip().lower()
-            return NAMED_LICENSES.get(name, name)
-    return None
+    """Known SPDX license 100; identified but non-standard 70; custom 40; none 0 (seed 000; pipeline/analyze/licenses.py)."""
+    declared = tree.manifest.get("license-expression") or tree.manifest.get("license")
+    host = tree.repository.license if tree.repository else None
+    return licenses.license_clarity(declared, tree.manifest.get("classifiers", []), tree.license_text, host)
 
 
 def dependency_health(tree: SourceTree) -> dict[str, Any]:

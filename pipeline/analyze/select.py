@@ -40,7 +40,7 @@ SDK_IMPORTS = tuple(re.compile(p) for p in (
     r"github\.com/modelcontextprotocol/go-sdk", r"github\.com/mark3labs/mcp-go", r"rmcp::", r"use[ \t]{1,10}rmcp\b"))
 TOOL_PATTERNS = tuple(re.compile(p) for p in (
     r"\.tool[ \t]{0,10}[(\n\r]", r"registerTool(?:Task)?\b", r"ListToolsRequestSchema", r"list_tools", r"add_tool\b", r"addTool\b",
-    r"NewTool\b", r"AddTool\b", r"#\[tool\b", r"\bTool\(", r"inputSchema\b", r"defineTool\b", r"createTool\b",
+    r"NewTool\b", r"AddTool\b", r"#\[tool\b", r"\bTool\(", r"inputSchema\b", r"define\w{0,30}Tool\b", r"createTool\b",
     r"extends[ \t]{1,10}(?:[\w$]{1,60}\.)?MCPTool\b"))
 # A tool definition with a literal name, a tool list handler, or a tool-shaped object: where a long file's excerpt begins.
 DEFINITION = re.compile(r"\.(?:tool|registerTool|registerToolTask|addTool)\([ \t\n]{0,20}[\"'`]|ListToolsRequestSchema[ \t]{0,5},|"
@@ -60,8 +60,19 @@ class _Candidate:
     first_line: int = 1
 
 
+@dataclass
+class Selection:
+    files: list[SourceFile]
+    left_out: list[str]  # files with a tool-definition pattern not among the top MAX_SELECTED (their tools go unread)
+
+
 def select_files(tree: SourceTree) -> list[SourceFile]:
     """The seed's top files of the tree, each with why it was chosen; unreadable files are passed over."""
+    return select(tree).files
+
+
+def select(tree: SourceTree) -> Selection:
+    """The top files, and the files with tool patterns that did not make the cut."""
     candidates = _candidates(tree.files)
     confirmed = bool(sdk_dependencies(tree))
     entries = _entry_points(tree, {c.path for c in candidates})
@@ -89,8 +100,11 @@ def select_files(tree: SourceTree) -> list[SourceFile]:
             if candidate.path in entries and candidate.text is not None:
                 candidate.tier, candidate.reason = 0, f"entry point ({entries[candidate.path]})"
     readable = [c for c in candidates if c.text is not None]
-    chosen = sorted(readable, key=lambda c: (c.tier, c.path.count("/"), c.path))[:MAX_SELECTED]
-    return [SourceFile(path=c.path, text=c.text or "", language=c.language, reason=c.reason, first_line=c.first_line) for c in chosen]
+    ranked = sorted(readable, key=lambda c: (c.tier, c.path.count("/"), c.path))
+    chosen = ranked[:MAX_SELECTED]
+    left_out = [c.path for c in ranked[MAX_SELECTED:] if c.tier <= 2 and not is_side_file(c.path)]
+    files = [SourceFile(path=c.path, text=c.text or "", language=c.language, reason=c.reason, first_line=c.first_line) for c in chosen]
+    return Selection(files, left_out)
 
 
 def found_any(patterns: tuple[re.Pattern, ...], text: str) -> bool:
@@ -109,7 +123,7 @@ def _candidates(files: list[str]) -> list[_Candidate]:
                                                                        for p in parts[:-1]):
             continue
         found.append(_Candidate(path, language))
-    if any(not _compiled(c.path) for c in found):
+    if any(not _compiled(c.path) and not _launcher(c.path) for c in found):
         found = [c for c in found if not _compiled(c.path)]
     paths = {c.path for c in found}
     return [c for c in found if not _twin_of_esm(c.path, paths)]
@@ -125,6 +139,11 @@ def _twin_of_esm(path: str, paths: set[str]) -> bool:
         if part in ("cjs", "commonjs"):
             return any("/".join(parts[:index] + [twin] + parts[index + 1:]) in paths for twin in ("esm", "mjs", "es"))
     return False
+
+
+def _launcher(path: str) -> bool:
+    """bin/x.js: the script a package.json `bin` starts, which only loads the compiled server; no source of its own."""
+    return path.startswith("bin/")
 
 
 def _compiled(path: str) -> bool:

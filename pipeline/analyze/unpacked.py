@@ -48,7 +48,8 @@ def limit_to_subpath(unpacked: Unpacked, subpath: str | None) -> Unpacked:
             files[path] = None
             if path in unpacked.texts:
                 texts[path] = unpacked.texts[path]
-    return Unpacked(files=sorted(files), texts=texts, skipped=unpacked.skipped, comment=unpacked.comment)
+    return Unpacked(files=sorted(files), texts=texts, skipped=unpacked.skipped, comment=unpacked.comment,
+                    cut={p[len(prefix):] for p in unpacked.cut if p.startswith(prefix)})
 
 
 def _first(unpacked: Unpacked, names: tuple[str, ...], folder: str = "") -> str | None:
@@ -102,6 +103,7 @@ def build_tree(
         read=texts.get,
         repository=repository,
         manifests={name: texts[name] for name in MANIFEST_NAMES if name in texts},
+        cut=set(unpacked.cut),
     )
 
 

@@ -6,7 +6,7 @@ from datetime import date, timedelta
 from typing import Any
 
 from pipeline import latency
-from pipeline.drift import breaking_changes, drift_between
+from pipeline.drift import breaking_changes, drift_between, extraction_complete
 from pipeline.judging import AMBIGUITY_SPREAD, blend, judge_spread
 from pipeline.models import Judgement, ProbeResult
 
@@ -69,9 +69,10 @@ def tool_rows(tools: list[dict[str, Any]] | None, tool_docs: dict[str, dict[str,
 
 def schema_drift(analysis: dict[str, Any] | None, tools: list[dict[str, Any]] | None, changes: list[dict[str, Any]]) -> dict[str, Any]:
     """Source vs runtime tool names, and the tool surface's recent changes (added, removed, changed, breaking)."""
-    static = None
+    static, complete = None, False
     if analysis and analysis.get("ok"):
-        static = (analysis.get("metrics") or {}).get("extracted_tools")
+        metrics = analysis.get("metrics") or {}
+        static, complete = metrics.get("extracted_tools"), extraction_complete(metrics)
     history = []
     for change in changes:
         before = {str(t.get("name")): t for t in change["previous"] or [] if isinstance(t, dict)}
@@ -84,7 +85,7 @@ def schema_drift(analysis: dict[str, Any] | None, tools: list[dict[str, Any]] | 
             "changed": [n for n in common if before[n] != after[n]],
             "breaking": sum(breaking_changes(before[n], after[n]) for n in common),
         })
-    return {"source_vs_runtime": drift_between(static, tools), "changes": history}
+    return {"source_vs_runtime": drift_between(static, tools, complete), "changes": history}
 
 
 def _window(runs: int, ok: int, histogram: dict[str, int]) -> dict[str, Any]:

@@ -196,7 +196,8 @@ class Tool(TypedDict):
 
 class RuntimeDrift(TypedDict):
     missing_at_runtime: list[str]
-    extra_at_runtime: list[str]
+    extra_at_runtime: list[str]  # only when the extraction was complete
+    complete: bool  # the extraction read every file that may define tools
 
 
 class SurfaceChange(TypedDict):

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Callable
 
 from pipeline.credentials import credential_kind, is_configuration
-from pipeline.drift import drift_between
+from pipeline.drift import drift_between, extraction_complete
 from pipeline.judging import AMBIGUITY_SPREAD, judge_spread
 from pipeline.score.engine import Flag
 from pipeline.score.facts import Facts
@@ -103,7 +103,10 @@ def schema_drift(facts: Facts) -> str | None:
     drift = tool_drift(facts)
     if drift is None or not (drift["missing_at_runtime"] or drift["extra_at_runtime"]):
         return None
-    return f"missing at runtime: {', '.join(drift['missing_at_runtime']) or '–'}; extra at runtime: {', '.join(drift['extra_at_runtime']) or '–'}"
+    missing = f"missing at runtime: {', '.join(drift['missing_at_runtime']) or '–'}"
+    if not drift["complete"]:
+        return f"{missing} (the source was read in part: tools listed only at runtime are not counted)"
+    return f"{missing}; extra at runtime: {', '.join(drift['extra_at_runtime']) or '–'}"
 
 
 @flag("ambiguous_schemas", "Ambiguous Schemas", "warning", "2+ tools where AI models disagree significantly (spread > 25)")
@@ -142,8 +145,10 @@ def exfiltration_risk(facts: Facts) -> str | None:
 
 
 def tool_drift(facts: Facts) -> dict[str, list[str]] | None:
-    static = (facts.analysis.metrics.get("extracted_tools") if facts.analysis and facts.analysis.ok else None)
-    return drift_between(static, facts.tools)
+    if facts.analysis is None or not facts.analysis.ok:
+        return None
+    metrics = facts.analysis.metrics
+    return drift_between(metrics.get("extracted_tools"), facts.tools, extraction_complete(metrics))
 
 
 def ambiguous_tools(facts: Facts) -> list[str]:
