@@ -33,8 +33,8 @@ from pipeline.progress import Progress  # noqa: E402
 from pipeline.store import dumps, iso  # noqa: E402
 
 # The analyse stage's parts, as pipeline.analyze calls them: each is timed where it is called.
-PHASES = ("select_files", "extract_tools", "scan_behaviour", "analyze_tree", "schema_completeness", "maintenance_pulse", "version_hygiene",
-          "behavioural_score", "infer_protocol", "required_env_vars", "discover_endpoints", "entry_points")
+PHASES = ("select", "select_files", "extraction_texts", "extract_tools", "scan_behaviour", "analyze_tree", "schema_completeness",
+          "maintenance_pulse", "version_hygiene", "behavioural_score", "infer_protocol", "required_env_vars", "discover_endpoints", "entry_points")
 
 
 class RepositoryDirectories:
