@@ -13,6 +13,7 @@ import re
 import tomllib
 from typing import Any, Iterator
 
+from pipeline.analyze import pyast
 from pipeline.analyze.entry_readme import readme_entry_points, safe_argv
 from pipeline.analyze.fetch import SourceFile, SourceTree
 from pipeline.models import EntryPoint
@@ -152,7 +153,7 @@ def console_scripts(text: str, name: str | None, source: str) -> Iterator[EntryP
 def setup_py_entries(text: str) -> Iterator[EntryPoint]:
     """setup.py read with `ast`, never run: a setup(...) call's literal name= and entry_points={"console_scripts": [...]}."""
     try:
-        module = ast.parse(text)
+        module = pyast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
     for node in ast.walk(module):

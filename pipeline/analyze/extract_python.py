@@ -12,6 +12,7 @@ import ast
 import math
 from typing import Any
 
+from pipeline.analyze import pyast
 from pipeline.analyze.fetch import SourceFile
 from pipeline.models import ExtractedTool
 
@@ -50,7 +51,7 @@ def extract_python(source: SourceFile) -> list[ExtractedTool] | None:
 def _parse(text: str) -> ast.Module | None:
     """The file's syntax tree; a file cut at the size budget is parsed up to its last complete definition."""
     try:
-        return ast.parse(text)
+        return pyast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass
     lines = text.splitlines(keepends=True)
@@ -64,7 +65,7 @@ def _parse(text: str) -> ast.Module | None:
         if attempts > MAX_RECOVERY:
             break
         try:
-            return ast.parse("".join(lines[:index]))
+            return pyast.parse("".join(lines[:index]))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
     return None
@@ -256,7 +257,7 @@ class _Module:
             return {}, True
         if isinstance(node, ast.Constant) and isinstance(node.value, str):  # a string annotation
             try:
-                return self._annotation_schema(ast.parse(node.value[:500], mode="eval").body, depth + 1)
+                return self._annotation_schema(pyast.parse(node.value[:500], mode="eval").body, depth + 1)
             except SyntaxError:
                 return {}, True
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):

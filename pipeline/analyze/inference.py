@@ -10,6 +10,7 @@ files: an absent pattern in code that is not a server says nothing.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from typing import Any
 
 import jsonschema
@@ -26,13 +27,28 @@ _SERVER = re.compile(r"FastMCP\(|McpServer\(|new Server\(|Server\(\s{0,4}[\"']|f
 # The SDK's high-level APIs catch a tool handler's exception and answer with an isError result themselves.
 _FRAMEWORK = re.compile(r"@(?:\w{1,40}\.)?tool\(|FastMCP\(|\.tool\(|\.registerTool\(|#\[tool\b|mcp\.AddTool|\.AddTool\(")
 
-Pattern = tuple[str, frozenset[str] | None, re.Pattern[str]]
+Pattern = tuple[str, frozenset[str] | None, "re.Pattern[str] | _Folded"]
 ANY = None
 PY, JS, GO, RS = frozenset({"python"}), frozenset({"typescript", "javascript"}), frozenset({"go"}), frozenset({"rust"})
 
 
 def _p(text: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile(text, flags)
+    """A pattern run over a whole file's code (so ^ is a line's start). A case-blind one is compiled in lower case and
+    run over the lower-cased code: Python's IGNORECASE matching is several times slower, and this is the stage's hot loop."""
+    if flags & re.I:
+        return _Folded(re.compile(re.sub(r"(?<!\\)[A-Z]", lambda m: m.group().lower(), text), (flags & ~re.I) | re.M),
+                       re.compile(text, flags | re.M))
+    return re.compile(text, flags | re.M)
+
+
+class _Folded:
+    """A case-blind pattern: `lowered` runs over lower-cased text, `blind` (IGNORECASE) where lower-casing moved offsets."""
+
+    def __init__(self, lowered: re.Pattern[str], blind: re.Pattern[str]) -> None:
+        self.lowered, self.blind = lowered, blind
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.blind.search(text)
 
 
 # Pass 1, error handling (0–100): signal -> points, and the patterns that show it.
@@ -100,19 +116,40 @@ def infer_protocol(files: list[SourceFile], tools: list[ExtractedTool] | None) -
 
 
 def _signals(files: list[SourceFile], patterns: list[Pattern]) -> dict[str, list[str]]:
-    """signal -> the first places (file:line) that show it, in file order."""
+    """signal -> the first places (file:line) that show it, in file order. Each pattern runs once over a file's code
+    (comment lines blanked, lines cut at MAX_LINE, line numbers kept), not once per line: the regex engine does the walking."""
     found: dict[str, list[str]] = {}
     for file in files:
-        wanted = [(name, pattern) for name, languages, pattern in patterns if languages is None or file.language in languages]
-        for number, line in enumerate(file.text.splitlines(), start=1):
-            stripped = line.lstrip()[:MAX_LINE]
-            if not stripped or stripped.startswith(("#", "//", "/*", "*")):
-                continue  # comments describe, they do not handle
-            for name, pattern in wanted:
-                places = found.setdefault(name, [])
-                if len(places) < MAX_EVIDENCE and pattern.search(stripped):
-                    places.append(f"{file.path}:{number}")
+        code, starts = _code(file.text)
+        lowered = code.lower()
+        same_offsets = len(lowered) == len(code)  # not so for a few non-ASCII letters (İ)
+        offset = file.first_line
+        for name, languages, pattern in patterns:
+            if languages is not None and file.language not in languages:
+                continue
+            places = found.setdefault(name, [])
+            if isinstance(pattern, _Folded):
+                matches = pattern.lowered.finditer(lowered) if same_offsets else pattern.blind.finditer(code)
+            else:
+                matches = pattern.finditer(code)
+            for match in matches:
+                if len(places) >= MAX_EVIDENCE:
+                    break
+                places.append(f"{file.path}:{bisect_right(starts, match.start()) - 1 + offset}")
     return {name: places for name, places in found.items() if places}
+
+
+def _code(text: str) -> tuple[str, list[int]]:
+    """The text with comment lines blanked and every line left-stripped and cut at MAX_LINE, and each line's start offset."""
+    lines = []
+    for line in text.splitlines():
+        stripped = line.lstrip()[:MAX_LINE]
+        lines.append("" if stripped.startswith(("#", "//", "/*", "*")) else stripped)
+    starts, position = [], 0
+    for line in lines:
+        starts.append(position)
+        position += len(line) + 1
+    return "\n".join(lines), starts
 
 
 def _pass(signals: dict[str, list[str]], points: dict[str, int], server: bool) -> dict[str, Any]:
@@ -153,9 +190,11 @@ def schema_problem(schema: Any) -> str | None:
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return "not an object schema"
     try:
-        jsonschema.Draft202012Validator.check_schema(schema)
-    except jsonschema.SchemaError as exc:
-        return f"invalid: {exc.message[:160]}"
+        error = jsonschema.exceptions.best_match(_META_VALIDATOR.iter_errors(schema))
     except Exception as exc:  # noqa: BLE001 - recursion or an unusable schema: invalid, never a crash of the stage
         return f"unusable: {type(exc).__name__}"
-    return None
+    return f"invalid: {error.message[:160]}" if error is not None else None
+
+
+# One validator of the meta-schema, built once: check_schema would build one per schema (most of the stage's time).
+_META_VALIDATOR = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
