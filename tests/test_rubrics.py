@@ -627,3 +627,15 @@ def test_schema_validity_counts_every_invalid_tool_the_probe_found_however_long_
     facts.probe.checks = [CheckResult(name="schema_validity", outcome="300 of 400 invalid", passed=False, detail=detail)]
     found = scoreboard.schema_validity(facts)
     assert (found.part / found.whole, found.reason) == (pytest.approx(0.25), "100/400 tools have valid schemas")
+
+
+def test_regular_releases_from_the_hosts_release_history():
+    from pipeline.models import Release
+
+    facts = Facts(server=server(), now=NOW, probe=probe(), analysis=analysis())
+    assert "Regular Releases" not in scoreboard.SCOREBOARD.score(facts).badges
+    recent = [Release(tag=f"1.{n}.0", published_at=NOW - timedelta(days=30 * n)) for n in range(4)]
+    facts.analysis.repository = RepositoryFacts(host="npm", releases=recent + [Release(tag="0.9.0", published_at=NOW - timedelta(days=900))])
+    assert "Regular Releases" in scoreboard.SCOREBOARD.score(facts).badges
+    facts.analysis.repository = RepositoryFacts(host="npm", releases=recent[:3])
+    assert "Regular Releases" not in scoreboard.SCOREBOARD.score(facts).badges

@@ -59,6 +59,14 @@ def _reliability(facts: Facts) -> list[str]:
     return [next(label for floor, label in UPTIME if succeeded >= floor), *_speed(fast)]
 
 
+def releases_last_year(facts: Facts) -> int:
+    """Releases (GitHub releases, or versions published to the package registry) in the year before `now`."""
+    facts_of_host = facts.analysis.repository if facts.analysis else None
+    if facts_of_host is None or not facts_of_host.releases:
+        return 0
+    return sum(1 for r in facts_of_host.releases if r.published_at and 0 <= (facts.now - r.published_at).days <= 365)
+
+
 def _activity(facts: Facts) -> list[str]:
     pushed = repository(facts).get("pushed_at")
     if not pushed:
@@ -71,7 +79,7 @@ def _activity(facts: Facts) -> list[str]:
 
 def _maintenance(facts: Facts) -> list[str]:
     found = _activity(facts) + _signals(facts, "dependency_health", DEPENDENCY_SIGNALS)
-    if repository(facts).get("releases_last_year", 0) >= 4:
+    if releases_last_year(facts) >= 4:
         found.append("Regular Releases")
     if (metric(facts, "version_hygiene") or {}).get("semver"):
         found.append("Semver")

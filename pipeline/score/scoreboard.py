@@ -303,7 +303,8 @@ def documentation(facts: Facts) -> Outcome:
 def maintenance_pulse(facts: Facts) -> Outcome:
     """Vitality, release discipline and community health from repository history."""
     if metric(facts, "maintenance_pulse") is None:
-        return unmeasured("needs repository history (commits, releases, issues); a published package does not carry it")
+        return unmeasured("needs the history of its repository (pushes, commits, releases, stars) or of its published package "
+                          "(versions and their dates); none could be read")
     pulse = metric(facts, "maintenance_pulse") or {}
     factor, reason = _decay(facts, f"maintenance pulse {pulse['value']}/100")
     return percent(pulse["value"], reason, factor=factor, evidence=facts.analysis_ref)
@@ -336,7 +337,7 @@ def license_clarity(facts: Facts) -> Outcome:
 def version_hygiene(facts: Facts) -> Outcome:
     """GitHub releases +30, semver tag ratio +35, release notes +15, pre-release use +10."""
     if metric(facts, "version_hygiene") is None:
-        return unmeasured("needs the repository's releases and tags")
+        return unmeasured("needs the releases and tags of its repository, or its package's published versions")
     hygiene = metric(facts, "version_hygiene") or {}
     factor, reason = _decay(facts, f"version hygiene {hygiene['value']}/100")
     return percent(hygiene["value"], reason, factor=factor, evidence=facts.analysis_ref)
