@@ -572,3 +572,19 @@ def test_mangled_sources_never_crash_a_reader():
             text = text[:a] + text[b:] + text[a:b]
         for tool in extract_tools([SourceFile(path="f", text=text, language=language)]) or []:
             assert isinstance(tool.name, str) and tool.name
+
+
+def test_a_computed_template_name_is_no_tool_name():
+    from pipeline.analyze.extract import extract_tools
+
+    source = """
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { z } from "zod";
+const server = new McpServer({ name: "t", version: "1" });
+for (const kind of ["a", "b"]) {
+  server.tool(`get_${kind}`, "Gets one kind.", { id: z.string() }, async () => ({ content: [] }));
+}
+server.tool(`fixed_name`, `A plain template.`, { id: z.string() }, async () => ({ content: [] }));
+"""
+    tools = extract_tools([SourceFile(path="src/index.ts", text=source, language="typescript")])
+    assert [t.name for t in tools or []] == ["fixed_name"] and tools[0].description == "A plain template."

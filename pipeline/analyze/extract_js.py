@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 from pipeline.analyze.fetch import SourceFile
-from pipeline.analyze.jsparse import Source, deref, last_name, string_value
+from pipeline.analyze.jsparse import Computed, Source, deref, last_name, string_value
 from pipeline.analyze.zod import input_schema, zod_schema
 from pipeline.models import ExtractedTool
 
@@ -65,17 +65,16 @@ def extract_js(source: SourceFile) -> list[ExtractedTool] | None:
         else:
             continue
         for name, description, schema in found:
+            if isinstance(name, Computed):  # a template with ${…}: its literal parts are not its name
+                continue
             tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
                                        language=language, pattern=pattern))
-    for index, (name, description, schema) in _tool_classes(parsed):
-        tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
-                                   language=language, pattern="MCPTool-class"))
-    for index, (name, description, schema) in _tool_module(parsed):
-        tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
-                                   language=language, pattern="tool-module-exports"))
-    for index, (name, description, schema) in _tool_object_literals(parsed):
-        tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path, line=parsed.line(index),
-                                   language=language, pattern="tool-object-literal"))
+    for pattern, defined in (("MCPTool-class", _tool_classes(parsed)), ("tool-module-exports", _tool_module(parsed)),
+                             ("tool-object-literal", _tool_object_literals(parsed))):
+        for index, (name, description, schema) in defined:
+            if not isinstance(name, Computed):
+                tools.append(ExtractedTool(name=name, description=description, input_schema=schema, file=source.path,
+                                           line=parsed.line(index), language=language, pattern=pattern))
     return tools or None
 
 

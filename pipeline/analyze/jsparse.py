@@ -121,6 +121,8 @@ class Source:
         token = tokens[index]
         if token.kind in ("str", "tpl"):
             return ("str", token.value), index + 1
+        if token.kind == "tplx":
+            return ("str", Computed(token.value)), index + 1
         if token.kind == "num":
             try:
                 text = token.value.lower()
@@ -346,6 +348,10 @@ def to_json(source: Source, node: tuple, before: int, depth: int = 0) -> Any:
         resolved = deref(source, node, before, depth)
         return to_json(source, resolved, before, depth + 1) if resolved[0] not in ("ref", "member") else None
     return None
+
+
+class Computed(str):
+    """The literal parts of a template with `${…}`: good enough for a description, never a name (`get_${x}` is no "get_")."""
 
 
 def string_value(source: Source, node: tuple, before: int) -> str | None:

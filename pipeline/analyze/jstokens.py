@@ -25,7 +25,7 @@ REGEX_AFTER = {"return", "typeof", "case", "do", "else", "in", "of", "new", "del
 
 
 class Token(NamedTuple):
-    kind: str  # "str" | "tpl" | "id" | "num" | "punc"
+    kind: str  # "str" | "tpl" | "tplx" (a template with ${…}) | "id" | "num" | "punc"
     value: str
     pos: int
 
@@ -99,23 +99,25 @@ def _template(text: str, start: int, tokens: list[Token], nesting: int) -> int:
     parts: list[str] = []
     pos = start + 1
     end = len(text)
+    kind = "tpl"
     while pos < end:
         char = text[pos]
         if char == "\\":
             parts.append(text[pos:pos + 2])
             pos += 2
         elif char == "`":
-            tokens.append(Token("tpl", unescape("".join(parts)), start))
+            tokens.append(Token(kind, unescape("".join(parts)), start))
             return pos + 1
         elif char == "$" and text[pos + 1:pos + 2] == "{":
             if nesting >= MAX_TEMPLATE_NESTING:
                 return end
             inner: list[Token] = []
             pos = _scan(text, pos + 2, inner, nesting + 1, stop_at_brace=True)
+            kind = "tplx"  # computed: its literal parts describe it, but are not its value (jsparse.Computed)
         else:
             parts.append(char)
             pos += 1
-    tokens.append(Token("tpl", unescape("".join(parts)), start))
+    tokens.append(Token(kind, unescape("".join(parts)), start))
     return end
 
 
@@ -123,7 +125,7 @@ def _regex_allowed(tokens: list[Token]) -> bool:
     if not tokens:
         return True
     last = tokens[-1]
-    if last.kind in ("str", "tpl", "num"):
+    if last.kind in ("str", "tpl", "tplx", "num"):
         return False
     if last.kind == "id":
         return last.value in REGEX_AFTER
