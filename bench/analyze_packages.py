@@ -15,6 +15,7 @@ import cProfile
 import hashlib
 import io
 import json
+import os
 import pstats
 import resource
 import sys
@@ -38,11 +39,11 @@ from pipeline.discover.base import SourceBatch  # noqa: E402
 from pipeline.discover.registry import parse_registry  # noqa: E402
 from pipeline.models import AnalysisResult, Server  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
+from pipeline.sandbox.installenv import package_registries  # noqa: E402
 
 DUMP = "official-registry/servers_dump_2025-12-18.json"
 ARCHIVES = (".tgz", ".tar.gz", ".whl", ".zip", ".tar.bz2")
 CONCURRENCY = 8  # as run_analyze fetches
-PROBES = {"npm": "https://registry.npmjs.org/", "pypi": "https://pypi.org/simple/"}
 
 
 def fixtures_dir(given: str | None) -> Path | None:
@@ -88,7 +89,8 @@ def archive_fetcher(client: httpx.Client, received: Counter):
         return reply
 
     registries.get = counted
-    return registries.PackageArchiveFetcher(client)
+    configured = package_registries(os.environ)  # the registries npm and pip are configured with, as the CLI reads them
+    return registries.PackageArchiveFetcher(client, configured.npm, configured.pypi, configured.pypi_files)
 
 
 class Fetched:
@@ -107,7 +109,10 @@ class Fetched:
 
 
 def reachable(client: httpx.Client) -> str | None:
-    for registry, url in PROBES.items():
+    configured = package_registries(os.environ)
+    for registry, url in (("npm", configured.npm), ("pypi", configured.pypi)):
+        if url is None:
+            return f"no {registry} registry is configured here"
         try:
             client.head(url, timeout=10, follow_redirects=True)
         except httpx.HTTPError as exc:

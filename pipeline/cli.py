@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import sys
 import time
 from datetime import datetime, timezone
@@ -28,6 +29,7 @@ from pipeline.net import LOOPBACK, PRIVATE, Reach, resolves_public
 from pipeline.probe import run_probe
 from pipeline.probe.monitor import run_monitor
 from pipeline.sandbox.install import Installer
+from pipeline.sandbox.installenv import package_registries
 from pipeline.score import registry, run_score
 
 if TYPE_CHECKING:
@@ -203,13 +205,20 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
     with httpx.Client(timeout=timeout, limits=limits, follow_redirects=False, trust_env=False, verify=ssl.create_default_context()) as client:
         chooser = SourceChooser(
             github=GitHubFetcher(client, settings.github_api, settings.github_token),
-            packages=PackageArchiveFetcher(client, settings.npm_registry, settings.pypi_url),
+            packages=_archive_fetcher(client, settings),
             installed=InstalledPackageFetcher(settings.cache_dir),
             directories=directories,
         )
         _stage(db, "analyze", args or {}, lambda _: run_analyze(
             db, servers=fetch_order(servers), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
             previous=lambda server_id: _latest_analysis(db, server_id), resolve=resolves_public if settings.analyze_dns else None))
+
+
+def _archive_fetcher(client, settings: Settings) -> PackageArchiveFetcher:
+    """Package archives from the registries the settings name, else from those npm and pip are configured with."""
+    configured = package_registries(os.environ)
+    files = configured.pypi_files if not settings.pypi_url else ()
+    return PackageArchiveFetcher(client, settings.npm_registry or configured.npm, settings.pypi_url or configured.pypi, files)
 
 
 def _latest_analysis(db: Database, server_id: str):

@@ -47,8 +47,9 @@ class Settings(BaseModel):
     pypi_stats_api: str | None = None  # SCOREBOARD_PYPI_STATS_API: base URL of the PyPI Stats API
     # Analyze: where sources are fetched from (never the pip/npm configuration's mirrors), and how many at once.
     github_api: str = "https://api.github.com"  # SCOREBOARD_GITHUB_API (tests point it at a local replay)
-    npm_registry: str = "https://registry.npmjs.org"  # SCOREBOARD_NPM_REGISTRY
-    pypi_url: str = "https://pypi.org"  # SCOREBOARD_PYPI_URL: its JSON API and the files it links
+    # Where package archives are read: by default the registries npm and pip are configured with (package_registries).
+    npm_registry: str | None = None  # SCOREBOARD_NPM_REGISTRY
+    pypi_url: str | None = None  # SCOREBOARD_PYPI_URL: the base of a PyPI JSON API (/pypi/<name>/json) and its files
     analyze_concurrency: int = 8  # SCOREBOARD_ANALYZE_CONCURRENCY: sources fetched at once
     analyze_dns: bool = False  # SCOREBOARD_ANALYZE_DNS=1: an endpoint a README names is kept only if it resolves to a public address
     analyze_connect_timeout: float = 3.0  # an unreachable host costs this once: GitHub is then not asked again that run

@@ -6,6 +6,7 @@ Fixtures live in conftest.py; everything here is a plain name a test file import
 from __future__ import annotations
 
 import asyncio
+import functools
 import io
 import json
 import os
@@ -24,12 +25,14 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 import httpx
 import jsonschema
+import pytest
 
 from pipeline.discover import SourceBatch
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import AnalysisResult, CatalogEntry, CheckResult, LaunchSpec, ProbeOutcome, ProbeResult, Server, SourceRecord
 from pipeline.progress import Progress
 from pipeline.sandbox.install import Installed, install_key
+from pipeline.sandbox.installenv import PackageRegistries, package_registries
 
 REPO = Path(__file__).resolve().parent.parent
 TEST_SERVERS = Path(__file__).resolve().parent / "servers"
@@ -353,3 +356,22 @@ def self_signed_tls(folder: Path, name: str) -> tuple[ssl.SSLContext, Path]:
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
     return context, folder / "cert.pem"
+
+
+@functools.cache
+def registries() -> PackageRegistries:
+    """The npm registry and PyPI index this host's npm and pip are configured with: tests that download real packages use
+    them, as the analyze stage does, and skip when one is missing."""
+    return package_registries(os.environ)
+
+
+def npm_url(path: str) -> str:
+    if registries().npm is None:
+        pytest.skip("no npm registry is configured here")
+    return registries().npm.rstrip("/") + "/" + path.lstrip("/")
+
+
+def pypi_url(path: str) -> str:
+    if registries().pypi is None:
+        pytest.skip("no PyPI index is configured here")
+    return registries().pypi.rstrip("/") + "/" + path.lstrip("/")

@@ -20,7 +20,7 @@ from pipeline.analyze.env_vars import required_env_vars
 from pipeline.analyze.fetch import SourceFile, SourceTree
 from pipeline.models import ExtractedTool
 from pipeline.text import INJECTION_MARKERS, injection_findings, injection_severity, may_hold_markers, tool_texts
-from tests.support import SOURCE_FIXTURES
+from tests.support import SOURCE_FIXTURES, npm_url, pypi_url
 
 DATA = Path(__file__).resolve().parent / "data"
 LANGUAGE = {".py": "python", ".ts": "typescript", ".js": "javascript", ".go": "go", ".rs": "rust"}
@@ -415,10 +415,10 @@ def published(registry: str, name: str, version: str) -> tuple[SourceFile, ...]:
     try:
         with httpx.Client(timeout=20, follow_redirects=True) as client:
             if registry == "npm":
-                meta = client.get(f"https://registry.npmjs.org/{name.replace('/', '%2f')}/{version}").raise_for_status().json()
+                meta = client.get(npm_url(f"{name.replace('/', '%2f')}/{version}")).raise_for_status().json()
                 blob = client.get(meta["dist"]["tarball"]).raise_for_status().content
             else:
-                index = httpx.URL(f"https://pypi.org/pypi/{name}/json")
+                index = httpx.URL(pypi_url(f"pypi/{name}/json"))
                 meta = client.get(index).raise_for_status().json()
                 wheel = next(u for u in meta["releases"][version] if u["filename"].endswith(".whl"))
                 blob = client.get(index.join(wheel["url"])).raise_for_status().content  # a mirror may give relative file URLs

@@ -59,8 +59,8 @@ HOSTED = {
 
 # A README of a local server: every link is documentation, a registry, a code host, a catalog, a badge or an example.
 LOCAL = """# mcp-server-weather
-[![npm version](https://img.shields.io/npm/v/mcp-server-weather.svg)](https://www.npmjs.com/package/mcp-server-weather)
-[![PyPI](https://badge.fury.io/py/mcp-server-weather.svg)](https://pypi.org/project/mcp-server-weather/)
+[![npm version](https://img.shields.io/npm/v/mcp-server-weather.svg)](https://www.js-packages.dev/package/mcp-server-weather)
+[![PyPI](https://badge.fury.io/py/mcp-server-weather.svg)](https://py-packages.dev/project/mcp-server-weather/)
 [![smithery badge](https://smithery.ai/badge/@acme/weather)](https://smithery.ai/server/@acme/weather)
 <a href="https://glama.ai/mcp/servers/abc123"><img src="https://glama.ai/mcp/servers/abc123/badge" /></a>
 [![MCP.so](https://mcp.so/server/weather/mcp)](https://mcp.so/server/weather)
@@ -102,7 +102,8 @@ def test_every_documentation_registry_catalog_badge_and_example_link_is_refused(
 @pytest.mark.parametrize(("url", "why"), [
     ("https://server.smithery.ai/@acme/weather/mcp", "aggregator"),
     ("https://glama.ai/mcp/servers/abc/sse", "aggregator"),
-    ("https://www.npmjs.com/package/mcp", "registry"),
+    ("https://www.js-packages.dev/package/mcp", "registry"),
+    ("https://files.py-packages.dev/packages/ab/cd/mcp/sse", "registry"),
     ("https://github.com/acme/mcp", "code host"),
     ("https://img.shields.io/badge/mcp-sse-blue", "badge"),
     ("https://acme.dev/mcp/logo.svg", "badge"),

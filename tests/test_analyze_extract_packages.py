@@ -15,6 +15,7 @@ from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.analyze.extract import extract_tools
 from pipeline.analyze.select import select_files
 from pipeline.analyze.spec import spec_version
+from tests.support import npm_url, pypi_url
 
 MAX_ARCHIVE = 5_000_000
 # (registry, package, version) -> the tools the server lists at runtime to a client without roots, sampling or elicitation
@@ -43,8 +44,8 @@ CONDITIONAL = {"get-roots-list", "trigger-elicitation-request", "trigger-elicita
 
 def archive_url(client: httpx.Client, registry: str, package: str, version: str) -> str:
     if registry == "npm":
-        return client.get(f"https://registry.npmjs.org/{package}/{version}").raise_for_status().json()["dist"]["tarball"]
-    meta_url = f"https://pypi.org/pypi/{package}/json"
+        return client.get(npm_url(f"{package}/{version}")).raise_for_status().json()["dist"]["tarball"]
+    meta_url = pypi_url(f"pypi/{package}/json")
     files = client.get(meta_url).raise_for_status().json()["releases"][version]
     return urljoin(meta_url, next(f["url"] for f in files if f["packagetype"] == "sdist"))
 

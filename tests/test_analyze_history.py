@@ -88,7 +88,7 @@ def test_version_hygiene_semver_ratio_and_prereleases():
 
 
 def registry(**fields) -> RepositoryFacts:
-    base = dict(host="npm", url="https://www.npmjs.com/package/x", pushed_at=days(20), created_at=days(400),
+    base = dict(host="npm", url="https://registry.test/x", pushed_at=days(20), created_at=days(400),
                 releases=[Release(tag=v, published_at=days(20 + 40 * i), prerelease="-" in v)
                           for i, v in enumerate(["1.2.0", "1.2.0-rc.1", "1.1.0", "1.0.0", "0.9.0"])])
     base.update(fields)

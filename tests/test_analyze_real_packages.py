@@ -16,9 +16,10 @@ from pipeline.analyze.fetch import SourceFile, SourceTree
 from pipeline.analyze.inference import infer_protocol
 from pipeline.models import LaunchSpec
 from pipeline.probe.from_analysis import launch_spec
+from tests.support import npm_url, pypi_url
 
-FETCH = "https://pypi.org/pypi/mcp-server-fetch/json"  # the latest release's README (the JSON API of one version is not served everywhere)
-NOTION = "https://registry.npmjs.org/@notionhq/notion-mcp-server/-/notion-mcp-server-2.5.2.tgz"
+FETCH = "pypi/mcp-server-fetch/json"  # the latest release's README (the JSON API of one version is not served everywhere)
+NOTION = "@notionhq/notion-mcp-server/-/notion-mcp-server-2.5.2.tgz"
 MAX_BYTES = 5_000_000
 
 
@@ -39,7 +40,7 @@ def download(url: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def fetch_release() -> dict:
-    return httpx.Response(200, content=download(FETCH)).json()
+    return httpx.Response(200, content=download(pypi_url(FETCH))).json()
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +51,7 @@ def fetch_readme(fetch_release) -> str:
 @pytest.fixture(scope="module")
 def fetch_wheel(fetch_release) -> dict[str, str]:
     wheel = next(u for u in fetch_release["urls"] if u["packagetype"] == "bdist_wheel")
-    url = str(httpx.URL(FETCH).join(wheel["url"]))  # a mirror may give the file's URL relative to the API's
+    url = str(httpx.URL(pypi_url(FETCH)).join(wheel["url"]))  # a mirror may give the file's URL relative to the API's
     with zipfile.ZipFile(io.BytesIO(download(url))) as archive:
         return {name: archive.read(name)[:25_000].decode() for name in archive.namelist()[:100]}
 
@@ -62,7 +63,7 @@ def fetch_sources(fetch_wheel) -> list[SourceFile]:
 
 @pytest.fixture(scope="module")
 def notion_readme() -> str:
-    with tarfile.open(fileobj=io.BytesIO(download(NOTION)), mode="r:gz") as archive:
+    with tarfile.open(fileobj=io.BytesIO(download(npm_url(NOTION))), mode="r:gz") as archive:
         member = archive.getmember("package/README.md")
         assert member.isfile() and member.size < 200_000
         return archive.extractfile(member).read().decode()

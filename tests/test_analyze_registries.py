@@ -7,6 +7,7 @@ import base64
 import hashlib
 import io
 import json
+import os
 import tarfile
 from typing import Any, Callable
 
@@ -17,7 +18,7 @@ from pipeline.analyze import analyze_source
 from pipeline.analyze.fetch import FetchFailed, NotModified, Unavailable
 from pipeline.analyze.registries import PackageArchiveFetcher, is_prerelease, package_of
 from pipeline.models import AnalysisResult, LaunchSpec, Package
-from tests.support import NOW, server
+from tests.support import NOW, npm_url, pypi_url, registries, server
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +27,8 @@ def online():
     requests: list[str] = []
     client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0), event_hooks={"request": [lambda r: requests.append(str(r.url))]})
     try:
-        client.get("https://pypi.org/pypi/mcp-server-time/json").raise_for_status()
-        client.get("https://registry.npmjs.org/@modelcontextprotocol%2fserver-memory", headers={"Accept": "application/json"}).raise_for_status()
+        client.get(pypi_url("pypi/mcp-server-time/json")).raise_for_status()
+        client.get(npm_url("@modelcontextprotocol%2fserver-memory"), headers={"Accept": "application/json"}).raise_for_status()
     except httpx.HTTPError as exc:
         client.close()
         pytest.skip(f"the package registries cannot be reached from here: {exc}")
@@ -36,13 +37,27 @@ def online():
     client.close()
 
 
+def configured(client: httpx.Client) -> PackageArchiveFetcher:
+    """The fetcher as the CLI makes it: the registries npm and pip are configured with."""
+    found = registries()
+    return PackageArchiveFetcher(client, found.npm, found.pypi, found.pypi_files)
+
+
+def twin_fetcher(client: httpx.Client) -> PackageArchiveFetcher:
+    """The fetcher pointed at the twin's registries."""
+    return PackageArchiveFetcher(client, NPM_TWIN, PYPI_TWIN, (FILES_TWIN,))
+
+
+NPM_TWIN, PYPI_TWIN, FILES_TWIN = "https://npm.registry.test", "https://pypi.registry.test", "files.registry.test"
+
+
 def packaged(registry: str, name: str, version: str | None = None, **fields: Any):
     return server(repository=None, launch=LaunchSpec(registry=registry, package=name, version=version, transport="stdio"), **fields)
 
 
 @pytest.fixture(scope="module")
 def time_tree(online):
-    return PackageArchiveFetcher(online[0]).fetch(packaged("pypi", "mcp-server-time"))
+    return configured(online[0]).fetch(packaged("pypi", "mcp-server-time"))
 
 
 def test_a_pypi_sdist_is_fetched_checked_and_read(time_tree):
@@ -67,7 +82,7 @@ def test_the_history_feeds_maintenance_and_version_hygiene(time_tree):
 
 def test_a_pinned_pypi_version_and_not_modified(online):
     client, requests = online
-    fetcher = PackageArchiveFetcher(client)
+    fetcher = configured(client)
     tree = fetcher.fetch(packaged("pypi", "mcp-server-time", "0.6.2"))
     assert tree.ref == "0.6.2" and any(f.endswith("server.py") for f in tree.files)
     previous = AnalysisResult(server_id="s", analyzed_at=NOW, fetcher="pypi-archive", ok=True, source_ref="0.6.2", repository=tree.repository)
@@ -80,7 +95,7 @@ def test_a_pinned_pypi_version_and_not_modified(online):
 def test_an_npm_tarball_is_fetched_checked_and_read(online):
     client, requests = online
     requests.clear()
-    tree = PackageArchiveFetcher(client).fetch(packaged("npm", "@modelcontextprotocol/server-memory"))
+    tree = configured(client).fetch(packaged("npm", "@modelcontextprotocol/server-memory"))
     assert tree.fetcher == "npm-archive" and tree.manifest_kind == "package.json" and tree.manifest["name"] == "@modelcontextprotocol/server-memory"
     assert "package.json" in tree.files and any(f.endswith(".js") for f in tree.files) and tree.readme
     assert "@modelcontextprotocol/sdk" in tree.dependencies and tree.ref == tree.manifest["version"]
@@ -92,7 +107,7 @@ def test_a_package_listed_by_discovery_is_fetched(online):
     listed = server(repository=None, launch=None, packages=[Package(registry="oci", identifier="x/y"),
                                                             Package(registry="pypi", identifier="mcp-server-time", version="0.6.2")])
     assert package_of(listed) == ("pypi", "mcp-server-time", "0.6.2")
-    assert PackageArchiveFetcher(online[0]).fetch(listed).ref == "0.6.2"
+    assert configured(online[0]).fetch(listed).ref == "0.6.2"
 
 
 # ---------------------------------------------------------------- hostile registries (a client twin)
@@ -127,12 +142,12 @@ SRI = "sha512-" + base64.b64encode(hashlib.sha512(TARBALL).digest()).decode()
 
 
 def npm_fetch(document: dict, tarball: bytes = TARBALL, packument_body: bytes | None = None):
-    client = twin({"https://registry.npmjs.org/demo-mcp": lambda: httpx.Response(200, content=packument_body or json.dumps(document).encode()),
-                   "https://registry.npmjs.org/demo-mcp/-/demo-mcp-1.0.0-beta.2.tgz": lambda: httpx.Response(200, content=tarball)})
-    return PackageArchiveFetcher(client).fetch(packaged("npm", "demo-mcp"))
+    client = twin({f"{NPM_TWIN}/demo-mcp": lambda: httpx.Response(200, content=packument_body or json.dumps(document).encode()),
+                   f"{NPM_TWIN}/demo-mcp/-/demo-mcp-1.0.0-beta.2.tgz": lambda: httpx.Response(200, content=tarball)})
+    return twin_fetcher(client).fetch(packaged("npm", "demo-mcp"))
 
 
-URL = "https://registry.npmjs.org/demo-mcp/-/demo-mcp-1.0.0-beta.2.tgz"
+URL = f"{NPM_TWIN}/demo-mcp/-/demo-mcp-1.0.0-beta.2.tgz"
 
 
 def test_an_npm_tarball_matching_its_integrity_or_shasum_is_read():
@@ -147,7 +162,7 @@ def test_an_npm_tarball_matching_its_integrity_or_shasum_is_read():
     (packument(URL, shasum="0" * 40), "does not match its shasum"),
     (packument(URL), "gives no hash"),
     (packument("https://evil.example/demo.tgz", integrity=SRI), "not a host of the registry"),
-    (packument("http://registry.npmjs.org/demo.tgz", integrity=SRI), "not a host of the registry"),
+    (packument(NPM_TWIN.replace("https:", "http:") + "/demo.tgz", integrity=SRI), "not a host of the registry"),
     ({"name": "demo-mcp", "versions": {}}, "has no version"),
     ({"dist-tags": {"latest": "1.0.0-beta.2"}, "versions": {"1.0.0-beta.2": {"dist": {}}}}, "names no tarball"),
 ])
@@ -164,9 +179,9 @@ def test_bodies_over_their_caps_are_refused():
 
 
 def test_a_registry_error_is_transient_and_a_404_is_not():
-    client = twin({"https://pypi.org/pypi/gone/json": lambda: httpx.Response(404),
-                   "https://pypi.org/pypi/busy/json": lambda: httpx.Response(503)})
-    fetcher = PackageArchiveFetcher(client)
+    client = twin({f"{PYPI_TWIN}/pypi/gone/json": lambda: httpx.Response(404),
+                   f"{PYPI_TWIN}/pypi/busy/json": lambda: httpx.Response(503)})
+    fetcher = twin_fetcher(client)
     with pytest.raises(FetchFailed, match="is not published") as failure:
         fetcher.fetch(packaged("pypi", "gone"))
     assert not isinstance(failure.value, Unavailable)
@@ -184,25 +199,25 @@ def pypi_project(url: str, sha256: str, packagetype: str = "sdist", filename: st
 SDIST = npm_tarball({"PKG-INFO": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: mcp>=1.6\n\n# Demo\n"})
 
 
-@pytest.mark.parametrize("url", ["https://files.pythonhosted.org/packages/ab/cd/demo-1.0.tar.gz", "../../packages/ab/cd/demo-1.0.tar.gz"])
+@pytest.mark.parametrize("url", [f"https://{FILES_TWIN}/packages/ab/cd/demo-1.0.tar.gz", "../../packages/ab/cd/demo-1.0.tar.gz"])
 def test_a_pypi_sdist_absolute_or_relative_to_the_json_is_read(url):
-    resolved = "https://files.pythonhosted.org/packages/ab/cd/demo-1.0.tar.gz" if url.startswith("https") else "https://pypi.org/packages/ab/cd/demo-1.0.tar.gz"
-    client = twin({"https://pypi.org/pypi/demo/json": lambda: httpx.Response(200, json=pypi_project(url, hashlib.sha256(SDIST).hexdigest())),
+    resolved = url if url.startswith("https") else f"{PYPI_TWIN}/packages/ab/cd/demo-1.0.tar.gz"
+    client = twin({f"{PYPI_TWIN}/pypi/demo/json": lambda: httpx.Response(200, json=pypi_project(url, hashlib.sha256(SDIST).hexdigest())),
                    resolved: lambda: httpx.Response(200, content=SDIST)})
-    tree = PackageArchiveFetcher(client).fetch(packaged("pypi", "demo"))
+    tree = twin_fetcher(client).fetch(packaged("pypi", "demo"))
     assert tree.dependencies == {"mcp": ">=1.6"} and tree.readme.startswith("# Demo")
     assert [(r.tag, r.prerelease) for r in tree.repository.releases] == [("1.0", False), ("1.0rc1", True)]  # 0.1 has no files
 
 
 @pytest.mark.parametrize("url,sha,message", [
-    ("https://files.pythonhosted.org/demo-1.0.tar.gz", "0" * 64, "sha256 does not match"),
+    (f"https://{FILES_TWIN}/demo-1.0.tar.gz", "0" * 64, "sha256 does not match"),
     ("https://evil.example/demo-1.0.tar.gz", None, "not a host of the registry"),
 ])
 def test_a_pypi_file_that_does_not_add_up_is_refused(url, sha, message):
-    client = twin({"https://pypi.org/pypi/demo/json": lambda: httpx.Response(200, json=pypi_project(url, sha or hashlib.sha256(SDIST).hexdigest())),
+    client = twin({f"{PYPI_TWIN}/pypi/demo/json": lambda: httpx.Response(200, json=pypi_project(url, sha or hashlib.sha256(SDIST).hexdigest())),
                    url: lambda: httpx.Response(200, content=SDIST)})
     with pytest.raises(FetchFailed, match=message):
-        PackageArchiveFetcher(client).fetch(packaged("pypi", "demo"))
+        twin_fetcher(client).fetch(packaged("pypi", "demo"))
 
 
 @pytest.mark.parametrize("registry,name,version", [
@@ -212,7 +227,7 @@ def test_a_pypi_file_that_does_not_add_up_is_refused(url, sha, message):
 def test_names_and_versions_are_checked_before_any_request(registry, name, version):
     client = twin({})
     with pytest.raises(FetchFailed, match="is not"):
-        PackageArchiveFetcher(client).fetch(packaged(registry, name, version))
+        twin_fetcher(client).fetch(packaged(registry, name, version))
 
 
 @pytest.mark.parametrize("registry,version,expected", [
@@ -222,3 +237,15 @@ def test_names_and_versions_are_checked_before_any_request(registry, name, versi
 ])
 def test_prereleases(registry, version, expected):
     assert is_prerelease(registry, version) is expected
+
+
+def test_the_registries_come_from_npm_and_pip_configuration(tmp_path):
+    from pipeline.sandbox.installenv import package_registries
+
+    environ = {"PATH": "", "HOME": str(tmp_path), "PIP_CONFIG_FILE": os.devnull,
+               "PIP_INDEX_URL": "https://pypi.registry.test/simple/", "npm_config_registry": "https://npm.registry.test/"}
+    found = package_registries(environ)
+    assert (found.npm, found.pypi, found.pypi_files) == ("https://npm.registry.test/", "https://pypi.registry.test", ())
+    (tmp_path / ".npmrc").write_text("registry=https://npm.other.test/\n")
+    unset = package_registries({"PATH": "", "HOME": str(tmp_path), "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "file:///srv/simple"})
+    assert unset.npm == "https://npm.other.test/" and unset.pypi is None  # a local directory index has no JSON API

@@ -89,7 +89,7 @@ def test_an_unreachable_github_falls_back_to_the_package(client):
 
 
 def test_the_installed_package_is_the_last_resort(client, tmp_path):
-    failing = Package(Unavailable("pypi.org: ConnectError"))
+    failing = Package(Unavailable("pypi.registry.test: ConnectError"))
     installed = Package()
     installed.name = "installed-package"
     chooser = SourceChooser(github=None, packages=failing, installed=installed)  # type: ignore[arg-type]

@@ -29,7 +29,6 @@ _TRAILING = ".,;:!?*_~"
 # Domains (and their subdomains) that are never an MCP endpoint of the server itself, by why.
 _BLOCKED: dict[str, tuple[str, ...]] = {
     "package registry": (
-        "npmjs.com", "npmjs.org", "npm.im", "yarnpkg.com", "pypi.org", "pypi.python.org", "pythonhosted.org", "crates.io", "docs.rs",
         "pkg.go.dev", "rubygems.org", "nuget.org", "packagist.org", "jsr.io", "unpkg.com", "jsdelivr.net", "hub.docker.com",
         "docker.com", "ghcr.io", "quay.io", "anaconda.org", "mvnrepository.com", "search.maven.org",
     ),
@@ -66,6 +65,9 @@ _BLOCK = {domain: why for why, domains in _BLOCKED.items() for domain in domains
 _DOC_LABELS = frozenset({"docs", "doc", "documentation", "developer", "developers", "help", "support", "blog", "learn", "wiki", "www"})
 _PLACEHOLDER = re.compile(r"your[-_]?(?:domain|server|host|app|instance|company|org|name|project|url|worker|subdomain|account|deployment)"
                           r"|<[^>]{0,80}>|\{[^}]{0,80}\}|\$\{?[A-Za-z_]|YOUR_|xxx|placeholder|\.\.\.|my-?(?:server|domain|app|host)", re.I)
+# A package's page or file on a registry, whichever registry: /package/<name>, /project/<name>, /packages/…, /crates/…
+# (the registries' own hosts are not listed by name: a page there has one of these paths, a file one of these or none of MCP's).
+_PACKAGE_PAGE = re.compile(r"^/(?:package|packages|project|projects|crates?|simple|-)(?:/|$)", re.I)
 _IMAGE = re.compile(r"\.(?:png|jpe?g|gif|svg|webp|ico|bmp)$|/badges?(?:/|$)", re.I)
 _DOC_PATH = re.compile(r"\.(?:md|html?|pdf|txt|rst)$|^/(?:docs?|documentation|blog|guides?|wiki)(?:/|$)", re.I)
 # Where a URL sits in a client configuration: "url"/"serverUrl" in mcpServers JSON, `npx mcp-remote URL`, `claude mcp add
@@ -142,6 +144,8 @@ def refusal(url: str, context: str = "") -> str | None:
         return "placeholder"
     if _is_ip(host):
         return "an IP address, not a host name"
+    if _PACKAGE_PAGE.search(parts.path):
+        return "package registry page"
     blocked = _blocked(host)
     if blocked and not (blocked == "code host" and parts.path.lower().startswith("/api/")):
         return blocked

@@ -24,9 +24,6 @@ from pipeline.analyze.fetch import FetchFailed, NotModified, SourceTree, Unavail
 from pipeline.analyze.unpacked import build_tree
 from pipeline.models import AnalysisResult, Release, RepositoryFacts, Server
 
-NPM = "https://registry.npmjs.org"
-PYPI = "https://pypi.org"
-PYPI_FILES = "files.pythonhosted.org"
 USER_AGENT = "mcp-scoreboard-analyze"
 METADATA_CAP = 20_000_000  # a packument or project JSON; MCP servers' are far smaller
 MAX_RELEASES = 200  # newest kept in the facts
@@ -54,9 +51,13 @@ def is_prerelease(registry: str, version: str) -> bool:
 class PackageArchiveFetcher:
     name = "package-archive"
 
-    def __init__(self, client: httpx.Client, npm: str = NPM, pypi: str = PYPI, limits: Limits = Limits()) -> None:
-        self.client, self.limits = client, limits
-        self.npm, self.pypi = httpx.URL(npm.rstrip("/") + "/"), httpx.URL(pypi.rstrip("/") + "/")
+    def __init__(self, client: httpx.Client, npm: str | None, pypi: str | None, pypi_files: tuple[str, ...] = (),
+                 limits: Limits = Limits()) -> None:
+        """`npm`: the registry's URL; `pypi`: the base of the PyPI JSON API; `pypi_files`: other hosts its files may be on
+        (pipeline.sandbox.installenv.package_registries reads them from npm's and pip's configuration)."""
+        self.client, self.limits, self.pypi_files = client, limits, pypi_files
+        self.npm = httpx.URL(npm.rstrip("/") + "/") if npm else None
+        self.pypi = httpx.URL(pypi.rstrip("/") + "/") if pypi else None
 
     def fetch(self, server: Server, previous: AnalysisResult | None = None) -> SourceTree:
         package = package_of(server)
@@ -78,6 +79,8 @@ class PackageArchiveFetcher:
     # ------------------------------------------------------------------ npm
 
     def _npm(self, name: str, version: str | None, previous: AnalysisResult | None) -> SourceTree:
+        if self.npm is None:
+            raise FetchFailed("npm: no registry is configured (npm is not installed here, and SCOREBOARD_NPM_REGISTRY is not set)")
         reply = self._get(self.npm, quote(name, safe="@"), METADATA_CAP, {"Accept": "application/json"})
         document = _document(reply, f"npm: {name}")
         versions, times = _dict(document.get("versions")), _dict(document.get("time"))
@@ -85,7 +88,7 @@ class PackageArchiveFetcher:
         if not isinstance(version, str) or not isinstance(versions.get(version), dict):
             raise FetchFailed(f"npm: {name} has no version {str(version)[:60]}")
         history = [(v, _when(times.get(v))) for v in versions if isinstance(v, str) and v not in ("created", "modified")]
-        facts = _history("npm", f"https://www.npmjs.com/package/{name}", history, _when(times.get("created")))
+        facts = _history("npm", reply.url, history, _when(times.get("created")))
         _unchanged(previous, "npm-archive", version, facts)
         dist = _dict(versions[version].get("dist"))
         url = dist.get("tarball")
@@ -99,6 +102,8 @@ class PackageArchiveFetcher:
     # ------------------------------------------------------------------ PyPI
 
     def _pypi(self, name: str, version: str | None, previous: AnalysisResult | None) -> SourceTree:
+        if self.pypi is None:
+            raise FetchFailed("PyPI: no index is configured (pip names none, and SCOREBOARD_PYPI_URL is not set)")
         reply = self._get(self.pypi, f"pypi/{quote(name)}/json", METADATA_CAP, {"Accept": "application/json"})
         document = _document(reply, f"PyPI: {name}")
         info, releases = _dict(document.get("info")), _dict(document.get("releases"))
@@ -107,7 +112,8 @@ class PackageArchiveFetcher:
         if not isinstance(files, list) or not files:
             raise FetchFailed(f"PyPI: {name} has no files for version {str(version)[:60]}")
         history = [(v, _earliest(fs)) for v, fs in releases.items() if isinstance(fs, list) and fs]
-        facts = _history("pypi", f"https://pypi.org/project/{name}/", history, None)
+        page = info.get("package_url")
+        facts = _history("pypi", page if isinstance(page, str) and page.startswith("https://") else reply.url, history, None)
         _unchanged(previous, "pypi-archive", version, facts)
         chosen = _pypi_file([f for f in files if isinstance(f, dict)])
         if chosen is None:
@@ -116,7 +122,7 @@ class PackageArchiveFetcher:
         if not isinstance(url, str):
             raise FetchFailed(f"PyPI: {name} {version}: a file without a URL")
         what = f"PyPI: {chosen.get('filename', name)}"
-        data = self._archive(str(httpx.URL(reply.url).join(url)), self.pypi, (self.pypi.host, PYPI_FILES), what)
+        data = self._archive(str(httpx.URL(reply.url).join(url)), self.pypi, (self.pypi.host, *self.pypi_files), what)
         expected = _dict(chosen.get("digests")).get("sha256")
         if not isinstance(expected, str) or hashlib.sha256(data).hexdigest() != expected.lower():
             raise FetchFailed(f"{what}: its sha256 does not match the registry's (or the registry gives none)")

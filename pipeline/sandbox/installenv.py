@@ -14,6 +14,7 @@ from __future__ import annotations
 import configparser
 import os
 import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -126,3 +127,45 @@ def _npm_settings(home: Path, environ: Mapping[str, str]) -> dict[str, str]:
         if key in _NPM_KEYS and value and "${" not in value:  # ${VAR} would need the host environment
             found[_NPM_KEYS[key]] = value
     return found
+
+
+@dataclass(frozen=True)
+class PackageRegistries:
+    """Where this host's npm and pip get packages, as their own configuration says: the analyze stage reads package
+    archives from the registries the installer uses. None where the tool is absent or says nothing usable."""
+
+    npm: str | None  # npm's registry URL (packuments and tarballs)
+    pypi: str | None  # the base of the PyPI JSON API: pip's index URL without its /simple
+    pypi_files: tuple[str, ...] = ()  # other hosts the PyPI index keeps its files on (pip knows PyPI's own)
+
+
+def package_registries(environ: Mapping[str, str]) -> PackageRegistries:
+    """npm's configured registry (its environment, .npmrc, else `npm config get registry`) and pip's index (its
+    environment and pip.conf, else pip's own default index)."""
+    env = installer_environment(Path(os.devnull), environ, None)
+    npm = env.get("npm_config_registry") or _npm_default(environ)
+    index = (env.get("PIP_INDEX_URL") or "").split()
+    pypi, files = (index[0], ()) if index else _pip_default()
+    base = pypi.rstrip("/").removesuffix("/simple") if pypi else None
+    return PackageRegistries(npm=npm if npm and npm.startswith(("https://", "http://")) else None,
+                             pypi=base if base and base.startswith(("https://", "http://")) else None, pypi_files=files)
+
+
+def _npm_default(environ: Mapping[str, str]) -> str | None:
+    npm = shutil.which("npm", path=environ.get("PATH"))
+    if npm is None:
+        return None
+    try:
+        answer = subprocess.run([npm, "config", "get", "registry"], capture_output=True, text=True, timeout=30, env=dict(environ))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return answer.stdout.strip() or None if answer.returncode == 0 else None
+
+
+def _pip_default() -> tuple[str | None, tuple[str, ...]]:
+    """pip's default index and the host it stores files on, from pip itself (so no registry is named here)."""
+    try:
+        from pip._internal.models.index import PyPI
+    except ImportError:
+        return None, ()
+    return getattr(PyPI, "simple_url", None), tuple(h for h in [getattr(PyPI, "file_storage_domain", None)] if h)
