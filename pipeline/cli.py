@@ -216,7 +216,9 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
 
 def _archive_fetcher(client, settings: Settings) -> PackageArchiveFetcher:
     """Package archives from the registries the settings name, else from those npm and pip are configured with."""
-    configured = package_registries(os.environ)
+    if settings.npm_registry and settings.pypi_url:
+        return PackageArchiveFetcher(client, settings.npm_registry, settings.pypi_url)
+    configured = package_registries(os.environ)  # asks npm once when its configuration files do not say
     files = configured.pypi_files if not settings.pypi_url else ()
     return PackageArchiveFetcher(client, settings.npm_registry or configured.npm, settings.pypi_url or configured.pypi, files)
 

@@ -19,6 +19,9 @@ from pipeline.score.registry import infos
 from pipeline.store import open_db
 from tests.support import BOARD_KINDS, FLEET, NOW, ListSource, analysis, fleet_entries, probe, quiet
 
+# The GitHub replay's fixtures (`replay`, `client`), shared by the analyze tests; a module's own fixture of a name wins.
+pytest_plugins = ["tests.github_replay"]
+
 
 @pytest.fixture(scope="session")
 def settings() -> Settings:

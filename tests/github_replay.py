@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
 import httpx
+import pytest
 
 from pipeline.analyze.github import GitHubFetcher
 from tests.support import server
@@ -162,3 +163,16 @@ def github_fetcher(replay: Replay, client: httpx.Client, **kwargs: Any) -> GitHu
 def time_server(**fields: Any):
     """A server in the replayed monorepo's src/time folder."""
     return server(id="time", repository="https://github.com/o/r", subpath="src/time", **fields)
+
+
+@pytest.fixture
+def replay():
+    """A running GitHub replay, for the tests that import this fixture."""
+    with Replay() as running:
+        yield running
+
+
+@pytest.fixture
+def client():
+    with httpx.Client(timeout=httpx.Timeout(5.0, connect=2.0)) as http:
+        yield http

@@ -9,27 +9,14 @@ import tarfile
 import time
 from datetime import datetime, timedelta, timezone
 
-import httpx
 import pytest
 
 from pipeline.analyze.archive import Limits
 from pipeline.analyze.fetch import FetchFailed, NotModified, Unavailable
 from pipeline.analyze.github import GitHubFetcher
 from pipeline.models import AnalysisResult
-from tests.github_replay import MONOREPO, SHA, Replay, closed_port, github_fetcher, tarball, time_server
+from tests.github_replay import MONOREPO, SHA, closed_port, github_fetcher, tarball, time_server
 from tests.support import NOW, server
-
-
-@pytest.fixture
-def replay():
-    with Replay() as running:
-        yield running
-
-
-@pytest.fixture
-def client():
-    with httpx.Client(timeout=httpx.Timeout(5.0, connect=2.0)) as http:
-        yield http
 
 
 def test_a_monorepo_server_comes_from_the_api_and_the_tarball(replay, client):

@@ -11,7 +11,6 @@ import time
 from datetime import timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 
 from pipeline import store
@@ -24,21 +23,8 @@ from pipeline.discover import run_discover
 from pipeline.models import AnalysisResult, LaunchSpec, RepositoryFacts
 from pipeline.progress import Progress
 from pipeline.score import run_score
-from tests.github_replay import Replay, closed_port, github_fetcher, time_server
+from tests.github_replay import closed_port, github_fetcher, time_server
 from tests.support import NOW, ListSource, entry, quiet, server
-
-
-@pytest.fixture
-def replay():
-    with Replay() as running:
-        yield running
-
-
-@pytest.fixture
-def client():
-    with httpx.Client(timeout=httpx.Timeout(5.0, connect=2.0)) as http:
-        yield http
-
 
 # ---------------------------------------------------------------- the chooser
 

@@ -143,7 +143,7 @@ def _untar(stream: io.BufferedReader, limits: Limits) -> Unpacked:
             handle = tar.extractfile(member)
             cap = text_cap(path, limits)
             raw = handle.read(cap) if handle is not None else b""
-            kept += _keep(out, path, raw, member.size > cap)
+            kept += keep_text(out, path, raw, member.size > cap)
         comment = tar.pax_headers.get("comment")
     out.comment = comment[:100] if isinstance(comment, str) else None
     return out
@@ -179,7 +179,7 @@ def _unzip(data: bytes, limits: Limits) -> Unpacked:
             cap = text_cap(path, limits)
             with archive.open(info) as handle:
                 raw = handle.read(cap + 1)
-            kept += _keep(out, path, raw[:cap], len(raw) > cap)
+            kept += keep_text(out, path, raw[:cap], len(raw) > cap)
     return out
 
 
@@ -197,7 +197,8 @@ def text_cap(path: str, limits: Limits) -> int:
     return limits.member_code if path.lower().endswith(CODE_SUFFIXES) else limits.member_text
 
 
-def _keep(out: Unpacked, path: str, raw: bytes, cut: bool) -> int:
+def keep_text(out: Unpacked, path: str, raw: bytes, cut: bool) -> int:
+    """Keep a file's text (not a binary's), noting when it was cut; the bytes it cost."""
     if b"\x00" in raw[:8192]:
         out.skip("binary")
         return 0

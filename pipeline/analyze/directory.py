@@ -7,7 +7,7 @@ import os
 import stat
 from pathlib import Path
 
-from pipeline.analyze.archive import BINARY_SUFFIXES, Limits, Unpacked, text_cap
+from pipeline.analyze.archive import BINARY_SUFFIXES, Limits, Unpacked, keep_text, text_cap
 from pipeline.analyze.fetch import MAX_FILES, FetchFailed, SourceTree
 from pipeline.analyze.unpacked import build_tree
 from pipeline.models import AnalysisResult, Server
@@ -67,12 +67,12 @@ def read_directory(root: Path, limits: Limits = Limits()) -> Unpacked:
                     out.files.append(relative)
                 if name.lower().endswith(BINARY_SUFFIXES) or kept >= limits.kept:
                     continue
-                kept += _keep_text(out, path, relative, text_cap(relative, limits))
+                kept += _read_text(out, path, relative, text_cap(relative, limits))
     out.files.sort()
     return out
 
 
-def _keep_text(out: Unpacked, path: Path, relative: str, cap: int) -> int:
+def _read_text(out: Unpacked, path: Path, relative: str, cap: int) -> int:
     """Read the first `cap` bytes of a regular file, opened without following a link or blocking (it was checked by
     lstat, but it may be swapped for a FIFO or a link before the open)."""
     try:
@@ -94,10 +94,4 @@ def _keep_text(out: Unpacked, path: Path, relative: str, cap: int) -> int:
         return 0
     finally:
         os.close(fd)
-    if b"\x00" in raw[:8192]:
-        out.skip("binary")
-        return 0
-    out.texts[relative] = raw[:cap].decode("utf-8", "replace")
-    if len(raw) > cap:
-        out.cut.add(relative)
-    return min(len(raw), cap)
+    return keep_text(out, relative, raw[:cap], len(raw) > cap)
