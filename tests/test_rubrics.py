@@ -414,17 +414,15 @@ def test_unrated_and_status_chips():
     assert outside_in.spec_readiness(split) == pytest.approx(200 / 3)
 
 
-def test_missing_tool_success_renormalises_and_fast_runs_conform_on_what_they_measure():
-    facts = Facts(server=remote_server(), now=NOW, probe=probe(), fast30=Rollup.of(10, 10, [100.0] * 10))
+def test_missing_tool_success_renormalises_and_runs_conform_on_what_they_measure():
+    facts = Facts(server=remote_server(), now=NOW, probe=probe(), runs=runs(10, ms=100.0, invocations=False))
     card = outside_in.OUTSIDE_IN.score(facts)
     assert {d.name: d.status for d in card.dimensions}["tool_success"] == "pending"
     assert card.composite == pytest.approx(100.0)
     assert card.extra["runs"] == 10
-    assert outside_in.run_conformance(RunRow("fast", NOW, "ok", 50, None)) == 1.0
+    assert outside_in.run_conformance(RunRow("deep", NOW, "ok", 50, 3)) == 1.0  # no call: renormalised over the other 80
     assert outside_in.run_conformance(RunRow("deep", NOW, "ok", 50, None)) == pytest.approx(55 / 80)
-    # half the fast probes reached the endpoint but failed to negotiate: conformance (30·10 + 25·5)/55 / 10
-    mixed = outside_in.components(Facts(server=remote_server(), now=NOW, fast30=Rollup(runs=10, reachable=10, ok=5)))
-    assert mixed.conformance == pytest.approx((300 + 125) / 55 / 10) and mixed.reach == 1.0
+    assert outside_in.run_conformance(RunRow("deep", NOW, "auth_required", None, None)) == pytest.approx(30 / 80)
 
 
 def test_trend_against_yesterday():
