@@ -14,6 +14,7 @@ from typing import Any, Iterator, Sequence
 from sqlite_utils import Database
 
 from pipeline import latency, store
+from pipeline.judging import current_judgements
 from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult, Server
 from pipeline.sandbox.failures import not_measured
 from pipeline.text import squash
@@ -92,6 +93,22 @@ class Facts:
     @property
     def tools(self) -> list[dict[str, Any]] | None:
         return self.probe.tools if self.probe and self.probe.reachable else None
+
+    @property
+    def current_judgements(self) -> list[Judgement]:
+        """The judgements that count: those of the tool texts the server shows now (pipeline.judging)."""
+        if "judgements.current" not in self.memo:
+            self.memo["judgements.current"] = current_judgements(self.judgements, self._current_texts())
+        return self.memo["judgements.current"]
+
+    def _current_texts(self) -> list[dict[str, Any]] | None:
+        """The latest probe's tool list; with no probe at all, the tools read from source. A probe that listed nothing
+        leaves no current text: what it once listed may have changed since."""
+        if self.probe is not None:
+            return self.tools
+        if self.analysis is None or not self.analysis.ok or not self.analysis.tools:
+            return None
+        return [{"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in self.analysis.tools]
 
     def check(self, name: str):
         if self.probe is None:
