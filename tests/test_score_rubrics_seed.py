@@ -184,9 +184,10 @@ def catalog_arguments() -> list[tuple[str, dict, bool]]:
     schemas = []
     for path in sorted(root.glob("*/tools.json")):
         for tool in json.loads(path.read_text(encoding="utf-8")):
-            args = tool.get("arguments") or []
+            args = tool.get("arguments") or []  # the catalog's short form: name, type, desc, optional
+            properties = {a["name"]: {"type": a.get("type"), "description": a.get("desc")} for a in args}
             schemas.append(tool.get("inputSchema") or {"type": "object", "required": [a["name"] for a in args if not a.get("optional")],
-                                                       "properties": {a["name"]: {"type": a.get("type"), "description": a.get("desc")} for a in args}})
+                                                       "properties": properties})
     for path in sorted(root.glob("*/server.yaml")):
         schemas += [t.get("parameters") or {} for t in (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("tools") or []]
     return [(str(spec["description"]).strip(), spec, name in (schema.get("required") or []))
