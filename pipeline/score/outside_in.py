@@ -23,7 +23,7 @@ from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weig
 from pipeline.score.facts import Facts, RunRow
 
 RUBRIC = "outside-in"
-RULES_VERSION = "outside-in/1.0"
+RULES_VERSION = "outside-in/1.1"
 WEIGHTS = {"reach": 35, "latency": 25, "tool_success": 25, "conformance": 15}
 N0, P0 = 7, 0.5  # shrinkage strength and neutral prior
 LOW_SAMPLE = 7
@@ -33,18 +33,18 @@ RULES = RuleSet()
 rule = RULES.rule
 
 
-DIMENSIONS = (
-    Dimension("reach", "Reach (30d)", WEIGHTS["reach"]),
-    Dimension("latency", "Latency P95", WEIGHTS["latency"], applicable=lambda facts: _local(facts)),
-    Dimension("tool_success", "Tool success", WEIGHTS["tool_success"]),
-    Dimension("conformance", "Protocol conformance", WEIGHTS["conformance"]),
-)
-
-
 def _local(facts: Facts) -> str | None:
     if facts.server.is_local:
         return "local server started by the scoreboard: its handshake time is our machine's, not the server's"
     return None
+
+
+DIMENSIONS = (
+    Dimension("reach", "Reach (30d)", WEIGHTS["reach"]),
+    Dimension("latency", "Latency P95", WEIGHTS["latency"], applicable=_local),
+    Dimension("tool_success", "Tool success", WEIGHTS["tool_success"]),
+    Dimension("conformance", "Protocol conformance", WEIGHTS["conformance"]),
+)
 
 
 def latency_score(p95_ms: float) -> float:
@@ -103,8 +103,8 @@ def _components(facts: Facts) -> Components:
     if not n:
         return Components(0, 0, None, None, None, None, None, None, None)
     reach = sum(1 for r in runs if r.outcome in REACHED) / n
-    p95_ms = None if facts.server.is_local else latency.percentile({}, 0.95, exact=[r.connect_ms for r in runs
-                                                                                     if r.outcome == "ok" and r.connect_ms is not None])
+    timed = [] if facts.server.is_local else [r.connect_ms for r in runs if r.outcome == "ok" and r.connect_ms is not None]
+    p95_ms = latency.percentile({}, 0.95, exact=timed)  # the runs' own timings, exact (nearest rank)
     invocation, functional, success = _tool_rates(runs)
     return Components(n, sum(1 for r in runs if r.invocations), reach, latency_score(p95_ms) / 100 if p95_ms is not None else None,
                       p95_ms, success, invocation, functional, sum(run_conformance(r) for r in runs) / n)
@@ -154,7 +154,7 @@ def tool_success(facts: Facts) -> Outcome:
         parts.append(f"invoke {100 * c.invocation_rate:.0f}%")
     if c.functional_rate is not None:
         parts.append(f"functional {100 * c.functional_rate:.0f}%")
-    return share(c.tool_success, ", ".join(parts))
+    return share(c.tool_success, f"{', '.join(parts)} over {c.tool_runs} runs that called a tool")
 
 
 @rule("conformance", WEIGHTS["conformance"])
