@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pipeline import latency
 from pipeline.latency import REACHED
 from pipeline.models import BoardColumn, DimensionScore, RubricInfo
-from pipeline.sandbox.failures import not_measured
+from pipeline.outcomes import measured
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weights, renormalised, share, unmeasured
 from pipeline.score.facts import Facts, Rollup, RunRow
 
@@ -82,14 +82,15 @@ def components(facts: Facts) -> Components:
 
 
 def measured_runs(facts: Facts) -> list[RunRow]:
-    """The deep and sandbox runs that say something of the server: a sandbox run our sandbox may have failed is left out."""
-    return [r for r in facts.runs if not not_measured(r.kind, r.outcome)]
+    """The deep and sandbox runs that say something of the server (pipeline.outcomes): a 429, an opt-out, our own
+    refusal and a sandbox run our sandbox may have failed are left out."""
+    return [r for r in facts.runs if measured(r.kind, r.outcome)]
 
 
 def _components(facts: Facts) -> Components:
     runs, fast = measured_runs(facts), facts.fast30
     n = len(runs) + fast.runs
-    if not n:
+    if not n or facts.never_reached:  # failures that do not stand yet are no runs to rate it by
         return Components(0, None, None, None, None, None, None, None)
     reach = (sum(1 for r in runs if r.outcome in REACHED) + fast.reachable) / n
     p95_ms = latency.percentile(fast.hist, 0.95, exact=[r.connect_ms for r in runs if r.outcome == "ok" and r.connect_ms is not None])
@@ -124,7 +125,7 @@ def reach(facts: Facts) -> Outcome:
     """Reach (35%): reachable runs ÷ all MCP runs over the last 30 days."""
     c = components(facts)
     if c.reach is None:
-        return unmeasured("no runs in 30 days")
+        return unmeasured(facts.never_reached or "no runs in 30 days")
     return share(c.reach, f"{100 * c.reach:.1f}% of {c.n} runs reached the server")
 
 
@@ -158,7 +159,7 @@ def protocol_conformance(facts: Facts) -> Outcome:
     """Protocol conformance (15%): per run, reachable 30 / transport 25 / discovery 25 / invocation 20, averaged over runs."""
     c = components(facts)
     if c.conformance is None:
-        return unmeasured("no runs in 30 days")
+        return unmeasured(facts.never_reached or "no runs in 30 days")
     return share(c.conformance, f"average {100 * c.conformance:.1f}% over {c.n} runs")
 
 
@@ -172,6 +173,8 @@ def status(facts: Facts) -> tuple[str, str]:
     latest = max(candidates, key=lambda r: r.started_at) if candidates else None
     if latest is None:
         return "Down", "unrated"
+    if facts.never_reached:
+        return "Down", facts.attempts.wording
     return _failure(latest.outcome) or _impairment(facts) or _operational(facts)
 
 
