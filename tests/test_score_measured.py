@@ -44,12 +44,13 @@ ROWS = {
         unmeasured_rules=("schema_validity", "error_handling", "fuzz_resilience", "invocation_smoke_test"), badges_present=("Reachable",)),
     "item 2: 429 is not measured": Row(
         REMOTE, [("deep", ProbeOutcome.rate_limited, 1)], reachability=(0, False), reason="HTTP 429", protocol_compliance="pending",
+        outside_in="unrated",
         remote_unscored=True, remote_unmeasured=("transport_verified", "stability")),
     "item 2: an opt-out is not measured": Row(
-        REMOTE, [("deep", ProbeOutcome.opted_out, 1)], reachability=(0, False), reason="asks not to be probed",
+        REMOTE, [("deep", ProbeOutcome.opted_out, 1)], reachability=(0, False), reason="asks not to be probed", outside_in="unrated",
         protocol_compliance="pending", remote_unscored=True, remote_unmeasured=("transport_verified",)),
     "item 2: our own policy's refusal is not measured": Row(
-        REMOTE, [("deep", ProbeOutcome.refused, 1)], reachability=(0, False), reason="our probe policy",
+        REMOTE, [("deep", ProbeOutcome.refused, 1)], reachability=(0, False), reason="our probe policy", outside_in="unrated",
         protocol_compliance="pending", remote_unscored=True, remote_unmeasured=("transport_verified",)),
     "one failed attempt is unrated, unreachable from here": Row(
         REMOTE, [("deep", ProbeOutcome.unreachable, 1)], reachability=(0, False), reason="unreachable from here (1 attempt)",

@@ -91,7 +91,8 @@ class Facts:
     auth_history: list[tuple[datetime, bool]] = field(default_factory=list)  # (when, auth required) per deep probe
     duplicate_description: bool = False  # the same description on 3+ servers (fleet-level fact)
     yesterday: dict[str, float | None] = field(default_factory=dict)  # rubric -> composite of yesterday's snapshot
-    attempts: Attempts = field(default_factory=Attempts)  # failed attempts since it last answered (where its latest probe failed)
+    # Failed attempts since it last answered, from the stored runs, where its latest probe failed; None when they were not read
+    attempts: Attempts | None = None
     memo: dict[str, Any] = field(default_factory=dict)  # derived values shared by several rules of one scoring pass
 
     @property
@@ -132,17 +133,28 @@ class Facts:
         None when it did not fail, for a local server (its start is ours to repeat) and once the failures stand."""
         if self.reading is not Reading.failed or self.server.is_local:
             return None
-        if not self.attempts.failed:
-            return "not a verdict: the latest deep probe failed, but the server answered a probe since"
-        return unconfirmed(self.attempts)
+        if not self.failures.failed:
+            return ("not a verdict: the latest deep probe failed, but the server answered a probe since" if self.failures.answered_at
+                    else "not a verdict: the latest deep probe failed, more than 30 days ago")
+        return unconfirmed(self.failures)
 
     @property
     def never_reached(self) -> str | None:
         """Why a remote server that has not answered any probe in the window is not rated yet (its failures do not stand);
         None otherwise."""
-        if self.server.is_local or not self.attempts.failed or self.attempts.answered_at is not None:
+        if self.server.is_local or not self.failures.failed or self.failures.answered_at is not None:
             return None
-        return unconfirmed(self.attempts)
+        return unconfirmed(self.failures)
+
+    @property
+    def failures(self) -> Attempts:
+        """The failed attempts since the server last answered: from the stored runs, or the latest probe alone where they
+        were not read (`scoreboard check` probes once)."""
+        if self.attempts is not None:
+            return self.attempts
+        if self.reading is Reading.failed:
+            return Attempts(1, self.probe.started_at, self.probe.started_at)
+        return Attempts()
 
     @property
     def description(self) -> str | None:

@@ -169,12 +169,12 @@ FAILURES = {"timeout": "timed out", "crashed": "crashed", "protocol_error": "pro
 def status(facts: Facts) -> tuple[str, str]:
     """(verdict, status chip): the chip names the cause whenever the probe classified it."""
     runs = measured_runs(facts)
-    candidates = [r for r in (runs[-1] if runs else None, facts.latest_fast) if r is not None]
+    candidates = [r for r in (runs[-1] if runs else None, facts.latest_fast) if r is not None and measured(r.kind, r.outcome)]
     latest = max(candidates, key=lambda r: r.started_at) if candidates else None
     if latest is None:
         return "Down", "unrated"
     if facts.never_reached:
-        return "Down", facts.attempts.wording
+        return "Down", facts.failures.wording
     return _failure(latest.outcome) or _impairment(facts) or _operational(facts)
 
 
@@ -182,8 +182,6 @@ def _failure(outcome: str) -> tuple[str, str] | None:
     """What the latest run's outcome says when it did not succeed."""
     if outcome == "auth_required":
         return "Impaired", "auth required"
-    if outcome == "rate_limited":
-        return "Impaired", "rate limited"
     if outcome != "ok":
         return "Down", FAILURES.get(outcome, "unreachable")
     return None

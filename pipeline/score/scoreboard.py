@@ -141,14 +141,14 @@ def reachability(facts: Facts) -> Outcome:
                      evidence=facts.probe_ref)
     if (why := facts.unconfirmed_failure) is not None:
         return unmeasured(why)
-    failed = f"{facts.attempts.failed} attempts over {facts.attempts.span.total_seconds() / 3600:.0f} h; " if not facts.server.is_local else ""
+    failed = f"{facts.failures.failed} attempts over {facts.failures.span.total_seconds() / 3600:.0f} h; " if not facts.server.is_local else ""
     return share(0, f"probe outcome {probe.outcome.value}: {failed}{(probe.detail or '')[:160]}", evidence=facts.probe_ref,
                  how_to_gain="make the server start and answer the handshake")
 
 
 def reach_status(facts: Facts, composite: float | None) -> dict:
     """What the board's probe column says of a remote server whose failures to answer do not stand yet."""
-    return {"reach": facts.attempts.wording} if facts.never_reached or facts.unconfirmed_failure and facts.attempts.failed else {}
+    return {"reach": facts.failures.wording} if facts.never_reached or facts.unconfirmed_failure and facts.failures.failed else {}
 
 
 @rule("protocol_compliance", 20)

@@ -92,20 +92,21 @@ _FAILED_SQL = (f"p.outcome not in ({_listed(ANSWERED | GATED | NOT_MEASURED | SA
 def failed_attempts(db: Database, ids: list[str], since: datetime) -> dict[str, Attempts]:
     """Each server's failed attempts (deep, fast and sandbox probes) since `since` and after it last answered, with when
     it last answered; counted in SQL, so a server probed every five minutes costs no rows read into Python."""
-    if not ids:
-        return {}
     found: dict[str, Attempts] = {}
     for part, marks in in_chunks(ids, 250):  # each id is bound twice
-        rows = db.execute(
-            f"select p.server_id, count(*), min(p.started_at), max(p.started_at), a.answered_at from probe_runs p left join "
-            f"(select server_id, max(started_at) answered_at from probe_runs where server_id in ({marks}) and started_at >= ? "
-            f"and {_REACHED_SQL} group by server_id) a on a.server_id = p.server_id "
-            f"where p.server_id in ({marks}) and p.started_at >= ? and (a.answered_at is null or p.started_at > a.answered_at) "
-            f"and {_FAILED_SQL} group by p.server_id",
+        answered = dict(db.execute(f"select server_id, max(started_at) from probe_runs where server_id in ({marks}) and started_at >= ? "
+                                   f"and {_REACHED_SQL} group by server_id", [*part, iso(since)]).fetchall())
+        for server_id in part:
+            found[server_id] = Attempts(answered_at=parse_iso(answered[server_id]) if server_id in answered else None)
+        counted = db.execute(
+            f"select p.server_id, count(*), min(p.started_at), max(p.started_at) from probe_runs p left join (select server_id, "
+            f"max(started_at) at from probe_runs where server_id in ({marks}) and started_at >= ? and {_REACHED_SQL} group by server_id) a "
+            f"on a.server_id = p.server_id where p.server_id in ({marks}) and p.started_at >= ? and {_FAILED_SQL} "
+            f"and (a.at is null or p.started_at > a.at) group by p.server_id",
             [*part, iso(since), *part, iso(since)],
         ).fetchall()
-        for server_id, count, first, last, answered_at in rows:
-            found[server_id] = Attempts(count, parse_iso(first), parse_iso(last), parse_iso(answered_at) if answered_at else None)
+        for server_id, count, first, last in counted:
+            found[server_id] = Attempts(count, parse_iso(first), parse_iso(last), found[server_id].answered_at)
     return found
 
 
