@@ -15,7 +15,7 @@ from sqlite_utils import Database
 
 from pipeline import latency, store
 from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult, Server
-from pipeline.outcomes import Attempts, Reading, reading, sandbox_caused, unconfirmed
+from pipeline.outcomes import Attempts, Reading, reached, reading, sandbox_caused, unconfirmed
 from pipeline.text import squash
 
 RELIABILITY_WINDOW = timedelta(days=7)  # seed 000: the 7-day figures feed the composite
@@ -148,13 +148,16 @@ class Facts:
 
     @property
     def failures(self) -> Attempts:
-        """The failed attempts since the server last answered: from the stored runs, or the latest probe alone where they
-        were not read (`scoreboard check` probes once)."""
+        """The failed attempts since the server last answered: as the store counted them (deep and fast probes), or, where
+        it did not, from the deep and sandbox runs at hand, or the latest probe alone (`scoreboard check` probes once)."""
         if self.attempts is not None:
             return self.attempts
-        if self.reading is Reading.failed:
-            return Attempts(1, self.probe.started_at, self.probe.started_at)
-        return Attempts()
+        runs = [(r.started_at, r.kind, r.outcome) for r in self.runs]
+        if not runs and self.probe is not None:
+            runs = [(self.probe.started_at, self.probe.kind, self.probe.outcome.value)]
+        answered = max((at for at, kind, outcome in runs if reached(kind, outcome)), default=None)
+        failed = sorted(at for at, kind, outcome in runs if reading(kind, outcome) is Reading.failed and (answered is None or at > answered))
+        return Attempts(len(failed), failed[0] if failed else None, failed[-1] if failed else None, answered)
 
     @property
     def description(self) -> str | None:
