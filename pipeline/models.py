@@ -164,7 +164,8 @@ class Server(ServerFields):
 
 
 class ProbeOutcome(str, Enum):
-    """Classified result of one probe. "Not measured" states are named, never folded into down."""
+    """Classified result of one probe. "Not measured" states are named, never folded into down; what each says of the
+    server (answered, gated, failed, not measured) is pipeline.outcomes' one reading."""
 
     ok = "ok"
     auth_required = "auth_required"  # gated: a state with a name, never "down"

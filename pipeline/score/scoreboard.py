@@ -8,9 +8,10 @@ the dimensions that are scored.
 from __future__ import annotations
 
 from pipeline.models import DimensionScore, RubricInfo
+from pipeline.outcomes import Reading
 from pipeline.score.badges import badges
 from pipeline.score.engine import Decay, Depends, Dimension, Outcome, Rubric, RuleSet, percent, ratio, share, unmeasured, weighted_composite
-from pipeline.score.facts import SANDBOX_GAIN, Facts
+from pipeline.score.facts import Facts
 from pipeline.score.flags import FLAGS
 from pipeline.score.inferred import LABEL, found_and_missing, inferred, places
 from pipeline.score.scoreboard_interpretability import INTERPRETABILITY_RULES
@@ -124,15 +125,30 @@ def template_description(facts: Facts) -> Outcome:
 
 @rule("protocol_compliance", 20)
 def reachability(facts: Facts) -> Outcome:
-    """Did the server complete the MCP handshake (initialize or server/discover)?"""
-    if facts.probe is None:
+    """Did the server complete the MCP handshake (initialize or server/discover)? An answer behind an authentication gate
+    (401/403) is a reachable server: full marks, the protocol behind the gate not measured. A 429, an opt-out, our own
+    policy's refusal and what our sandbox may have caused are not measured; a remote server's failure to answer counts
+    only once it stands (3 failed attempts over at least 24 hours), and is "unreachable from here" until then."""
+    probe = facts.probe
+    if probe is None:
         return unmeasured("not probed yet")
-    if (why := facts.sandbox_not_measured) is not None:
-        return unmeasured(why, SANDBOX_GAIN)
-    if facts.probe.reachable:
-        return share(1, f"handshake completed ({facts.probe.handshake}, {facts.probe.protocol_version})", evidence=facts.probe_ref)
-    return share(0, f"probe outcome {facts.probe.outcome.value}: {(facts.probe.detail or '')[:160]}", evidence=facts.probe_ref,
-                   how_to_gain="make the server start and answer the handshake")
+    if (why := facts.not_measured) is not None:
+        return unmeasured(why, facts.not_measured_gain)
+    if facts.reading is Reading.answered:
+        return share(1, f"handshake completed ({probe.handshake}, {probe.protocol_version})", evidence=facts.probe_ref)
+    if facts.reading is Reading.gated:
+        return share(1, "reachable: it answered behind an authentication gate; the protocol behind the gate is not measured",
+                     evidence=facts.probe_ref)
+    if (why := facts.unconfirmed_failure) is not None:
+        return unmeasured(why)
+    failed = f"{facts.failures.failed} attempts over {facts.failures.span.total_seconds() / 3600:.0f} h; " if not facts.server.is_local else ""
+    return share(0, f"probe outcome {probe.outcome.value}: {failed}{(probe.detail or '')[:160]}", evidence=facts.probe_ref,
+                 how_to_gain="make the server start and answer the handshake")
+
+
+def reach_status(facts: Facts, composite: float | None) -> dict:
+    """What the board's probe column says of a remote server whose failures to answer do not stand yet."""
+    return {"reach": facts.failures.wording} if facts.never_reached or facts.unconfirmed_failure and facts.failures.failed else {}
 
 
 @rule("protocol_compliance", 20)
@@ -379,6 +395,7 @@ SCOREBOARD = Rubric(
     grades=GRADES,
     flags=tuple(FLAGS),
     badges=badges,
+    extra=reach_status,
     decay=DECAY,
     tables=("dimensions", "rules", "grades", "flags", "decay"),
 )
