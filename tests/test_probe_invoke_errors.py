@@ -83,9 +83,8 @@ def test_item_arguments_come_from_the_schema_where_it_offers_them(case, schema, 
     assert given_by_schema({"type": "object", **schema}, arguments) is given, case
 
 
-def _calls(*spec: tuple[str, str, str | None]) -> list[Invocation]:
-    return [Invocation(tool=tool, outcome=outcome, arguments=arguments, functional=True if outcome == "ok" else None)
-            for tool, outcome, arguments in spec]
+def _calls(*spec: tuple[str, str, str | None]) -> tuple:
+    return spec
 
 
 @pytest.mark.parametrize("case, calls, points, gain, not_in_gain", [
@@ -101,6 +100,8 @@ def _calls(*spec: tuple[str, str, str | None]) -> list[Invocation]:
      10, "not a crash, a timeout or a protocol error", "without error"),
 ])
 def test_item_the_invocation_rules_count_a_correct_error_as_handled(case, calls, points, gain, not_in_gain):
+    calls = [Invocation(tool=tool, outcome=outcome, arguments=arguments, functional=True if outcome == "ok" else None)
+             for tool, outcome, arguments in calls]
     seen = probe()
     seen.invocations = calls
     facts = Facts(server=server(), now=NOW, probe=seen, probe_ref="probe_runs:1",
