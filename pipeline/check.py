@@ -21,7 +21,6 @@ from pipeline import store
 from pipeline.analyze import analyze_server
 from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.config import Settings
-from pipeline.discover import SourceBatch, run_discover
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import AnalysisResult, CatalogEntry, ProbeOutcome, ProbeResult, ScoreCard, Server, ServerFields, SourceRecord
 from pipeline.net import target_kinds
@@ -191,7 +190,9 @@ class _Target:
     def __init__(self, server: Server) -> None:
         self.server = server
 
-    def read(self) -> SourceBatch:
+    def read(self):
+        from pipeline.discover import SourceBatch
+
         fields = self.server.model_dump(include=set(ServerFields.model_fields))
         key = f"check:{self.server.id}"
         return SourceBatch(entries=[CatalogEntry(**fields, keys=[key], records=[SourceRecord(source=self.name, key=self.server.id)])])
@@ -201,6 +202,8 @@ def score_as_the_site(server: Server, probe: ProbeResult, analysis: AnalysisResu
     """The cards the site shows for this evidence: the server, its probe and its analysis are written to a throw-away
     store as `scoreboard run` writes them (cleaned, with the tool snapshot and the offline judge's judgements), read back
     by the score stage's own gathering and scored by the same rules."""
+    from pipeline.discover import run_discover  # only once the probe is done: `probe TARGET` and `check` start without discovery
+
     with tempfile.TemporaryDirectory(prefix="scoreboard-check-") as scratch:
         db = store.open_db(Path(scratch) / "check.db")
         try:
