@@ -98,6 +98,8 @@ def _calls(*spec: tuple[str, str, str | None]) -> tuple:
      10, "an example for each parameter lets a caller build a valid call: get_image_size", "without error"),
     ("a protocol error on made-up input fails", _calls(("get_x", "jsonrpc_error", "made_up"), ("get_y", "ok", "schema")),
      10, "not a crash, a timeout or a protocol error", "without error"),
+    ("an error recorded before arguments were traced still fails, advised with examples", _calls(("get_x", "is_error", None), ("get_y", "ok", None)),
+     10, "examples in their input schemas would let a caller build a valid call: get_x", "without error"),
 ])
 def test_item_the_invocation_rules_count_a_correct_error_as_handled(case, calls, points, gain, not_in_gain):
     calls = [Invocation(tool=tool, outcome=outcome, arguments=arguments, functional=True if outcome == "ok" else None)

@@ -219,12 +219,17 @@ def invocation_smoke_test(facts: Facts) -> Outcome:
 
 def _invocation_advice(failed: list) -> str | None:
     """What to change for the calls that failed; never to accept input a tool cannot serve."""
-    given = [c.tool for c in failed if c.arguments == "schema" and c.outcome in ("is_error", "jsonrpc_error")]
-    broken = [c.tool for c in failed if c.tool not in given]
+    erred = [c for c in failed if c.outcome in ("is_error", "jsonrpc_error") and c.arguments != "made_up"]
+    given = [c.tool for c in erred if c.arguments == "schema"]
+    unknown = [c.tool for c in erred if c.arguments is None]  # recorded before the probe kept where its arguments came from
+    broken = [c.tool for c in failed if c.tool not in given + unknown]
     advice = []
     if given:
         advice.append("these tools answered the values their own input schema offers (examples, defaults, enum values) with an error: "
                       "offer values a call can use: " + ", ".join(given[:5]))
+    if unknown:
+        advice.append("these tools answered our call with an error: examples in their input schemas would let a caller build a valid call: "
+                      + ", ".join(unknown[:5]))
     if broken:
         advice.append("answer every call, also one it cannot serve, with a result or an isError result, not a crash, a timeout or a protocol "
                       "error; an example for each parameter lets a caller build a valid call: " + ", ".join(broken[:5]))
