@@ -224,7 +224,7 @@ def _quiet(stage: str, total: int) -> Progress:
     return Progress(stage, total, stream=io.StringIO())
 
 
-def not_measured(cards: list[ScoreCard]) -> dict[str, list[tuple[str, str]]]:
+def unmeasured_rules(cards: list[ScoreCard]) -> dict[str, list[tuple[str, str]]]:
     """Per rubric, the rules this check could not measure and why (a dimension that does not apply is not among them:
     it is no gap in the evidence). Each is left out of its score, never counted as zero."""
     counted = {(r.name, d.name) for r in registry.RUBRICS for d in r.dimensions if d.weight or d.weight_enhanced}  # not "reported only"
@@ -279,7 +279,7 @@ def render_text(probe: ProbeResult, cards: list[ScoreCard], source: bool = False
 def _gaps(cards: list[ScoreCard], source: bool) -> list[str]:
     """What this check could not measure, said before any number: each rule is left out of its score, so the site,
     which may hold more evidence (the published source, probes over days), can show a different one."""
-    gaps = not_measured(cards)
+    gaps = unmeasured_rules(cards)
     if not gaps:
         return []
     lines = ["", "not measured by this check (left out of the scores below, not counted as zero; the site scores what its own "

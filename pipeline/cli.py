@@ -371,7 +371,7 @@ def check(settings: Settings, url: str | None, stdio_command: str | None, source
     import json
     import shlex
 
-    from pipeline.check import not_measured, render_text, run_check
+    from pipeline.check import render_text, run_check, unmeasured_rules
 
     if bool(url) == bool(stdio_command):
         raise click.UsageError("give either a URL or --stdio COMMAND")
@@ -382,7 +382,7 @@ def check(settings: Settings, url: str | None, stdio_command: str | None, source
         settings = settings.model_copy(update={"call_timeout": call_timeout})
     command = shlex.split(stdio_command) if stdio_command else None
     probe_result, cards = run_check(url, command, source, dict(p.split("=", 1) for p in env_pairs), settings, utcnow())
-    gaps = not_measured(cards)
+    gaps = unmeasured_rules(cards)
     if as_json:
         unmeasured = [{"rubric": r, "rule": rule, "reason": reason} for r, rules in gaps.items() for rule, reason in rules]
         echo(json.dumps({"probe": store.cleaned_json(probe_result), "scores": [clean(c.as_json()) for c in cards],
