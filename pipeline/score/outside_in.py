@@ -65,7 +65,7 @@ def run_conformance(run: RunRow) -> float:
     parts = {"reachable": 1.0 if run.outcome in REACHED else 0.0, "transport": 1.0 if run.outcome == "ok" else 0.0,
              "discovery": 1.0 if run.tool_count is not None else 0.0}
     if run.invocations:
-        parts["invocation"] = sum(1 for i in run.invocations if i.outcome == "ok") / len(run.invocations)
+        parts["invocation"] = sum(1 for i in run.invocations if i.answered) / len(run.invocations)
     total = sum(RUN_PARTS[k] for k in parts)
     return sum(RUN_PARTS[k] * v for k, v in parts.items()) / total
 
@@ -114,7 +114,7 @@ def _components(facts: Facts) -> Components:
 def _tool_rates(runs: list[RunRow]) -> tuple[float | None, float | None, float | None]:
     """(invocation rate, functional rate, tool success) over the deep runs' calls to safe tools."""
     calls = [i for r in runs if r.invocations for i in r.invocations]
-    invocation = sum(1 for i in calls if i.outcome == "ok") / len(calls) if calls else None
+    invocation = sum(1 for i in calls if i.answered) / len(calls) if calls else None  # a refusal of input we made up is handled
     judged = [i for i in calls if i.functional is not None]
     functional = sum(1 for i in judged if i.functional) / len(judged) if judged else None
     if invocation is not None and functional is not None:
@@ -196,7 +196,7 @@ def _impairment(facts: Facts) -> tuple[str, str] | None:
     if eras and eras.modern is not None and eras.legacy is not None and eras.modern != eras.legacy:
         return "Impaired", "modern only, legacy fails" if eras.modern else "legacy only, modern fails"
     calls = facts.probe.invocations if facts.probe and facts.probe.reachable else None
-    if calls and not any(c.outcome == "ok" for c in calls):
+    if calls and not any(c.answered for c in calls):
         return "Impaired", "tool calls fail"
     return None
 

@@ -216,16 +216,40 @@ def fuzz_resilience(facts: Facts) -> Outcome:
 
 @rule("protocol_compliance", 20)
 def invocation_smoke_test(facts: Facts) -> Outcome:
-    """Share of safe (read-only) tools that return a non-error result to schema-valid arguments within 10 s."""
+    """Share of safe (read-only) tools that answer schema-valid arguments within 10 s: a result, or, to arguments we made up
+    where the schema gives no example or default, a domain error (the tool rightly refused input it cannot serve:
+    deviation 59). A crash, a timeout, a protocol error, or an error to the arguments the schema itself gives, fails."""
     calls = facts.probe.invocations if facts.probe and facts.probe.reachable else None
     if calls is None:
         return unmeasured("no invocation smoke test run yet")
     if not calls:
         return unmeasured("no tool was safe to call (read-only by annotation and by name)")
-    ok = [c for c in calls if c.outcome == "ok"]
-    failed = [c.tool for c in calls if c.outcome != "ok"]
-    return ratio(len(ok), len(calls), f"{len(ok)}/{len(calls)} safe tools answered", evidence=facts.probe_ref,
-                 how_to_gain=("make these tools answer schema-valid calls without error: " + ", ".join(failed[:5])) if failed else None)
+    answered = [c for c in calls if c.answered]
+    rejected = [c.tool for c in calls if c.outcome == "rejected_input"]
+    reason = f"{len(answered)}/{len(calls)} safe tools answered"
+    if rejected:
+        reason += (f"; {len(rejected)} rightly refused arguments we made up ({', '.join(rejected[:5])}): "
+                   "examples in their input schemas would let a caller build a valid call")
+    return ratio(len(answered), len(calls), reason, evidence=facts.probe_ref, how_to_gain=_invocation_advice([c for c in calls if not c.answered]))
+
+
+def _invocation_advice(failed: list) -> str | None:
+    """What to change for the calls that failed; never to accept input a tool cannot serve."""
+    erred = [c for c in failed if c.outcome in ("is_error", "jsonrpc_error") and c.arguments != "made_up"]
+    given = [c.tool for c in erred if c.arguments == "schema"]
+    unknown = [c.tool for c in erred if c.arguments is None]  # recorded before the probe kept where its arguments came from
+    broken = [c.tool for c in failed if c.tool not in given + unknown]
+    advice = []
+    if given:
+        advice.append("these tools answered the values their own input schema offers (examples, defaults, enum values) with an error: "
+                      "offer values a call can use: " + ", ".join(given[:5]))
+    if unknown:
+        advice.append("these tools answered our call with an error: examples in their input schemas would let a caller build a valid call: "
+                      + ", ".join(unknown[:5]))
+    if broken:
+        advice.append("answer every call, also one it cannot serve, with a result or an isError result, not a crash, a timeout or a protocol "
+                      "error; an example for each parameter lets a caller build a valid call: " + ", ".join(broken[:5]))
+    return "; ".join(advice) or None
 
 
 @rule("protocol_compliance", bonus=10)
