@@ -182,3 +182,22 @@ def test_a_local_server_shows_no_uptime_of_our_own_process(page):
     local = json.loads((site / "api" / "servers" / "local.json").read_text())
     assert local["reliability"] is None and not (site / "servers" / "local.reliability.svg").exists()
     assert "a local server runs only when we start it" in (site / "servers" / "local.html").read_text()
+
+
+def test_how_to_gain_names_every_cap_first(tmp_path):
+    """The page's "How to gain points" names each standing flag's cap before the rules' points, as `check` does."""
+    db = store.open_db(tmp_path / "scoreboard.db")
+    run_discover(db, sources=[ListSource("test", [entry("stage", description="Search documentation on a staging host",
+                                                        remote_url="http://127.0.0.1:8000/mcp")])], now=NOW, progress=quiet(1))
+    db["servers"].update("stage", {"transport": "streamable-http"})
+    store.record_probe(db, deep("stage", NOW - timedelta(hours=1), [SEARCH]), None)
+    run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(1))
+    card = next(db.query("select flags from scores where server_id = 'stage' and rubric = 'scoreboard'"))
+    capped = [f for f in json.loads(card["flags"]) if f["cap"] is not None]
+    assert "Staging Endpoint" in {f["label"] for f in capped}
+    run_build(db, rubrics=infos(), site_dir=tmp_path / "site", now=NOW)
+    html = (tmp_path / "site" / "servers" / "stage.html").read_text()
+    gain = html.split("<h2>How to gain points</h2>", 1)[1].split("</ul>", 1)[0]
+    for flag in capped:
+        assert f"{flag['label']} caps this score at {flag['cap']:g} while it stands" in gain
+    assert gain.index("caps this score") < gain.index("points in")

@@ -116,13 +116,15 @@ def _headline_score(card: dict[str, Any] | None, rules: list[dict[str, Any]]) ->
         if r.get("how_to_gain")
     ]
     gains.sort(key=lambda g: (-g["points"], g["rule"]))
+    flags = from_json(card["flags"]) if card else []
     visibility = card["visibility"] if card else "unscored"
     return HeadlineScore.model_construct(
         composite=card["composite"] if card else None, grade=card["grade"] if card else None, visibility=visibility,
         visibility_icon=VISIBILITY_ICONS[visibility], dimension_indicator=card["dimension_indicator"] if card else "0/0",
         rules_version=card["rules_version"] if card else None, badges=from_json(card["badges"]) if card else [],
-        flags=from_json(card["flags"]) if card else [], dimensions=_with_rules(from_json(card["dimensions"]), rules) if card else [],
+        flags=flags, dimensions=_with_rules(from_json(card["dimensions"]), rules) if card else [],
         how_to_gain=gains,
+        caps=[f"{f['label']} caps this score at {f['cap']:g} while it stands: {f['reason']}" for f in flags if f.get("cap") is not None],
     )
 
 

@@ -65,6 +65,7 @@ class HeadlineScore(Context):
     flags: list[Flag]
     dimensions: list[Dimension]
     how_to_gain: list[Gain]
+    caps: list[str]  # every standing flag that caps the score, with its cap: the first thing to fix
 
 
 class RubricSection(Context):
