@@ -81,7 +81,7 @@ ITEM = re.compile(r"^(\d+[a-z]?)\. ", re.M)
 CITATION = re.compile(r"\bdeviations? (\d+[a-z]?(?:(?:, | and | or |–)\d+[a-z]?)*)", re.I)
 # Phrases that state a departure from a seed; outside the list, each needs a pointer ("deviation N") in its paragraph.
 DEPARTURES = re.compile(
-    r"\b(?:is|are) ours\b(?! again)|(?:#|\.|^)\s*ours\b|\bunlike (?:the )?seed|\bwe cho(?:o)?se\b"
+    r"\b(?:is|are) ours\b(?! again)|(?:#|\.)\s*ours\b|\bunlike (?:the )?seed|\bwe cho(?:o)?se\b"
     r"|\bthe seeds? (?:names?|gives?|states?|defines?|lists?) [^.\n]{0,80}\bnot\b|\bthe seeds? (?:is|are) silent"
     r"|\bthe seeds? (?:does not|doesn't) say|\bthe seed says\b|\b(?:contradicts|departs? from) (?:the )?seed", re.I | re.M)
 
