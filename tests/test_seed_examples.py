@@ -30,6 +30,7 @@ from pipeline.models import (
     Release,
     RepositoryFacts,
 )
+from pipeline.score import facts as facts_module
 from pipeline.score import outside_in, remote, review, scoreboard
 from pipeline.score.facts import Facts, Rollup, RunRow, Snapshot
 from pipeline.score.flags import FLAGS
@@ -339,6 +340,7 @@ SEED_000_ROWS = [
     (SEED_000, "without p95: uptime 70% + p50 30% (90% uptime, 90 ms)", lambda: reliability(fast(10, 9, 90.0)), 0.7 * 90 + 0.3 * 100),
     (SEED_000, "with p95: uptime 60% + p50 25% + p95 15% (all at 500 ms, read from 5%-wide buckets)",
      lambda: reliability(fast(20, 20, 500.0)), pytest.approx(60 + 0.4 * 70, abs=0.5)),
+    (SEED_000, "uptime and latency come from the 7-day window", lambda: facts_module.RELIABILITY_WINDOW, timedelta(days=7)),
     (SEED_000, "a server down 30% of the time has 70% uptime", lambda: rule_points(scoreboard.SCOREBOARD, "uptime", Facts(
         server=remote_server(), now=NOW, fast=fast(10, 7, 90.0))) / 70, 0.7),
     # Protocol compliance
@@ -490,6 +492,9 @@ SEED_003_ROWS = [
      lambda: outside_in.run_conformance(RunRow("deep", NOW, "ok", 100.0, 1, None)), 1.0),
     (SEED_003, "a missing component renormalises the remaining weights (no tool calls: reach, latency and conformance at 100 → 100)",
      lambda: oi_card(oi_runs(3, ms=100.0, invocations=False)).composite, 100),
+    (SEED_003, "the Score rolls up 30 days of runs", lambda: facts_module.OUTSIDE_IN_WINDOW, timedelta(days=30)),
+    (SEED_003, "trend delta against yesterday's snapshot",
+     lambda: oi_card(oi_runs(2), yesterday={"outside-in": 70.0}).extra["trend"], pytest.approx(80.9 - 70, abs=0.05)),
     (SEED_003, "shrinkage n₀ = 7 toward p₀ = 0.5", lambda: (outside_in.N0, outside_in.P0), (7, 0.5)),
     (SEED_003, "low sample when n < 7, rated from 7", lambda: [oi_card(oi_runs(n)).visibility for n in (6, 7)], ["low sample", "rated"]),
     (SEED_003, "unrated means zero scored runs", lambda: oi_card([]).visibility, "unrated"),
