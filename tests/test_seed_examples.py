@@ -26,12 +26,14 @@ from pipeline.models import (
     HttpFacts,
     Invocation,
     Judgement,
+    Package,
     ProbeOutcome,
     Release,
     RepositoryFacts,
 )
 from pipeline.score import facts as facts_module
 from pipeline.score import outside_in, remote, review, scoreboard
+from pipeline.score.badges import BADGE_GROUPS
 from pipeline.score.facts import Facts, Rollup, RunRow, Snapshot
 from pipeline.score.flags import FLAGS
 from pipeline.store.scores import SCORE_DROP_ALERT
@@ -264,6 +266,9 @@ SEED_000_ROWS = [
        lambda package=package, repository=repository: rule_points(scoreboard.SCOREBOARD, "distribution_clarity", Facts(server=server(
            **({} if package else {"launch": None}), repository="https://github.com/o/r" if repository else None), now=NOW)), points)
       for package, repository, points in ((True, True, 15), (False, True, 12), (True, False, 8), (False, False, 3))],
+    (SEED_000, "a registry server with a package and a repository: package + source repo 15",
+     lambda: rule_points(scoreboard.SCOREBOARD, "distribution_clarity", Facts(server=remote_server(
+         packages=[Package(registry="npm", identifier="acme-mcp")]), now=NOW)), 15),
     (SEED_000, "DB passwords and cloud keys weigh more than API tokens (deviation 6: 5 against 10)",
      lambda: (rule_points(scoreboard.SCOREBOARD, "credential_sensitivity", with_envs("DB_PASSWORD")),
               rule_points(scoreboard.SCOREBOARD, "credential_sensitivity", with_envs("API_TOKEN"))), (5, 10)),
@@ -387,6 +392,8 @@ SEED_000_ROWS = [
     (SEED_000, "High Config Demand at 5+ variables, PORT, HOST and LOG_LEVEL filtered out",
      lambda: ["high_config_demand" in flag_names(with_envs(*names, secret=False)) for names in (
          ("A_ONE", "A_TWO", "A_THREE", "A_FOUR", "PORT", "HOST", "LOG_LEVEL"), ("A_ONE", "A_TWO", "A_THREE", "A_FOUR", "A_FIVE"))], [False, True]),
+    (SEED_000, "High Config Demand: DATABASE_URL is sensitive, never filtered out as configuration",
+     lambda: "high_config_demand" in flag_names(with_envs("A_ONE", "A_TWO", "A_THREE", "A_FOUR", "DATABASE_URL", secret=False)), True),
     (SEED_000, "Stale Project after 12 months without commits",
      lambda: ["stale_project" in flag_names(Facts(server=server(), now=NOW, analysis=full_analysis().model_copy(
          update={"repository": repo(pushed_at=NOW - timedelta(days=days))}))) for days in (364, 366)], [False, True]),
@@ -401,6 +408,19 @@ SEED_000_ROWS = [
     (SEED_000, "Template Description flag", lambda: "template_description" in flag_names(Facts(server=server(description="TODO: add description"),
                                                                                                now=NOW)), True),
     (SEED_000, "a score drop of 10+ points raises an alert", lambda: SCORE_DROP_ALERT, 10),
+    # Badges
+    (SEED_000, "badges, grouped as the seed lists them", lambda: BADGE_GROUPS, {
+        "Schema": ["README", "Changelog", "Examples", "Contributing Guide", "SECURITY.md", "Namespace Match", "Installable"],
+        "Protocol": ["Reachable", "Schema Valid", "Tool Count", "Error Handling Quality", "Auth Discovery"],
+        "Reliability": ["99%+ Uptime", "95%+ Uptime", "Degraded", "Fast (<200ms)", "Slow (>500ms)", "Local Only"],
+        "Maintenance": ["Active Development", "Stale", "Abandoned", "Regular Releases", "CI/CD", "Lock File", "Semver"],
+        "Security": ["No Secrets Required", "Few Secrets", "Many Secrets", "STDIO Only", "Published Package"]}),
+    (SEED_000, "99%+ Uptime and Fast (<200ms) for a monitored server answering every probe in 90 ms",
+     lambda: {"99%+ Uptime", "Fast (<200ms)"} <= set(sb(Facts(server=remote_server(), now=NOW, probe=perfect_probe(), analysis=full_analysis(),
+                                                             fast=fast(20, 20, 90.0))).badges), True),
+    (SEED_000, "95%+ Uptime and Slow (>500ms) at 96% and 800 ms",
+     lambda: {"95%+ Uptime", "Slow (>500ms)"} <= set(sb(Facts(server=remote_server(), now=NOW, probe=perfect_probe(), analysis=full_analysis(),
+                                                              fast=fast(25, 24, 800.0))).badges), True),
 ]
 
 # ---------------------------------------------------------------- seed 001 (review)
@@ -448,6 +468,9 @@ SEED_001_ROWS = [
      lambda: [r.max_points for r in review.REVIEW.rules if r.dimension == "tool_docs"], [10, 30, 30, 15, 15]),
     (SEED_001, "overall = mean of the applicable, non-optional sections (metadata 20, the others 100, discoverability not applicable)",
      lambda: review_card(info={"name": "Acme Orders!", "version": "1"}, instructions=None).composite, (20 + 100 + 100 + 100) / 4),
+    (SEED_001, "the sections' checks: discoverability 2, protocol 4, tools 8, MCP Apps 3",
+     lambda: {d: sum(1 for r in review.REVIEW.rules if r.dimension == d) for d in ("discoverability", "protocol", "tools", "mcp_apps")},
+     {"discoverability": 2, "protocol": 4, "tools": 8, "mcp_apps": 3}),
     (SEED_001, "MCP Apps are reported, never counted", lambda: [d.weight for d in review.SECTIONS if d.name == "mcp_apps"], [0]),
     (SEED_001, "only a server whose review completed a handshake and exposes a tool is listed",
      lambda: [review_card(tools=tools).visibility for tools in ((GOOD_TOOL,), ())], ["listed", "not listed"]),
@@ -538,6 +561,11 @@ SEED_004_ROWS = [
      lambda: [d.weight for d in remote.DIMENSIONS], [10, 40, 4, 18, 8, 6, 14]),
     (SEED_004, "half the score is the endpoint itself (endpoint security 40% + transport 10%)",
      lambda: sum(d.weight for d in remote.DIMENSIONS if d.name in ("transport", "endpoint_security")), 50),
+    (SEED_004, "capabilities scores protocol-version recency and a UI-hint bonus, and nothing else",
+     lambda: [r.name for r in remote.REMOTE.rules if r.dimension == "capabilities"], ["protocol_recency", "ui_hint_bonus"]),
+    (SEED_004, "schema quality covers prompts and resources and the token budget; tool text is scored in tool coverage only",
+     lambda: [r.name for r in remote.REMOTE.rules if r.dimension in ("schema_quality", "tool_coverage")],
+     ["prompt_resource_descriptions", "token_budget", "tool_description_coverage", "parameter_description_coverage", "output_schema_credit"]),
     (SEED_004, "a clean, fully readable endpoint can reach 100", lambda: clean_endpoint().composite, 100),
     (SEED_004, "an endpoint requiring authentication we don't hold: transport scores 0 and counts against the score",
      lambda: (lambda c: (dims(c)["transport"].score, dims(c)["transport"].status))(remote.REMOTE.score(Facts(
