@@ -80,18 +80,22 @@ class _Metrics(dict):
         return super().__contains__(key)
 
 
-def _recording(model: BaseModel, prefix: str, reads: Reads) -> BaseModel:
-    """The same model whose field and property reads are noted under `prefix`."""
-    cls = type(model)
-    names = set(cls.model_fields) | {n for n in dir(cls) if isinstance(getattr(cls, n, None), property)}
+class _Recording:
+    """Stands in for a model (the server, the probe, the analysis), noting each public attribute read under `prefix`; `overrides`
+    replace some attributes (the analysis' metrics, which note each key read)."""
 
-    def __getattribute__(self: BaseModel, name: str) -> Any:
-        if name in names:
-            reads.add(f"{prefix}.{name}")
-        return object.__getattribute__(self, name)
+    __slots__ = ("_target", "_prefix", "_reads", "_overrides")
 
-    recording = type(f"Recording{cls.__name__}", (cls,), {"__getattribute__": __getattribute__})
-    return recording.model_construct(**{name: getattr(model, name) for name in cls.model_fields})
+    def __init__(self, target: BaseModel, prefix: str, reads: Reads, overrides: dict[str, Any] | None = None) -> None:
+        object.__setattr__(self, "_target", target)
+        object.__setattr__(self, "_prefix", prefix)
+        object.__setattr__(self, "_reads", reads)
+        object.__setattr__(self, "_overrides", overrides or {})
+
+    def __getattr__(self, name: str) -> Any:
+        if not name.startswith("_"):
+            self._reads.add(f"{self._prefix}.{name}")
+        return self._overrides[name] if name in self._overrides else getattr(self._target, name)
 
 
 @dataclasses.dataclass
@@ -144,24 +148,22 @@ def _specimens(age_days: float) -> list[Callable[[Reads], Facts]]:
 
     def full(reads: Reads) -> Facts:
         return _RecordingFacts(
-            server=_recording(server, "server", reads), now=NOW, probe=_recording(_specimen_probe(), "probe", reads),
+            server=_Recording(server, "server", reads), now=NOW, probe=_Recording(_specimen_probe(), "probe", reads),
             analysis=_analysis(reads, age_days), fast=rollup, fast30=rollup, judgements=[judgement, judgement.model_copy(update={"model": "n"})],
             runs=[run], latest_fast=RunRow("fast", NOW, "ok", 90.0, None), snapshots=[Snapshot(NOW - timedelta(days=40), "h", [TOOL])],
             auth_history=[(NOW, True)], duplicate_description=False, yesterday={"outside-in": 50.0}, reads=reads)
 
     def source_only(reads: Reads) -> Facts:
-        return _RecordingFacts(server=_recording(server, "server", reads), now=NOW, analysis=_analysis(reads, age_days), reads=reads)
+        return _RecordingFacts(server=_Recording(server, "server", reads), now=NOW, analysis=_analysis(reads, age_days), reads=reads)
 
     def nothing(reads: Reads) -> Facts:
-        return _RecordingFacts(server=_recording(server, "server", reads), now=NOW, reads=reads)
+        return _RecordingFacts(server=_Recording(server, "server", reads), now=NOW, reads=reads)
 
     return [full, source_only, nothing]
 
 
-def _analysis(reads: Reads, age_days: float) -> AnalysisResult:
-    analysis = _recording(_specimen_analysis(age_days), "analysis", reads)
-    analysis.__dict__["metrics"] = _Metrics(METRICS, reads)
-    return analysis
+def _analysis(reads: Reads, age_days: float) -> Any:
+    return _Recording(_specimen_analysis(age_days), "analysis", reads, {"metrics": _Metrics(METRICS, reads)})
 
 
 def _readers() -> list[tuple[str, Callable[[Facts], Any]]]:
