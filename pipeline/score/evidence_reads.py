@@ -87,10 +87,7 @@ class _Recording:
     __slots__ = ("_target", "_prefix", "_reads", "_overrides")
 
     def __init__(self, target: BaseModel, prefix: str, reads: Reads, overrides: dict[str, Any] | None = None) -> None:
-        object.__setattr__(self, "_target", target)
-        object.__setattr__(self, "_prefix", prefix)
-        object.__setattr__(self, "_reads", reads)
-        object.__setattr__(self, "_overrides", overrides or {})
+        self._target, self._prefix, self._reads, self._overrides = target, prefix, reads, overrides or {}
 
     def __getattr__(self, name: str) -> Any:
         if not name.startswith("_"):
