@@ -14,6 +14,7 @@ from pipeline.models import (
     HttpFacts,
     Invocation,
     Judgement,
+    LaunchSpec,
     ProbeOutcome,
     RepositoryFacts,
 )
@@ -438,6 +439,16 @@ def test_trend_against_yesterday():
 def test_remote_does_not_apply_to_stdio():
     card = remote.REMOTE.score(Facts(server=server(), now=NOW, probe=probe()))
     assert card.composite is None and card.visibility == "not applicable"
+
+
+def test_remote_does_not_apply_to_a_package_we_start_on_loopback():
+    launched = LaunchSpec(registry="npm", package="p", command="npx", transport="streamable-http")
+    ours = server(transport="streamable-http", remote_url="http://127.0.0.1:3001/mcp", launch=launched)
+    card = remote.REMOTE.score(Facts(server=ours, now=NOW, probe=probe()))
+    assert card.composite is None and card.visibility == "not applicable" and card.extra["churn"] is None
+    assert all(d.status == "not_applicable" and "starts on its own machine" in d.reason for d in card.dimensions)
+    hosted = remote.REMOTE.score(Facts(server=remote_server(), now=NOW, probe=probe()))
+    assert hosted.composite is not None and hosted.visibility == "scored"
 
 
 def test_remote_auth_gate_keeps_weights_at_zero():
