@@ -13,11 +13,11 @@ from typing import Any, Callable
 
 import pytest
 
-from pipeline import config, store
+from pipeline import config
 from pipeline.analyze import completeness, history, licenses, metrics, spec
 from pipeline.analyze.fetch import SourceTree
 from pipeline.analyze.sdk import SdkDependency
-from pipeline.judging import blend
+from pipeline.judging import blend, text_hash
 from pipeline.models import (
     CheckResult,
     EnvVar,
@@ -59,7 +59,7 @@ def full_analysis(**metric_values: Any):
 
 def judged(tools: list[dict], scores: dict[str, float]) -> list[Judgement]:
     """Each model's judgement of each current tool text, all three dimensions at the model's score."""
-    return [Judgement(server_id="s", tool_name=t["name"], tool_hash=store.content_hash(t), provider=model, model=model, offline=False,
+    return [Judgement(server_id="s", tool_name=t["name"], tool_hash=text_hash(t), provider=model, model=model, offline=False,
                       judged_at=NOW, clarity=s, input_completeness=s, confidence=s) for t in tools for model, s in scores.items()]
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel
 
+from pipeline.judging import text_hash
 from pipeline.models import (
     AnalysisResult,
     AppsFacts,
@@ -39,7 +40,7 @@ NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 # Where each kind of evidence comes from: the stage that collects it, by the Facts field that carries it.
 STAGES = {
     "server": "discover", "duplicate_description": "discover", "probe": "probe", "analysis": "analyze", "judgements": "judge",
-    "fast": "probe (fast probes, 7 days)", "fast30": "probe (fast probes, 30 days)", "latest_fast": "probe (fast probes)",
+    "fast": "probe (fast probes, 7 days)",
     "runs": "probe (deep and sandbox runs, 30 days)", "snapshots": "probe (tool-list snapshots)", "auth_history": "probe (deep probes)",
     "yesterday": "score (yesterday's snapshot)",
 }
@@ -138,7 +139,7 @@ def _specimens(age_days: float) -> list[Callable[[Reads], Facts]]:
     server = Server(id="s", name="s", description="Look up orders.", transport="streamable-http", remote_url="https://mcp.example.com/mcp",
                     repository="https://github.com/o/r", env_vars=[EnvVar(name="API_TOKEN", secret=True)], first_seen_at=NOW, last_seen_at=NOW,
                     launch=LaunchSpec(registry="npm", package="p", command="p", transport="stdio"))
-    judgement = Judgement(server_id="s", tool_name="get_order", tool_hash="h", provider="p", model="m", offline=False, judged_at=NOW,
+    judgement = Judgement(server_id="s", tool_name="get_order", tool_hash=text_hash(TOOL), provider="p", model="m", offline=False, judged_at=NOW,
                           clarity=80, input_completeness=80, confidence=80)
     rollup = Rollup.of(20, 20, [90.0] * 20)
     run = RunRow("deep", NOW, "ok", 90.0, 1, [Invocation(tool="get_order", outcome="ok", functional=True)])
@@ -146,8 +147,8 @@ def _specimens(age_days: float) -> list[Callable[[Reads], Facts]]:
     def full(reads: Reads) -> Facts:
         return _RecordingFacts(
             server=_Recording(server, "server", reads), now=NOW, probe=_Recording(_specimen_probe(), "probe", reads),
-            analysis=_analysis(reads, age_days), fast=rollup, fast30=rollup, judgements=[judgement, judgement.model_copy(update={"model": "n"})],
-            runs=[run], latest_fast=RunRow("fast", NOW, "ok", 90.0, None), snapshots=[Snapshot(NOW - timedelta(days=40), "h", [TOOL])],
+            analysis=_analysis(reads, age_days), fast=rollup, judgements=[judgement, judgement.model_copy(update={"model": "n"})],
+            runs=[run], snapshots=[Snapshot(NOW - timedelta(days=40), "h", [TOOL])],
             auth_history=[(NOW, True)], duplicate_description=False, yesterday={"outside-in": 50.0}, reads=reads)
 
     def source_only(reads: Reads) -> Facts:

@@ -125,7 +125,7 @@ SCORING_SETTINGS = {
     "call_timeout": "one request and its answer: a tool call slower than this is a timeout (the invocation smoke test's 10 s, a fuzz "
                     "case's `timeout`)",
     "probe_timeout": "a whole deep probe, every step within it: what is left unasked when it runs out is not measured (deviation 40)",
-    "fast_probe_timeout": "one fast probe: slower is a failed probe (uptime, outside-in reach)",
+    "fast_probe_timeout": "one fast probe: slower is a failed probe (seed 000's uptime)",
     "start_timeout": "a packaged HTTP server's start: one that does not accept connections by then did not start (not measured)",
     "install_timeout": "a package's install: one that takes longer failed (not measured, deviation 44)",
     "max_response_bytes": "one answer, SSE event or stdio message: a larger one is \"too large\", a protocol error (deviation 36)",

@@ -328,13 +328,13 @@ def judged_reading(facts: Facts) -> Outcome:
     tools, why = _tools_or_why(facts)
     if why:
         return _zero(why)
-    judged = {j.tool_name for j in facts.judgements if not j.offline}
+    judged = {j.tool_name for j in facts.current_judgements if not j.offline}
     names = {v.name for v in tools}
     if not names:
         return _zero("inconclusive: no tools captured")
     if names <= judged:
         return share(1, f"all {len(names)} tools read by a judge")
-    return _zero(f"unjudged: {len(names - judged)}/{len(names)} tools not yet read by an LLM judge")
+    return _zero(f"unjudged: {len(names - judged)}/{len(names)} tools not yet read by an LLM judge in their current text")
 
 
 # ---------------------------------------------------------------- Stability & change management

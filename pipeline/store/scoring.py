@@ -29,7 +29,6 @@ class ScoringEvidence:
     probes: dict[str, tuple[int, ProbeResult]] = field(default_factory=dict)  # latest deep or sandbox probe
     analyses: dict[str, tuple[int, AnalysisResult]] = field(default_factory=dict)  # latest analysis
     daily: list[tuple[str, str, int, int, int, dict[str, int]]] = field(default_factory=list)  # (server, day, runs, reachable, ok, hist), fast
-    latest_fast: dict[str, tuple[datetime, str, float | None]] = field(default_factory=dict)  # (started, outcome, connect ms)
     # (server, kind, started, outcome, connect ms, tool count, invocations, auth required) of deep and sandbox runs, oldest first
     runs: list[tuple[str, str, datetime, str, float | None, int | None, list[Invocation] | None, Any]] = field(default_factory=list)
     snapshots: dict[str, list[tuple[datetime, str, list[dict[str, Any]] | None]]] = field(default_factory=dict)  # oldest first
@@ -39,7 +38,7 @@ class ScoringEvidence:
 
 def scoring_evidence(db: Database, ids: list[str], *, fast_since_day: str, runs_since: datetime, history_day: str) -> ScoringEvidence:
     """The evidence of the servers `ids` (one `in (…)` clause's worth): latest probe and analysis, fast rollups from
-    `fast_since_day`, the latest fast probe, other runs since `runs_since`, tool snapshots, judgements, and the composites
+    `fast_since_day`, other runs since `runs_since`, tool snapshots, judgements, and the composites
     of `history_day`. Tool lists are parsed only on either side of a change of hash: a surface that never changed needs none."""
     marks = placeholders(ids)
     found = ScoringEvidence()
@@ -54,8 +53,6 @@ def scoring_evidence(db: Database, ids: list[str], *, fast_since_day: str, runs_
             [*ids, fast_since_day],
         ).fetchall()
     ]
-    for row in _latest(db, "probe_runs", "started_at, outcome, connect_ms", "q.kind = 'fast'", "started_at", ids):
-        found.latest_fast[row["server_id"]] = (parse_iso(row["started_at"]), row["outcome"], row["connect_ms"])
     for row in db.query(
         f"select server_id, kind, started_at, outcome, connect_ms, tool_count, json_extract(evidence, '$.invocations') invocations, "
         f"json_extract(evidence, '$.http.auth_required') auth from probe_runs "
