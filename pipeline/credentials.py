@@ -2,7 +2,8 @@
 
 Core: the analyser classifies the variables a source reads, and the Security Hygiene rules rank the ones a server
 requires, from the same definitions. Seed 000 weighs database passwords and cloud keys above API tokens; a database
-URL or connection string carries its password, so it is sensitive too, never "configuration" for being a *_URL.
+URL or connection string carries its password, so it is sensitive too, never "configuration" for being a *_URL
+(deviations 6 and 52).
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ def _repository_url(tree: SourceTree) -> str | None:
 def description_quality(description: str | None, readme: str | None) -> dict[str, Any]:
     """Seed 000: repo description length and action words; README length, headings, code, usage.
 
-    Split 40 (description) / 60 (README); the seed names the signals, not their points.
+    Split 40 (description) / 60 (README); the seed names the signals, not their points (deviation 4).
     """
     text = (description or "").strip()
     body = readme or ""

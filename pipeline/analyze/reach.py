@@ -1,6 +1,6 @@
 """What of the selected files the tool extractor reads, and whether that is all of them.
 
-Seed 000's 25 KB per file is an LLM's context budget; the behavioural scan and inference keep it. The parsers cost far
+Seed 000's 25 KB per file is an LLM's context budget (deviation 47); the behavioural scan and inference keep it. The parsers cost far
 less, so the extractor reads more: a selected file whole up to WHOLE_BYTES (Python, Go and Rust up to the fetch's
 200 KB, JavaScript and TypeScript up to 256 KB), and a longer JavaScript file (a bundle holding its dependencies, up to
 the archive's 8 MB) in windows around each tool-definition site, found by one linear regex pass; the regions that

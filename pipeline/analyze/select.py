@@ -22,7 +22,7 @@ MAX_SCANNED = 400  # source files read for the import and pattern scans (a monor
 
 LANGUAGES = {".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript", ".mjs": "javascript",
              ".jsx": "javascript", ".go": "go", ".rs": "rust",
-             # ours: the module-kind forms of the same languages (a package may ship only dist/index.cjs)
+             # ours (deviation 47): the module-kind forms of the same languages (a package may ship only dist/index.cjs)
              ".cjs": "javascript", ".mts": "typescript", ".cts": "typescript"}
 KEYWORDS = ("tool", "server", "mcp", "handler", "route", "api", "endpoint", "function", "core", "plugin", "command", "service",
             "index", "main", "app")

@@ -3,7 +3,7 @@
 Seed 000's table for the SDK's version: < 1.1.0 → 2024-11-05; 1.1.x–1.5.x → 2025-06-18; ≥ 1.6.0 → 2025-11-25. Ours,
 through 2026-07-28: the Python SDK 2.x and the TypeScript v2 packages (`@modelcontextprotocol/server`, `/client`) speak
 2026-07-28; FastMCP (PyPI) through the `mcp` each release requires. The other SDKs (Go, mcp-go, Rust, Java, Kotlin,
-C#, npm fastmcp) are recognised but their versions are not mapped (deviation 49): from them the spec stays unknown.
+C#, npm fastmcp) are recognised but their versions are not mapped (deviations 11 and 49): from them the spec stays unknown.
 Source markers (Streamable HTTP, elicitation, structured output, tasks, `server/discover`, protocol version literals)
 can raise a detected version, never make one up.
 """

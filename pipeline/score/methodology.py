@@ -8,12 +8,14 @@ Each rubric names the tables it publishes; the document holds a pair of markers 
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
 from typing import Callable
 
 from pipeline.assets import METHODOLOGY as DOCUMENT
-from pipeline.score import registry
+from pipeline.config import Settings
+from pipeline.score import evidence_reads, registry
 from pipeline.score.engine import Rubric, always
 
 
@@ -104,6 +106,45 @@ def tool_words_list() -> str:
     ])
 
 
+def evidence_table() -> str:
+    """Which stage collects each piece of evidence, and every rule and flag that reads it (found by running them)."""
+    lines = ["| collected by | evidence | read by |", "| --- | --- | --- |"]
+    for evidence, readers in evidence_reads.evidence_readers().items():
+        shown = f"probe check `{evidence.removeprefix('check ')}`" if evidence.startswith("check ") else f"`{evidence}`"
+        lines.append(f"| {evidence_reads.stage_of(evidence)} | {shown} | {', '.join(readers)} |")
+    return "\n".join(lines)
+
+
+def decaying_list() -> str:
+    return ", ".join(evidence_reads.decaying_rules()) + "."
+
+
+# The settings that change what the probe can measure, hence the scores; why each matters. Defaults and variable names are
+# read from pipeline.config.
+SCORING_SETTINGS = {
+    "call_timeout": "one request and its answer: a tool call slower than this is a timeout (the invocation smoke test's 10 s, a fuzz "
+                    "case's `timeout`)",
+    "probe_timeout": "a whole deep probe, every step within it: what is left unasked when it runs out is not measured (deviation 40)",
+    "fast_probe_timeout": "one fast probe: slower is a failed probe (seed 000's uptime)",
+    "start_timeout": "a packaged HTTP server's start: one that does not accept connections by then did not start (not measured)",
+    "install_timeout": "a package's install: one that takes longer failed (not measured, deviation 44)",
+    "max_response_bytes": "one answer, SSE event or stdio message: a larger one is \"too large\", a protocol error (deviation 36)",
+    "sandbox": "where packaged servers run (auto: bubblewrap, else Docker; deviation 42)",
+    "allow_private": "whether catalog remotes on loopback or private addresses may be probed; refused ones are not measured (deviation 38)",
+    "analyze_dns": "whether an endpoint a README names is kept only when it resolves to a public address (deviation 54)",
+}
+
+
+def settings_table() -> str:
+    variables = dict(re.findall(r'"(\w+)": os\.environ\.get\("(\w+)"\)', inspect.getsource(Settings.from_env)))
+    lines = ["| setting | environment variable | default | what it changes |", "| --- | --- | --- | --- |"]
+    for name, why in SCORING_SETTINGS.items():
+        default = Settings.model_fields[name].default
+        variable = f"`{variables[name]}`" if name in variables else "–"
+        lines.append(f"| `{name}` | {variable} | `{default}` | {why} |")
+    return "\n".join(lines)
+
+
 def _table(make: Callable[[Rubric], str], rubric: Rubric) -> Callable[[], str]:
     return lambda: make(rubric)
 
@@ -111,7 +152,8 @@ def _table(make: Callable[[Rubric], str], rubric: Rubric) -> Callable[[], str]:
 def generated() -> dict[str, Callable[[], str]]:
     """Every generated table by marker name: each registered rubric's, then the discovery priority."""
     tables = {f"{rubric.name}-{kind}": _table(TABLES[kind], rubric) for rubric in registry.rubrics() for kind in rubric.tables}
-    return {**tables, "discovery-priority": source_priority_table, "probe-tool-words": tool_words_list}
+    return {**tables, "evidence": evidence_table, "decaying-rules": decaying_list, "scoring-settings": settings_table,
+            "discovery-priority": source_priority_table, "probe-tool-words": tool_words_list}
 
 
 def render(text: str) -> str:

@@ -6,7 +6,7 @@ the monitor's fast probes are no runs of this rubric (deviation 14). Displayed =
 0.25·latency + 0.25·tool success + 0.15·conformance, renormalised over the components present.
 Rank Score = the same after replacing each rate p, measured over its own n runs, by
 (n·p + n₀·p₀)/(n + n₀), n₀ = 7, p₀ = 0.5 (latency is never shrunk), plus the verdict bonus, which
-is ranking math: the seed's worked example shows 80.9 displayed beside a rank of 51.7 + 5 = 56.7.
+is ranking math (deviation 13): the seed's worked example shows 80.9 displayed beside a rank of 51.7 + 5 = 56.7.
 Both are capped at 100. A local server's latency is not applicable: we start it, so its timings
 are our machine's (deviation 7).
 """
@@ -27,7 +27,7 @@ RULES_VERSION = "outside-in/1.1"
 WEIGHTS = {"reach": 35, "latency": 25, "tool_success": 25, "conformance": 15}
 N0, P0 = 7, 0.5  # shrinkage strength and neutral prior
 LOW_SAMPLE = 7
-VERDICT_BONUS = {"Operational": 5.0, "Impaired": 2.5, "Down": 0.0}  # seed: Operational +5; Impaired and Down are ours
+VERDICT_BONUS = {"Operational": 5.0, "Impaired": 2.5, "Down": 0.0}  # seed: Operational +5; Impaired and Down are ours (deviation 13)
 RUN_PARTS = {"reachable": 30, "transport": 25, "discovery": 25, "invocation": 20}
 RULES = RuleSet()
 rule = RULES.rule

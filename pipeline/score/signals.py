@@ -11,7 +11,7 @@ from pipeline.outcomes import Reading, reading
 from pipeline.score.facts import Facts
 
 MIN_FAST_PROBES = 10  # seed 000: no reliability score under 10 probes
-MIN_P95_SAMPLES = 20  # ours: a p95 from fewer successful probes is not a p95
+MIN_P95_SAMPLES = 20  # ours: a p95 from fewer successful probes is not a p95 (deviation 8)
 # Descriptions project generators leave behind. Matched whole (case and trailing punctuation
 # ignored), so a real description that merely starts "MCP server for …" is never penalised.
 TEMPLATE_DESCRIPTIONS = re.compile(
