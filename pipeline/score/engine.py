@@ -149,6 +149,7 @@ class Dimension:
     # Applicability that depends on the dimensions without one (seed 000: interpretability only from Assessed visibility up):
     # None when applicable, else why not; its rules run only when it applies.
     after: Callable[[Facts, list[DimensionScore]], str | None] | None = None
+    applies_to: str = "every server"  # what `applicable` and `after` say, in words, for the methodology's table
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,13 @@ rule = RULES.rule
 
 DIMENSIONS = (
     Dimension("schema_quality", "Schema Quality", 25, 20),
-    Dimension("protocol_compliance", "Protocol Compliance", 20, 18, with_protocol_data),
-    Dimension("reliability", "Reliability", 20, 18, monitored_remote),
+    Dimension("protocol_compliance", "Protocol Compliance", 20, 18, with_protocol_data,
+              applies_to="servers with probe data or protocol signals inferred from source"),
+    Dimension("reliability", "Reliability", 20, 18, monitored_remote, applies_to="remote servers with monitoring history (10+ probes in 7 days)"),
     Dimension("docs_maintenance", "Docs & Maintenance", 15, 12),
     Dimension("security_hygiene", "Security Hygiene", 20, 17),
-    Dimension("schema_interpretability", "Schema Interpretability", 0, 15, optional=True, after=from_assessed),
+    Dimension("schema_interpretability", "Schema Interpretability", 0, 15, optional=True, after=from_assessed,
+              applies_to="servers at Assessed visibility or above"),
 )
 GRADES = ((95, "A+"), (85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F"))
 # Stale-data decay of static-analysis points: 1.0 / 0.97 / 0.90 / 0.75 / 0.55 up to 7/14/30/60/90 days, then 0.40.

@@ -84,5 +84,5 @@ def no_source(facts: Facts) -> str | None:
     return f"{what}: capped at {NO_SOURCE_CAP}, Limited visibility; publish the source so it can be analysed"
 
 
-NO_SOURCE = Flag("no_source", "No Source", "warning", NO_SOURCE_CAP,
+NO_SOURCE = Flag("source_not_analysed", "Source Not Analysed", "warning", NO_SOURCE_CAP,
                  "No source code was analysed: the score cannot rise above the mid-range (seed 000's no-source limitation)", no_source)
