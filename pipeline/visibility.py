@@ -4,7 +4,6 @@ calls only on servers at Assessed visibility or above)."""
 from __future__ import annotations
 
 HEADLINE_RUBRIC = "scoreboard"  # the rubric whose card carries a server's visibility
-TIERS = ("complete", "verified", "assessed", "limited", "unscored")  # best first: the leaderboard's order
 JUDGED = frozenset(("complete", "verified", "assessed"))  # seed 000: interpretability "for servers with at least Assessed visibility"
 
 

@@ -62,6 +62,12 @@ def closed_source_hosted(_: Path) -> ScoreCard:
     return card_of(facts)
 
 
+def source_not_analysed_yet(_: Path) -> ScoreCard:
+    """The same hosted server with a public repository whose analysis has not run yet."""
+    facts = Facts(server=server(**REMOTE), now=NOW, probe=probe(), fast=Rollup.of(20, 20, [90.0] * 20))
+    return card_of(facts)
+
+
 def limited_with_judges(_: Path) -> ScoreCard:
     """Two real LLM judges, but the standard dimensions give Limited (a hosted server without source)."""
     return card_of(Facts(server=server(**REMOTE, repository=None), now=NOW, probe=probe(), judgements=judged("m1", "m2")))
@@ -156,8 +162,12 @@ ROWS = [
                  id="item 7: remote server with monitoring history has 5 dimensions"),
     pytest.param(closed_source_hosted,
                  {"composite": at_most(55), "grade": "C", "uncapped": lambda v: v is not None and v > 85, "visibility": "limited",
-                  "flags": lambda names: "source_not_analysed" in names, "dim.schema_quality.score": 100.0},
+                  "flags": lambda names: "without_source" in names, "dim.schema_quality.score": 100.0},
                  id="item 8: a closed-source hosted server cannot score above the mid-range"),
+    pytest.param(source_not_analysed_yet,
+                 {"uncapped": None, "composite": lambda v: v is not None and v > 85, "visibility": "limited",
+                  "flags": lambda names: "without_source" not in names},
+                 id="item 8: a source not analysed yet is not measured, never capped"),
     pytest.param(graded_as_shown, {"composite": 85.0, "grade": "A"}, id="item 11: 84.97 is shown as 85.0 and graded A"),
     pytest.param(rounded_once, {"composite": 82.6, "grade": "B"}, id="item 11: the composite is rounded once, from unrounded dimensions"),
     pytest.param(limited_with_judges,

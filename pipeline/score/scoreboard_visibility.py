@@ -12,7 +12,7 @@ from pipeline.models import DimensionScore
 from pipeline.score.engine import Flag
 from pipeline.score.facts import Facts
 from pipeline.score.inferred import inferred
-from pipeline.score.signals import MIN_FAST_PROBES
+from pipeline.score.signals import MIN_FAST_PROBES, has_package
 from pipeline.visibility import at_least_assessed
 
 STANDARD = ("schema_quality", "protocol_compliance", "reliability", "docs_maintenance", "security_hygiene")
@@ -71,18 +71,21 @@ NO_SOURCE_CAP = 55
 
 
 def no_source(facts: Facts) -> str | None:
-    """Why the server counts as without source, or None: no successful source analysis, or one that found no source file
-    to scan (the behavioural scan's neutral default applies to both)."""
+    """Why the server counts as without source code, or None. Without source: nothing to analyse (no repository, no
+    package), or an analysis that found no source file to scan (a repository holding only a README). A source that
+    exists but is not analysed yet, or could not be read this time, is not measured: never capped for it."""
     analysis = facts.analysis
     if analysis is not None and analysis.ok:
         scanned = analysis.metrics.get("behavioral", {})  # an analysis stored before the scan existed did read source
         if scanned is not None and scanned.get("value", 0) is not None:
             return None
-        what = "the source analysis found no source file"
+        what = "the source analysis found no source file to scan"
+    elif facts.server.repository or has_package(facts):
+        return None
     else:
-        what = "no source was analysed (no readable repository or package archive)"
+        what = "no repository or package is known: there is no source to analyse"
     return f"{what}: capped at {NO_SOURCE_CAP}, Limited visibility; publish the source so it can be analysed"
 
 
-NO_SOURCE = Flag("source_not_analysed", "Source Not Analysed", "warning", NO_SOURCE_CAP,
-                 "No source code was analysed: the score cannot rise above the mid-range (seed 000's no-source limitation)", no_source)
+NO_SOURCE = Flag("without_source", "Without Source", "warning", NO_SOURCE_CAP,
+                 "No source code: no repository or package, or none found in it (seed 000: cannot score above the mid-range)", no_source)
