@@ -70,11 +70,12 @@ def test_source_only_server_gets_protocol_compliance_from_inference():
     assert card.visibility == "assessed"  # every applicable dimension scored, none from a live probe
 
 
-def test_without_inference_the_dimension_stays_pending():
+def test_without_inference_the_dimension_does_not_apply():
     card, rules = card_of(analysed=analysis())
-    assert dims(card)["protocol_compliance"].status == "pending"
-    assert card.visibility == "limited"
-    assert all(not rules[name].measured for name in PROTOCOL if name != "auth_discovery_bonus")
+    # seed 000: no probe data and no inferred signals is the "Base (3 dims)" case, a local server Assessed 3/3
+    assert dims(card)["protocol_compliance"].status == "not_applicable"
+    assert card.visibility == "assessed" and card.dimension_indicator == "3/3"
+    assert not any(name in rules for name in PROTOCOL)  # the rules of a dimension that does not apply are not run
 
 
 def test_code_that_is_not_a_server_infers_nothing():

@@ -146,8 +146,8 @@ class Dimension:
     weight_enhanced: float | None = None  # the weight once an optional dimension that enhances the rubric is scored
     applicable: Callable[[Facts], str | None] = always  # None when applicable, else why not
     optional: bool = False  # counts toward the dimension indicator only once scored
-    # Applicability that depends on the dimensions without one (seed 000: interpretability only from Assessed visibility up):
-    # None when applicable, else why not; its rules run only when it applies.
+    # Applicability decided on the other dimensions, once they are folded (seed 000: interpretability only from Assessed
+    # visibility up): None when applicable, else why not; its rules run only when it applies.
     after: Callable[[Facts, list[DimensionScore]], str | None] | None = None
     applies_to: str = "every server"  # what `applicable` and `after` say, in words, for the methodology's table
 
