@@ -79,8 +79,9 @@ def test_without_inference_the_dimension_does_not_apply():
 
 
 def test_code_that_is_not_a_server_infers_nothing():
-    _, rules = card_of(analysed=inferred_analysis("def add(a, b):\n    return a + b\n", tools=None))
-    assert not any(rules[name].measured for name in ("error_handling", "fuzz_resilience", "schema_validity"))
+    card, rules = card_of(analysed=inferred_analysis("def add(a, b):\n    return a + b\n", tools=None))
+    assert dims(card)["protocol_compliance"].status == "not_applicable"  # nothing inferred, no probe: the dimension does not apply
+    assert not any(name in rules for name in ("error_handling", "fuzz_resilience", "schema_validity"))
 
 
 @pytest.mark.parametrize("outcome", [ProbeOutcome.start_failed, ProbeOutcome.install_failed, ProbeOutcome.unreachable,
