@@ -27,7 +27,8 @@ def with_protocol_data(facts: Facts) -> str | None:
         return None
     if any((signal := inferred(facts, key)) is not None and signal.get("value") is not None for key in INFERRED_SIGNALS):
         return None
-    return "no probe data and no protocol signals inferred from source yet: left out, its weight goes to the other dimensions"
+    why = facts.sandbox_not_measured or "no probe data and no protocol signals inferred from source yet"
+    return f"{why}; left out, its weight goes to the other dimensions"
 
 
 def monitored_remote(facts: Facts) -> str | None:
