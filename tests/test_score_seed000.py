@@ -202,10 +202,15 @@ def test_seed000_rules(build, expected, tmp_path):
     assert card.composite is None or card.composite == round(card.composite, 1)
 
 
-@pytest.mark.parametrize("with_source,judged_tools", [(False, 0), (True, 1)],
-                         ids=["item 12: the judge spends no call below Assessed", "item 12: the judge runs from Assessed up"])
-def test_the_judge_waits_for_assessed_visibility(db, tmp_path, with_source, judged_tools):
-    run_discover(db, sources=[ListSource("test", [entry("t", description="Tells the time in any timezone.")])], now=NOW, progress=quiet(1))
+@pytest.mark.parametrize("hosted,with_source,before_score,after_score", [
+    pytest.param(False, False, 0, 0, id="item 12: the judge spends no call below Assessed"),
+    pytest.param(False, True, 0, 1, id="item 12: the judge runs from Assessed up, once scored"),
+    pytest.param(True, False, 1, 0, id="item 12: a hosted endpoint is judged for seed 004's judged reading"),
+])
+def test_the_judge_waits_for_assessed_visibility(db, tmp_path, hosted, with_source, before_score, after_score):
+    where = {"transport": "streamable-http", "remote_url": "https://mcp.example.com/mcp"} if hosted else {}
+    run_discover(db, sources=[ListSource("test", [entry("t", description="Tells the time in any timezone.", **where)])], now=NOW,
+                 progress=quiet(1))
     store.record_probe(db, probe().model_copy(update={"server_id": "t"}), None)
     servers = store.active_servers(db)
     if with_source:
@@ -213,8 +218,8 @@ def test_the_judge_waits_for_assessed_visibility(db, tmp_path, with_source, judg
         (tmp_path / "README.md").write_text("# Time\n\nTells the time.\n")
         run_analyze(db, servers=servers, fetcher=LocalDirectoryFetcher(tmp_path), now=NOW, progress=quiet(1))
     report = run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=quiet(1))
-    assert report.counts["judged"] == 0  # never scored: nothing says it is Assessed yet
+    assert report.counts["judged"] == before_score  # never scored: nothing says a local server is Assessed yet
     run_score(db, servers=servers, now=NOW, progress=quiet(1))
     report = run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=quiet(1))
-    assert report.counts["judged"] == judged_tools
-    assert db.execute("select count(*) from judgements where server_id = 't'").fetchone()[0] == judged_tools
+    assert report.counts["judged"] == after_score  # (a judged tool is not judged again)
+    assert db.execute("select count(*) from judgements where server_id = 't'").fetchone()[0] == before_score + after_score

@@ -5,7 +5,8 @@ deterministic heuristic, always labelled `offline`, whose judgements are shown b
 counted as the multi-model consensus of seed 000's Schema Interpretability dimension.
 Only changed tool text is re-judged (by content hash). Seed 000 runs the evaluation only for servers with at
 least Assessed visibility: a server is judged once its latest headline card says so (the score stage then counts
-the judgements), so no judge call is spent on a server we know too little about.
+the judgements). A hosted endpoint is judged whatever its tier: seed 004's judged reading waits for the judgement
+("it resolves by itself once the judgement lands") and charges the endpoint until it does.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def run_judge(
     tiers = store.visibilities(db, [s.id for s in servers], HEADLINE_RUBRIC)
     try:
         for server in servers:
-            if not at_least_assessed(tiers.get(server.id)):
+            if server.is_local and not at_least_assessed(tiers.get(server.id)):
                 report.counts["below_assessed"] += 1
                 progress.step(server.id, f"not judged: visibility {tiers.get(server.id, 'not scored yet')}, Assessed needed")
                 continue
