@@ -1,14 +1,30 @@
-"""How the judges' readings of a tool are combined: the blend the score counts and the spread that
-marks a tool ambiguous. Shared by the score (interpretability, the ambiguity flag) and the server
-page, so both read the judges the same way."""
+"""Which judgements count and how the judges' readings of a tool are combined: the blend the score
+counts and the spread that marks a tool ambiguous. Shared by the score (interpretability, the
+ambiguity flag, seed 004's judged reading), the judge and the server page, so all read the judges
+the same way."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from pipeline.models import Judgement
+from pipeline.store.encoding import content_hash
 
 AMBIGUITY_SPREAD = 25  # points between real models on any dimension
+
+
+def text_hash(tool: dict[str, Any]) -> str:
+    """The hash of one tool's text as listed (name, description, schemas, annotations), the one a judgement records."""
+    return content_hash(tool)
+
+
+def current_judgements(judgements: Sequence[Judgement], tools: Sequence[dict[str, Any]] | None) -> list[Judgement]:
+    """The judgements of the tool texts listed now: same tool name and same text hash. A removed tool's judgement, or
+    one of a text since changed, reads a text the server no longer shows, and is left out (deviation 58)."""
+    if not judgements or not tools:
+        return []
+    listed = {(str(tool.get("name", "")), text_hash(tool)) for tool in tools}
+    return [j for j in judgements if (j.tool_name, j.tool_hash) in listed]
 
 
 def blend(scores: list[float]) -> float:

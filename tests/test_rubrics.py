@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from pipeline.judging import text_hash
 from pipeline.models import (
     AppsFacts,
     EnvVar,
@@ -14,6 +15,7 @@ from pipeline.models import (
     HttpFacts,
     Invocation,
     Judgement,
+    LaunchSpec,
     ProbeOutcome,
     RepositoryFacts,
 )
@@ -95,9 +97,11 @@ def test_warning_flags():
     facts.analysis.metrics["extraction"] = {"complete": True, "cut": [], "left_out": 0}
     facts.analysis.repository = RepositoryFacts(host="github", pushed_at=NOW - timedelta(days=400))
     facts.probe.protocol_version = "2024-11-05"
-    judged = [Judgement(server_id="s", tool_name=t, tool_hash="h", provider="p", model=m, offline=False, judged_at=NOW, clarity=c,
-                        input_completeness=80, confidence=80)
-              for t in ("a", "b") for m, c in (("m1", 90), ("m2", 50))]
+    listed = [dict(TOOL, name=t) for t in ("a", "b")]
+    facts.probe.tools = [TOOL, *listed]
+    judged = [Judgement(server_id="s", tool_name=t["name"], tool_hash=text_hash(t), provider="p", model=m, offline=False, judged_at=NOW,
+                        clarity=c, input_completeness=80, confidence=80)
+              for t in listed for m, c in (("m1", 90), ("m2", 50))]
     facts.judgements = judged
     found, card = flags_of(facts)
     assert {"sensitive_credentials", "high_config_demand", "no_source_code", "template_description", "duplicate_description",
@@ -414,17 +418,15 @@ def test_unrated_and_status_chips():
     assert outside_in.spec_readiness(split) == pytest.approx(200 / 3)
 
 
-def test_missing_tool_success_renormalises_and_fast_runs_conform_on_what_they_measure():
-    facts = Facts(server=remote_server(), now=NOW, probe=probe(), fast30=Rollup.of(10, 10, [100.0] * 10))
+def test_missing_tool_success_renormalises_and_runs_conform_on_what_they_measure():
+    facts = Facts(server=remote_server(), now=NOW, probe=probe(), runs=runs(10, ms=100.0, invocations=False))
     card = outside_in.OUTSIDE_IN.score(facts)
     assert {d.name: d.status for d in card.dimensions}["tool_success"] == "pending"
     assert card.composite == pytest.approx(100.0)
     assert card.extra["runs"] == 10
-    assert outside_in.run_conformance(RunRow("fast", NOW, "ok", 50, None)) == 1.0
+    assert outside_in.run_conformance(RunRow("deep", NOW, "ok", 50, 3)) == 1.0  # no call: renormalised over the other 80
     assert outside_in.run_conformance(RunRow("deep", NOW, "ok", 50, None)) == pytest.approx(55 / 80)
-    # half the fast probes reached the endpoint but failed to negotiate: conformance (30·10 + 25·5)/55 / 10
-    mixed = outside_in.components(Facts(server=remote_server(), now=NOW, fast30=Rollup(runs=10, reachable=10, ok=5)))
-    assert mixed.conformance == pytest.approx((300 + 125) / 55 / 10) and mixed.reach == 1.0
+    assert outside_in.run_conformance(RunRow("deep", NOW, "auth_required", None, None)) == pytest.approx(30 / 80)
 
 
 def test_trend_against_yesterday():
@@ -438,6 +440,16 @@ def test_trend_against_yesterday():
 def test_remote_does_not_apply_to_stdio():
     card = remote.REMOTE.score(Facts(server=server(), now=NOW, probe=probe()))
     assert card.composite is None and card.visibility == "not applicable"
+
+
+def test_remote_does_not_apply_to_a_package_we_start_on_loopback():
+    launched = LaunchSpec(registry="npm", package="p", command="npx", transport="streamable-http")
+    ours = server(transport="streamable-http", remote_url="http://127.0.0.1:3001/mcp", launch=launched)
+    card = remote.REMOTE.score(Facts(server=ours, now=NOW, probe=probe()))
+    assert card.composite is None and card.visibility == "not applicable" and card.extra["churn"] is None
+    assert all(d.status == "not_applicable" and "starts on its own machine" in d.reason for d in card.dimensions)
+    hosted = remote.REMOTE.score(Facts(server=remote_server(), now=NOW, probe=probe()))
+    assert hosted.composite is not None and hosted.visibility == "scored"
 
 
 def test_remote_auth_gate_keeps_weights_at_zero():
@@ -457,7 +469,8 @@ def test_remote_full_marks_for_a_clean_endpoint():
     p.http = HttpFacts(tls_version="TLSv1.3", cert_valid=True, hsts=True, auth_required=False)
     p.resources = [{"uri": "acme://orders", "name": "orders", "description": "All orders."}]
     facts = Facts(server=remote_server(), now=NOW, probe=p, snapshots=[Snapshot(NOW - timedelta(days=40), "h", [GOOD_TOOL])],
-                  judgements=[Judgement(server_id="s", tool_name="get_order", tool_hash="h", provider="p", model="m", offline=False, judged_at=NOW,
+                  judgements=[Judgement(server_id="s", tool_name="get_order", tool_hash=text_hash(GOOD_TOOL), provider="p", model="m", offline=False,
+                                        judged_at=NOW,
                                         clarity=90, input_completeness=90, confidence=90)])
     card = remote.REMOTE.score(facts)
     assert {d.name: d.score for d in card.dimensions} == {"transport": 100, "endpoint_security": 100, "capabilities": 100, "schema_quality": 100,
@@ -560,11 +573,11 @@ def test_remote_coverage_and_descriptions():
 def test_remote_judged_reading_needs_every_tool_read():
     p = remote_probe()
     p.tools = [GOOD_TOOL, dict(GOOD_TOOL, name="get_other")]
-    judged = Judgement(server_id="s", tool_name="get_order", tool_hash="h", provider="p", model="m", offline=False, judged_at=NOW,
+    judged = Judgement(server_id="s", tool_name="get_order", tool_hash=text_hash(GOOD_TOOL), provider="p", model="m", offline=False, judged_at=NOW,
                        clarity=90, input_completeness=90, confidence=90)
     card = remote.REMOTE.score(Facts(server=remote_server(), now=NOW, probe=p, judgements=[judged]))
     assert points(card, "judged_reading").points == 0 and "unjudged: 1/2" in points(card, "judged_reading").reason
-    offline = judged.model_copy(update={"offline": True, "tool_name": "get_other"})
+    offline = judged.model_copy(update={"offline": True, "tool_name": "get_other", "tool_hash": text_hash(p.tools[1])})
     card = remote.REMOTE.score(Facts(server=remote_server(), now=NOW, probe=p, judgements=[judged, offline]))
     assert points(card, "judged_reading").points == 0  # the offline heuristic is no judge
 

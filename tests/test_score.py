@@ -105,9 +105,10 @@ def test_reliability_needs_ten_probes_and_uses_70_30_without_p95():
 
 
 def test_offline_judgements_are_not_counted_as_interpretability():
+    from pipeline.judging import text_hash
     from pipeline.models import Judgement
 
-    offline = Judgement(server_id="s", tool_name="get_time", tool_hash="h", provider="offline", model="offline-heuristic-1",
+    offline = Judgement(server_id="s", tool_name="get_time", tool_hash=text_hash(probe().tools[0]), provider="offline", model="offline-heuristic-1",
                         offline=True, judged_at=NOW, clarity=90, input_completeness=90, confidence=90)
     card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=probe(), analysis=analysis(), judgements=[offline]))
     assert dims(card)["schema_interpretability"].status == "pending"

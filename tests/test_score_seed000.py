@@ -18,6 +18,7 @@ from pipeline.analyze import run_analyze
 from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.discover import run_discover
 from pipeline.judge import OfflineJudge, run_judge
+from pipeline.judging import text_hash
 from pipeline.models import EnvVar, Judgement, Package, ScoreCard
 from pipeline.score import run_score, scoreboard
 from pipeline.score.facts import Facts, Rollup
@@ -45,7 +46,7 @@ def card_of(facts: Facts) -> ScoreCard:
 
 
 def judged(*models: str) -> list[Judgement]:
-    return [Judgement(server_id="s", tool_name="get_time", tool_hash="h", provider=m, model=m, offline=False, judged_at=NOW,
+    return [Judgement(server_id="s", tool_name="get_time", tool_hash=text_hash(TOOL), provider=m, model=m, offline=False, judged_at=NOW,
                       clarity=90, input_completeness=90, confidence=90) for m in models]
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from pipeline import store
 from pipeline.discover import run_discover
+from pipeline.judging import text_hash
 from pipeline.models import (
     CheckResult,
     DiscoveredEndpoint,
@@ -60,7 +61,9 @@ def fast(server_id, at, ok, ms):
 
 
 def judgement(tool, model, value, offline=False):
-    return Judgement(server_id="docs", tool_name=tool, tool_hash="h", provider="offline" if offline else "p", model=model, offline=offline,
+    """A judgement of `tool`'s text as listed."""
+    return Judgement(server_id="docs", tool_name=tool["name"], tool_hash=text_hash(tool), provider="offline" if offline else "p", model=model,
+                     offline=offline,
                      judged_at=NOW, clarity=value, input_completeness=value, confidence=value)
 
 
@@ -84,8 +87,8 @@ def page(tmp_path_factory):
     store.record_analysis(db, analysis().model_copy(update={"server_id": "docs"}).model_copy(
         update={"metrics": {**analysis().metrics, "extracted_tools": ["search_docs", "delete_page", "export_all"],
                             "extraction": {"complete": True, "cut": [], "left_out": 0}}, **SOURCE_EVIDENCE}))
-    store.save_judgements(db, "docs", [judgement("search_docs", "m1", 90), judgement("search_docs", "m2", 50),
-                                       judgement("delete_page", "offline", 40, True)])
+    store.save_judgements(db, "docs", [judgement(SEARCH, "m1", 90), judgement(SEARCH, "m2", 50), judgement(DELETE, "offline", 40, True),
+                                       judgement(old_search, "m3", 10)])  # the superseded text's reading is not shown
     run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1), progress=quiet(2))
     run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(2))
     site = tmp_path_factory.mktemp("site")

@@ -19,6 +19,7 @@ from sqlite_utils import Database
 
 from pipeline import store
 from pipeline.judge.offline import OfflineJudge
+from pipeline.judging import text_hash
 from pipeline.models import Judgement, Server, StageReport
 from pipeline.progress import Progress
 from pipeline.visibility import HEADLINE_RUBRIC, at_least_assessed
@@ -59,7 +60,7 @@ def run_judge(
             for provider in providers:
                 done = store.judged_hashes(db, server.id, provider.model)
                 for tool in tools:
-                    digest = store.content_hash(tool)
+                    digest = text_hash(tool)
                     if (str(tool.get("name", "")), digest) in done:
                         report.counts["unchanged"] += 1
                         continue

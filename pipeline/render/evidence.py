@@ -7,7 +7,7 @@ from typing import Any
 
 from pipeline import latency
 from pipeline.drift import breaking_changes, drift_between, extraction_complete
-from pipeline.judging import AMBIGUITY_SPREAD, blend, judge_spread
+from pipeline.judging import AMBIGUITY_SPREAD, blend, current_judgements, judge_spread
 from pipeline.models import Judgement, ProbeResult
 
 
@@ -45,7 +45,7 @@ def interpretability(judged: list[Judgement]) -> dict[str, Any] | None:
 def tool_rows(tools: list[dict[str, Any]] | None, tool_docs: dict[str, dict[str, float]], judgements: list[Judgement]) -> list[dict[str, Any]]:
     """A row per listed tool: documentation quality (seed 001's per-tool score), annotations, interpretability, ambiguity."""
     by_tool: dict[str, list[Judgement]] = {}
-    for j in judgements:
+    for j in current_judgements(judgements, tools):
         by_tool.setdefault(j.tool_name, []).append(j)
     rows = []
     for tool in tools or []:

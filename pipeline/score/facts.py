@@ -14,6 +14,7 @@ from typing import Any, Iterator, Sequence
 from sqlite_utils import Database
 
 from pipeline import latency, store
+from pipeline.judging import current_judgements
 from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult, Server
 from pipeline.sandbox.failures import not_measured
 from pipeline.text import squash
@@ -81,10 +82,8 @@ class Facts:
     analysis: AnalysisResult | None = None
     analysis_ref: str | None = None
     fast: Rollup = field(default_factory=Rollup)  # fast probes of the last 7 days
-    fast30: Rollup = field(default_factory=Rollup)  # fast probes of the last 30 days
     judgements: list[Judgement] = field(default_factory=list)
     runs: list[RunRow] = field(default_factory=list)  # deep and sandbox runs of the last 30 days, oldest first
-    latest_fast: RunRow | None = None
     snapshots: list[Snapshot] = field(default_factory=list)  # every capture, oldest first
     auth_history: list[tuple[datetime, bool]] = field(default_factory=list)  # (when, auth required) per deep probe
     duplicate_description: bool = False  # the same description on 3+ servers (fleet-level fact)
@@ -94,6 +93,22 @@ class Facts:
     @property
     def tools(self) -> list[dict[str, Any]] | None:
         return self.probe.tools if self.probe and self.probe.reachable else None
+
+    @property
+    def current_judgements(self) -> list[Judgement]:
+        """The judgements that count: those of the tool texts the server shows now (pipeline.judging)."""
+        if "judgements.current" not in self.memo:
+            self.memo["judgements.current"] = current_judgements(self.judgements, self._current_texts())
+        return self.memo["judgements.current"]
+
+    def _current_texts(self) -> list[dict[str, Any]] | None:
+        """The latest probe's tool list; with no probe at all, the tools read from source. A probe that listed nothing
+        leaves no current text: what it once listed may have changed since."""
+        if self.probe is not None:
+            return self.tools
+        if self.analysis is None or not self.analysis.ok or not self.analysis.tools:
+            return None
+        return [{"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in self.analysis.tools]
 
     def check(self, name: str):
         if self.probe is None:
@@ -134,22 +149,16 @@ def gather_many(
     today = now.astimezone(timezone.utc).date()
     # Windows are whole UTC days: the 7-day figures are today and the six days before.
     day7 = (today - (RELIABILITY_WINDOW - timedelta(days=1))).isoformat()
-    day30 = (today - (OUTSIDE_IN_WINDOW - timedelta(days=1))).isoformat()
     yesterday = (today - timedelta(days=1)).isoformat()
     for group, _ in store.in_chunks(servers, chunk):
-        found = store.scoring_evidence(db, [s.id for s in group], fast_since_day=day30, runs_since=now - OUTSIDE_IN_WINDOW, history_day=yesterday)
+        found = store.scoring_evidence(db, [s.id for s in group], fast_since_day=day7, runs_since=now - OUTSIDE_IN_WINDOW, history_day=yesterday)
         facts = {s.id: Facts(server=s, now=now) for s in group}
         for server_id, (row_id, probe) in found.probes.items():
             facts[server_id].probe, facts[server_id].probe_ref = probe, f"probe_runs:{row_id}"
         for server_id, (row_id, analysis) in found.analyses.items():
             facts[server_id].analysis, facts[server_id].analysis_ref = analysis, f"analyses:{row_id}"
-        for server_id, day, runs, reachable, ok, hist in found.daily:
-            fact = facts[server_id]
-            fact.fast30.add(runs, reachable, ok, hist)
-            if day >= day7:
-                fact.fast.add(runs, reachable, ok, hist)
-        for server_id, (started, outcome, connect_ms) in found.latest_fast.items():
-            facts[server_id].latest_fast = RunRow("fast", started, outcome, connect_ms, None)
+        for server_id, _, runs, reachable, ok, hist in found.daily:
+            facts[server_id].fast.add(runs, reachable, ok, hist)
         for server_id, kind, started, outcome, connect_ms, tool_count, invocations, auth in found.runs:
             fact = facts[server_id]
             fact.runs.append(RunRow(kind, started, outcome, connect_ms, tool_count, invocations))

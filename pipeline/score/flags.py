@@ -152,8 +152,8 @@ def tool_drift(facts: Facts) -> dict[str, list[str]] | None:
 
 
 def ambiguous_tools(facts: Facts) -> list[str]:
-    """Tools judged by 2+ real models where any dimension spreads by more than 25 points."""
+    """Tools whose current text was judged by 2+ real models with any dimension spread by more than 25 points."""
     by_tool: dict[str, list] = {}
-    for j in facts.judgements:
+    for j in facts.current_judgements:
         by_tool.setdefault(j.tool_name, []).append(j)
     return [tool for tool, judged in sorted(by_tool.items()) if (judge_spread(judged) or 0) > AMBIGUITY_SPREAD]

@@ -1,11 +1,14 @@
 """The `outside-in` rubric (seed 003): reach, P95, tool success and protocol conformance over 30
 days of runs, a verdict bonus, and a Rank Score that shrinks thin evidence toward a neutral prior.
 
-Displayed = 0.35·reach + 0.25·latency + 0.25·tool success + 0.15·conformance, renormalised over
-the components present. Rank Score = the same after replacing each rate p measured over n runs by
+A run is a deep or sandbox probe: the seed is "run-based, not a continuous synthetic heartbeat", so
+the monitor's fast probes are no runs of this rubric (deviation 14). Displayed = 0.35·reach +
+0.25·latency + 0.25·tool success + 0.15·conformance, renormalised over the components present.
+Rank Score = the same after replacing each rate p, measured over its own n runs, by
 (n·p + n₀·p₀)/(n + n₀), n₀ = 7, p₀ = 0.5 (latency is never shrunk), plus the verdict bonus, which
 is ranking math: the seed's worked example shows 80.9 displayed beside a rank of 51.7 + 5 = 56.7.
-Both are capped at 100.
+Both are capped at 100. A local server's latency is not applicable: we start it, so its timings
+are our machine's (deviation 7).
 """
 
 from __future__ import annotations
@@ -17,10 +20,10 @@ from pipeline.latency import REACHED
 from pipeline.models import BoardColumn, DimensionScore, RubricInfo
 from pipeline.sandbox.failures import not_measured
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weights, renormalised, share, unmeasured
-from pipeline.score.facts import Facts, Rollup, RunRow
+from pipeline.score.facts import Facts, RunRow
 
 RUBRIC = "outside-in"
-RULES_VERSION = "outside-in/1.0"
+RULES_VERSION = "outside-in/1.1"
 WEIGHTS = {"reach": 35, "latency": 25, "tool_success": 25, "conformance": 15}
 N0, P0 = 7, 0.5  # shrinkage strength and neutral prior
 LOW_SAMPLE = 7
@@ -30,9 +33,15 @@ RULES = RuleSet()
 rule = RULES.rule
 
 
+def _local(facts: Facts) -> str | None:
+    if facts.server.is_local:
+        return "local server started by the scoreboard: its handshake time is our machine's, not the server's"
+    return None
+
+
 DIMENSIONS = (
     Dimension("reach", "Reach (30d)", WEIGHTS["reach"]),
-    Dimension("latency", "Latency P95", WEIGHTS["latency"]),
+    Dimension("latency", "Latency P95", WEIGHTS["latency"], applicable=_local),
     Dimension("tool_success", "Tool success", WEIGHTS["tool_success"]),
     Dimension("conformance", "Protocol conformance", WEIGHTS["conformance"]),
 )
@@ -53,9 +62,8 @@ def shrink(rate: float, n: int) -> float:
 
 def run_conformance(run: RunRow) -> float:
     """One run: reachable 30 / transport 25 / discovery 25 / invocation 20, renormalised over what the run measured."""
-    parts = {"reachable": 1.0 if run.outcome in REACHED else 0.0, "transport": 1.0 if run.outcome == "ok" else 0.0}
-    if run.kind != "fast":  # fast probes do not list tools
-        parts["discovery"] = 1.0 if run.tool_count is not None else 0.0
+    parts = {"reachable": 1.0 if run.outcome in REACHED else 0.0, "transport": 1.0 if run.outcome == "ok" else 0.0,
+             "discovery": 1.0 if run.tool_count is not None else 0.0}
     if run.invocations:
         parts["invocation"] = sum(1 for i in run.invocations if i.outcome == "ok") / len(run.invocations)
     total = sum(RUN_PARTS[k] for k in parts)
@@ -64,7 +72,10 @@ def run_conformance(run: RunRow) -> float:
 
 @dataclass
 class Components:
-    n: int
+    """The four components, and the runs each rate was measured over (its own n, for the Rank Score's shrinkage)."""
+
+    n: int  # measured runs: reach and conformance are rates over all of them
+    tool_runs: int  # the runs that called a safe tool: tool success is a rate over these
     reach: float | None
     latency: float | None
     p95_ms: float | None
@@ -75,7 +86,7 @@ class Components:
 
 
 def components(facts: Facts) -> Components:
-    """Deep runs one by one; fast probes from their daily rollups. Computed once per scoring pass."""
+    """Computed once per scoring pass."""
     if "outside-in.components" not in facts.memo:
         facts.memo["outside-in.components"] = _components(facts)
     return facts.memo["outside-in.components"]
@@ -87,15 +98,16 @@ def measured_runs(facts: Facts) -> list[RunRow]:
 
 
 def _components(facts: Facts) -> Components:
-    runs, fast = measured_runs(facts), facts.fast30
-    n = len(runs) + fast.runs
+    runs = measured_runs(facts)
+    n = len(runs)
     if not n:
-        return Components(0, None, None, None, None, None, None, None)
-    reach = (sum(1 for r in runs if r.outcome in REACHED) + fast.reachable) / n
-    p95_ms = latency.percentile(fast.hist, 0.95, exact=[r.connect_ms for r in runs if r.outcome == "ok" and r.connect_ms is not None])
+        return Components(0, 0, None, None, None, None, None, None, None)
+    reach = sum(1 for r in runs if r.outcome in REACHED) / n
+    timed = [] if facts.server.is_local else [r.connect_ms for r in runs if r.outcome == "ok" and r.connect_ms is not None]
+    p95_ms = latency.percentile({}, 0.95, exact=timed)  # the runs' own timings, exact (nearest rank)
     invocation, functional, success = _tool_rates(runs)
-    return Components(n, reach, latency_score(p95_ms) / 100 if p95_ms is not None else None, p95_ms, success, invocation, functional,
-                      _conformance(runs, fast, n))
+    return Components(n, sum(1 for r in runs if r.invocations), reach, latency_score(p95_ms) / 100 if p95_ms is not None else None,
+                      p95_ms, success, invocation, functional, sum(run_conformance(r) for r in runs) / n)
 
 
 def _tool_rates(runs: list[RunRow]) -> tuple[float | None, float | None, float | None]:
@@ -109,14 +121,6 @@ def _tool_rates(runs: list[RunRow]) -> tuple[float | None, float | None, float |
     else:
         success = invocation if invocation is not None else functional
     return invocation, functional, success
-
-
-def _conformance(runs: list[RunRow], fast: Rollup, n: int) -> float:
-    """The mean conformance of the `n` runs, deep runs one by one and fast probes from their rollup."""
-    # A fast run measures reachable (30) and transport (25) only: renormalised over those 55.
-    reachable, transport = RUN_PARTS["reachable"], RUN_PARTS["transport"]
-    fast_conformance = (reachable * fast.reachable + transport * fast.ok) / (reachable + transport)
-    return (sum(run_conformance(r) for r in runs) + fast_conformance) / n
 
 
 @rule("reach", WEIGHTS["reach"])
@@ -150,7 +154,7 @@ def tool_success(facts: Facts) -> Outcome:
         parts.append(f"invoke {100 * c.invocation_rate:.0f}%")
     if c.functional_rate is not None:
         parts.append(f"functional {100 * c.functional_rate:.0f}%")
-    return share(c.tool_success, ", ".join(parts))
+    return share(c.tool_success, f"{', '.join(parts)} over {c.tool_runs} runs that called a tool")
 
 
 @rule("conformance", WEIGHTS["conformance"])
@@ -168,11 +172,9 @@ FAILURES = {"timeout": "timed out", "crashed": "crashed", "protocol_error": "pro
 def status(facts: Facts) -> tuple[str, str]:
     """(verdict, status chip): the chip names the cause whenever the probe classified it."""
     runs = measured_runs(facts)
-    candidates = [r for r in (runs[-1] if runs else None, facts.latest_fast) if r is not None]
-    latest = max(candidates, key=lambda r: r.started_at) if candidates else None
-    if latest is None:
+    if not runs:
         return "Down", "unrated"
-    return _failure(latest.outcome) or _impairment(facts) or _operational(facts)
+    return _failure(runs[-1].outcome) or _impairment(facts) or _operational(facts)
 
 
 def _failure(outcome: str) -> tuple[str, str] | None:
@@ -226,6 +228,13 @@ def _rates(c: Components) -> dict[str, float | None]:
     return {"reach": c.reach, "latency": c.latency, "tool_success": c.tool_success, "conformance": c.conformance}
 
 
+def rank_rates(c: Components) -> dict[str, float | None]:
+    """Each rate shrunk toward the prior with the n it was measured over: tool success over the runs that called a
+    tool, reach and conformance over every run. Latency is never shrunk."""
+    n = {"reach": c.n, "tool_success": c.tool_runs, "conformance": c.n}
+    return {k: shrink(v, n[k]) if v is not None and k in n else v for k, v in _rates(c).items()}
+
+
 def displayed(facts: Facts, dimensions: list[DimensionScore]) -> float | None:
     """The weighted rates, renormalised over the components present, capped at 100."""
     base, effective = renormalised(_rates(components(facts)), WEIGHTS, scale=100)
@@ -243,8 +252,7 @@ def extra(facts: Facts, composite: float | None) -> dict:
     c = components(facts)
     verdict, chip = status(facts)
     bonus = VERDICT_BONUS[verdict] if c.n else 0.0
-    shrunk = {k: (shrink(v, c.n) if v is not None and k != "latency" else v) for k, v in _rates(c).items()}
-    rank_base = renormalised(shrunk, WEIGHTS, scale=100)[0]
+    rank_base = renormalised(rank_rates(c), WEIGHTS, scale=100)[0]
     rank = min(100.0, rank_base + bonus) if rank_base is not None else None
     trend = None
     if composite is not None and facts.yesterday.get(RUBRIC) is not None:

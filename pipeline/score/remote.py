@@ -4,7 +4,7 @@ Categories: transport & reachability 10, endpoint security 40, capabilities 4, s
 AI usability 18, tool coverage 8, tool safety 6, stability & change management 14. Fixed weights:
 an inconclusive check (auth we do not hold, an unreachable endpoint, text no judge has read)
 keeps its weight and scores 0. Only evidence our prober did not collect at all is "pending".
-Applies to servers reached over HTTP; a stdio package has no endpoint to score.
+Applies to hosted endpoints reached over HTTP; a stdio package, or one we start on loopback, has no endpoint to score.
 """
 
 from __future__ import annotations
@@ -48,7 +48,13 @@ rule = RULES.rule
 
 
 def _http(facts: Facts) -> str | None:
-    return None if facts.server.transport != "stdio" else "a stdio package has no endpoint: the remote rubric scores hosted endpoints"
+    """Seed 004 scores hosted endpoints: a stdio package has none, and a package we start ourselves on loopback is our
+    machine (its TLS, its stability), not an operator's endpoint."""
+    if facts.server.transport == "stdio":
+        return "a stdio package has no endpoint: the remote rubric scores hosted endpoints"
+    if facts.server.is_local:
+        return "a package the scoreboard starts on its own machine has no hosted endpoint: the remote rubric scores hosted endpoints"
+    return None
 
 
 DIMENSIONS = (
@@ -322,13 +328,13 @@ def judged_reading(facts: Facts) -> Outcome:
     tools, why = _tools_or_why(facts)
     if why:
         return _zero(why)
-    judged = {j.tool_name for j in facts.judgements if not j.offline}
+    judged = {j.tool_name for j in facts.current_judgements if not j.offline}
     names = {v.name for v in tools}
     if not names:
         return _zero("inconclusive: no tools captured")
     if names <= judged:
         return share(1, f"all {len(names)} tools read by a judge")
-    return _zero(f"unjudged: {len(names - judged)}/{len(names)} tools not yet read by an LLM judge")
+    return _zero(f"unjudged: {len(names - judged)}/{len(names)} tools not yet read by an LLM judge in their current text")
 
 
 # ---------------------------------------------------------------- Stability & change management
@@ -368,13 +374,13 @@ def composite(facts: Facts, dimensions: list[DimensionScore]) -> float | None:
 
 
 def visibility(facts: Facts, dimensions: list[DimensionScore], composite: float | None) -> str:
-    if facts.server.transport == "stdio":
+    if _http(facts) is not None:
         return "not applicable"
     return "scored" if composite is not None else "unscored"
 
 
 def extra(facts: Facts, composite: float | None) -> dict:
-    return {"churn": churn(facts) if facts.server.transport != "stdio" else None}
+    return {"churn": churn(facts) if _http(facts) is None else None}
 
 
 REMOTE = Rubric(

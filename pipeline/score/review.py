@@ -18,7 +18,7 @@ from pipeline.score.review_tools import TOOL_RULES
 from pipeline.score.tool_docs import doc_scores
 
 RUBRIC = "review"
-RULES_VERSION = "review/1.0"
+RULES_VERSION = "review/1.1"
 GRADES = ((85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F"))
 RULES = RuleSet()  # the sections read from the handshake and the endpoint; the tools' sections are TOOL_RULES
 rule = RULES.rule

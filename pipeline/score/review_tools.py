@@ -148,7 +148,8 @@ def doc_description(facts: Facts) -> Outcome:
 @rule("tool_docs", DOC_PARTS["inputs"])
 def doc_inputs(facts: Facts) -> Outcome:
     """Inputs (30%): every argument described; IDs say which tool returns them; no restated schema rules."""
-    return _per_tool(facts, "inputs", "describe every argument of")
+    return _per_tool(facts, "inputs", "describe what every argument is for and where its value comes from, leaving its type, bounds and "
+                                      "required flag to the schema, in")
 
 
 @rule("tool_docs", DOC_PARTS["annotations"])

@@ -31,6 +31,7 @@ class ToolView:
     params_typed: int
     params_described: int
     has_required: bool
+    required: list[Any]  # the names the input schema requires
     output_schema: dict[str, Any] | None
 
     @property
@@ -66,6 +67,7 @@ def read_tool(tool: dict[str, Any]) -> ToolView:
         params_typed=typed,
         params_described=described,
         has_required=isinstance(schema.get("required"), list),
+        required=schema["required"] if isinstance(schema.get("required"), list) else [],
         output_schema=output,
     )
 

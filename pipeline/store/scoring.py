@@ -16,7 +16,7 @@ from sqlite_utils import Database
 
 from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult
 from pipeline.store.connection import ScoreboardDatabaseError
-from pipeline.store.encoding import in_chunks, iso, parse_iso, placeholders
+from pipeline.store.encoding import dumps, in_chunks, iso, parse_iso, placeholders
 from pipeline.text import squash
 
 _INVOCATIONS = TypeAdapter(list[Invocation])  # one Rust-side parse per run, not one model per call
@@ -29,7 +29,6 @@ class ScoringEvidence:
     probes: dict[str, tuple[int, ProbeResult]] = field(default_factory=dict)  # latest deep or sandbox probe
     analyses: dict[str, tuple[int, AnalysisResult]] = field(default_factory=dict)  # latest analysis
     daily: list[tuple[str, str, int, int, int, dict[str, int]]] = field(default_factory=list)  # (server, day, runs, reachable, ok, hist), fast
-    latest_fast: dict[str, tuple[datetime, str, float | None]] = field(default_factory=dict)  # (started, outcome, connect ms)
     # (server, kind, started, outcome, connect ms, tool count, invocations, auth required) of deep and sandbox runs, oldest first
     runs: list[tuple[str, str, datetime, str, float | None, int | None, list[Invocation] | None, Any]] = field(default_factory=list)
     snapshots: dict[str, list[tuple[datetime, str, list[dict[str, Any]] | None]]] = field(default_factory=dict)  # oldest first
@@ -39,13 +38,13 @@ class ScoringEvidence:
 
 def scoring_evidence(db: Database, ids: list[str], *, fast_since_day: str, runs_since: datetime, history_day: str) -> ScoringEvidence:
     """The evidence of the servers `ids` (one `in (…)` clause's worth): latest probe and analysis, fast rollups from
-    `fast_since_day`, the latest fast probe, other runs since `runs_since`, tool snapshots, judgements, and the composites
+    `fast_since_day`, other runs since `runs_since`, tool snapshots, judgements, and the composites
     of `history_day`. Tool lists are parsed only on either side of a change of hash: a surface that never changed needs none."""
     marks = placeholders(ids)
     found = ScoringEvidence()
-    for row in _latest(db, "probe_runs", "evidence", "kind in ('deep', 'sandbox')", marks, ids):
+    for row in _latest(db, "probe_runs", "evidence", "q.kind in ('deep', 'sandbox')", "started_at", ids):
         found.probes[row["server_id"]] = (row["id"], _stored(ProbeResult, row["evidence"], f"probe_runs row {row['id']} ({row['server_id']})"))
-    for row in _latest(db, "analyses", "result", "1", marks, ids):
+    for row in _latest(db, "analyses", "result", "1", "analyzed_at", ids):
         found.analyses[row["server_id"]] = (row["id"], _stored(AnalysisResult, row["result"], f"analyses row {row['id']} ({row['server_id']})"))
     found.daily = [
         (row[0], row[1], row[2], row[3], row[4], from_json(row[5]))
@@ -54,8 +53,6 @@ def scoring_evidence(db: Database, ids: list[str], *, fast_since_day: str, runs_
             [*ids, fast_since_day],
         ).fetchall()
     ]
-    for row in _latest(db, "probe_runs", "started_at, outcome, connect_ms", "kind = 'fast'", marks, ids):
-        found.latest_fast[row["server_id"]] = (parse_iso(row["started_at"]), row["outcome"], row["connect_ms"])
     for row in db.query(
         f"select server_id, kind, started_at, outcome, connect_ms, tool_count, json_extract(evidence, '$.invocations') invocations, "
         f"json_extract(evidence, '$.http.auth_required') auth from probe_runs "
@@ -100,12 +97,13 @@ def _stored(model, text: str, where: str):
         raise ScoreboardDatabaseError(f"{where}: stored evidence cannot be read ({str(exc).splitlines()[0][:200]})") from exc
 
 
-def _latest(db: Database, table: str, columns: str, where: str, marks: str, ids: list[str]):
-    """The newest row (highest id) per server of `table` matching `where`, for the servers in `ids`."""
+def _latest(db: Database, table: str, columns: str, where: str, when: str, ids: list[str]):
+    """The newest row per server of `table` matching `where`, for the servers in `ids`: latest by its time `when`, then by
+    id, as the pages read it (store.evidence.latest_probe), so a card and its page never name different evidence."""
     return db.query(
-        f"select t.server_id, t.id, {', '.join('t.' + c.strip() for c in columns.split(','))} from {table} t join "
-        f"(select server_id, max(id) id from {table} where {where} and server_id in ({marks}) group by server_id) latest on t.id = latest.id",
-        ids,
+        f"select t.server_id, t.id, {', '.join('t.' + c.strip() for c in columns.split(','))} from json_each(?) s join {table} t "
+        f"on t.id = (select q.id from {table} q where q.server_id = s.value and {where} order by q.{when} desc, q.id desc limit 1)",
+        [dumps(ids)],
     )
 
 
