@@ -1,8 +1,11 @@
 """`scoreboard check`: probe one server (and optionally its source), score it under every
-rubric and explain every point, for server authors and their CI. Nothing is stored."""
+rubric and explain every point, for server authors and their CI. Nothing is kept: the evidence goes
+through a throw-away store and the score stage's own gathering, so `check` shows the number the site
+would show for the same evidence (methodology deviation 59b)."""
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import tempfile
@@ -14,17 +17,19 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from pipeline import store
 from pipeline.analyze import analyze_server
 from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.config import Settings
-from pipeline.models import ProbeOutcome, ProbeResult, ScoreCard, Server
+from pipeline.judge import OfflineJudge, run_judge
+from pipeline.models import AnalysisResult, CatalogEntry, ProbeOutcome, ProbeResult, ScoreCard, Server, ServerFields, SourceRecord
 from pipeline.net import target_kinds
 from pipeline.probe import probe_limits
 from pipeline.probe.deep import deep_probe
 from pipeline.probe.sandbox import Running, scrubbed_environment
-from pipeline.score import score_all
-from pipeline.score.facts import Facts, RunRow, Snapshot
-from pipeline.store import content_hash
+from pipeline.progress import Progress
+from pipeline.score import registry, score_all
+from pipeline.score.facts import gather_many
 
 # How `probe TARGET` and `check` end when the probe could not meet the server: a code per class of outcome, so CI can
 # tell a server that would not start from one it could not reach, and a gate from a fault.
@@ -174,19 +179,80 @@ def run_check(url: str | None, command: list[str] | None, source: Path | None, e
     analysis = analyze_server(server, LocalDirectoryFetcher(source), now) if source else None
     if analysis and analysis.description and not server.description:
         server = server.model_copy(update={"description": analysis.description, "repository": "local"})
-    facts = Facts(server=server, now=now, probe=probe, probe_ref="this probe", analysis=analysis, analysis_ref="--source" if analysis else None)
-    tool_count = len(probe.tools) if probe.tools is not None else None
-    facts.runs = [RunRow(probe.kind, probe.started_at, probe.outcome.value, probe.connect_ms, tool_count, probe.invocations)]
-    if probe.tools is not None:
-        facts.snapshots = [Snapshot(now, content_hash(probe.tools), probe.tools)]
-    return probe, score_all(facts)
+    return probe, score_as_the_site(server, probe, analysis, now)
 
 
-def render_text(probe: ProbeResult, cards: list[ScoreCard]) -> str:
+class _Target:
+    """The checked server as a discovery source lists it: what the author told us, nothing more."""
+
+    name = "check"
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def read(self):
+        from pipeline.discover import SourceBatch
+
+        fields = self.server.model_dump(include=set(ServerFields.model_fields))
+        key = f"check:{self.server.id}"
+        return SourceBatch(entries=[CatalogEntry(**fields, keys=[key], records=[SourceRecord(source=self.name, key=self.server.id)])])
+
+
+def score_as_the_site(server: Server, probe: ProbeResult, analysis: AnalysisResult | None, now: datetime) -> list[ScoreCard]:
+    """The cards the site shows for this evidence: the server, its probe and its analysis are written to a throw-away
+    store as `scoreboard run` writes them (cleaned, with the tool snapshot and the offline judge's judgements), read back
+    by the score stage's own gathering and scored by the same rules."""
+    from pipeline.discover import run_discover  # only once the probe is done: `probe TARGET` and `check` start without discovery
+
+    with tempfile.TemporaryDirectory(prefix="scoreboard-check-") as scratch:
+        db = store.open_db(Path(scratch) / "check.db")
+        try:
+            run_discover(db, sources=[_Target(server)], now=now, progress=_quiet("discover", 2))
+            stored = store.active_servers(db)
+            store.record_probe(db, probe.model_copy(update={"server_id": stored[0].id}), None)
+            if analysis is not None:
+                store.record_analysis(db, analysis.model_copy(update={"server_id": stored[0].id}))
+            run_judge(db, servers=stored, providers=[OfflineJudge()], now=now, progress=_quiet("judge", 1))
+            facts = next(gather_many(db, stored, now))
+        finally:
+            db.close()
+    facts.probe_ref, facts.analysis_ref = "this probe", "--source" if analysis is not None else None  # the store is gone
+    return score_all(facts)
+
+
+def _quiet(stage: str, total: int) -> Progress:
+    return Progress(stage, total, stream=io.StringIO())
+
+
+def unmeasured_rules(cards: list[ScoreCard]) -> dict[str, list[tuple[str, str]]]:
+    """Per rubric, the rules this check could not measure and why (a dimension that does not apply is not among them:
+    it is no gap in the evidence). Each is left out of its score, never counted as zero."""
+    counted = {(r.name, d.name) for r in registry.RUBRICS for d in r.dimensions if d.weight or d.weight_enhanced}  # not "reported only"
+    gaps: dict[str, list[tuple[str, str]]] = {}
+    for card in cards:
+        if card.visibility == "not applicable":
+            continue
+        applicable = {d.name for d in card.dimensions if d.status != "not_applicable" and (card.rubric, d.name) in counted}
+        rules = [(r.rule, r.reason) for r in card.rules if not r.measured and r.dimension in applicable]
+        if rules:
+            gaps[card.rubric] = rules
+    return gaps
+
+
+def caps(card: ScoreCard) -> list[str]:
+    """Every flag standing on the card that caps its score, with the cap: the first thing to fix."""
+    return [f"flag {f.label} caps this score at {f.cap:g} while it stands: {f.reason}" for f in card.flags if f.cap is not None]
+
+
+def render_text(probe: ProbeResult, cards: list[ScoreCard], source: bool = False) -> str:
     lines = [f"probe: {probe.outcome.value}" + (f" ({probe.detail})" if probe.detail else "")]
     if probe.reachable:
         tools = NOT_MEASURED if probe.tools is None else len(probe.tools)
         lines.append(f"  {probe.era} {probe.protocol_version} via {probe.handshake}, tools {tools}, connect {_ms(probe.connect_ms)}")
+    if probe.transport == "stdio":
+        lines.append("  started by your command, with your PATH and HOME; the site starts a published server in its sandbox (no network, "
+                     "placeholder credentials), where it may behave differently")
+    lines += _gaps(cards, source)
     for card in cards:
         value = NOT_MEASURED if card.composite is None else f"{card.composite:.1f}"
         grade = f" {card.grade}" if card.grade else ""
@@ -203,7 +269,26 @@ def render_text(probe: ProbeResult, cards: list[ScoreCard]) -> str:
                 points = f"{r.points:g}/{r.max_points:g}" if r.measured else NOT_MEASURED
                 lines.append(f"    {r.rule}: {points} — {r.reason}")
         gains = sorted((r for r in card.rules if r.how_to_gain), key=lambda r: r.points - r.max_points)
-        if gains:
+        if gains or caps(card):
             lines.append("  how to gain points:")
+            lines += [f"    - {cap}" for cap in caps(card)]
             lines += [f"    - {r.rule}: {r.how_to_gain}" for r in gains]
     return "\n".join(lines)
+
+
+def _gaps(cards: list[ScoreCard], source: bool) -> list[str]:
+    """What this check could not measure, said before any number: each rule is left out of its score, so the site,
+    which may hold more evidence (the published source, probes over days), can show a different one."""
+    gaps = unmeasured_rules(cards)
+    if not gaps:
+        return []
+    lines = ["", "not measured by this check (left out of the scores below, not counted as zero; the site scores what its own "
+             "evidence allows, so its number may differ):"]
+    if not source:
+        lines.append("  no --source was given: nothing that needs the source was measured; pass --source DIR to include it")
+    lines.append("  what the site's catalog knows of a published server (its package, its repository) is not known here: distribution_clarity "
+                 "and the No Source Code flag count only a --source directory that describes the server")
+    for rubric, rules in gaps.items():
+        lines.append(f"  {rubric}:")
+        lines += [f"    - {rule}: {reason}" for rule, reason in rules]
+    return lines

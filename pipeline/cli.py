@@ -371,7 +371,7 @@ def check(settings: Settings, url: str | None, stdio_command: str | None, source
     import json
     import shlex
 
-    from pipeline.check import render_text, run_check
+    from pipeline.check import render_text, run_check, unmeasured_rules
 
     if bool(url) == bool(stdio_command):
         raise click.UsageError("give either a URL or --stdio COMMAND")
@@ -382,13 +382,19 @@ def check(settings: Settings, url: str | None, stdio_command: str | None, source
         settings = settings.model_copy(update={"call_timeout": call_timeout})
     command = shlex.split(stdio_command) if stdio_command else None
     probe_result, cards = run_check(url, command, source, dict(p.split("=", 1) for p in env_pairs), settings, utcnow())
+    gaps = unmeasured_rules(cards)
     if as_json:
-        echo(json.dumps({"probe": store.cleaned_json(probe_result), "scores": [clean(c.as_json()) for c in cards]}, indent=2, sort_keys=True))
+        unmeasured = [{"rubric": r, "rule": rule, "reason": reason} for r, rules in gaps.items() for rule, reason in rules]
+        echo(json.dumps({"probe": store.cleaned_json(probe_result), "scores": [clean(c.as_json()) for c in cards],
+                         "source_analysed": source is not None, "not_measured": clean(unmeasured)}, indent=2, sort_keys=True))
     else:
-        echo(render_text(probe_result, cards))
+        echo(render_text(probe_result, cards, source=source is not None))
     _exit_unmet(probe_result)
     if min_score is not None:
         chosen = next(c for c in cards if c.rubric == rubric)
+        if gaps.get(rubric):
+            echo(f"note: the {rubric} score leaves out {len(gaps[rubric])} rules this check could not measure "
+                 f"({', '.join(rule for rule, _ in gaps[rubric][:6])}{', …' if len(gaps[rubric]) > 6 else ''}); the site may score them", err=True)
         if chosen.composite is None or chosen.composite < min_score:
             shown = "no score" if chosen.composite is None else f"{chosen.composite:.1f}"
             echo(f"{rubric} score {shown} is below --min-score {min_score:g}", err=True)

@@ -164,7 +164,8 @@ class Server(ServerFields):
 
 
 class ProbeOutcome(str, Enum):
-    """Classified result of one probe. "Not measured" states are named, never folded into down."""
+    """Classified result of one probe. "Not measured" states are named, never folded into down; what each says of the
+    server (answered, gated, failed, not measured) is pipeline.outcomes' one reading."""
 
     ok = "ok"
     auth_required = "auth_required"  # gated: a state with a name, never "down"
@@ -196,13 +197,23 @@ class CheckResult(BaseModel):
 
 
 class Invocation(BaseModel):
-    """One safe tool call (read-only by annotation and by name) and what came back."""
+    """One safe tool call (read-only by annotation and by name) and what came back.
+
+    rejected_input: a domain error (an isError result, or a JSON-RPC error that is no protocol failure) to arguments we
+    made up: the tool handled the call (methodology deviation 59). The same error to arguments the schema gave stays
+    is_error or jsonrpc_error, a failure."""
 
     tool: str
-    outcome: Literal["ok", "is_error", "jsonrpc_error", "timeout", "crash"]
+    outcome: Literal["ok", "rejected_input", "is_error", "jsonrpc_error", "timeout", "crash"]
     functional: bool | None = None  # the result looked like the job (content, valid structuredContent, no error text)
     ms: float | None = None
     detail: str | None = None
+    arguments: Literal["schema", "made_up"] | None = None  # every value the schema's own (examples, defaults, enums), or some ours
+
+    @property
+    def answered(self) -> bool:
+        """Handled: a result, or a domain error to input we made up."""
+        return self.outcome in ("ok", "rejected_input")
 
 
 class FuzzCase(BaseModel):

@@ -71,7 +71,7 @@ def test_every_server_has_a_page_a_badge_and_json(two_runs):
         assert set(others) == {"review", "outside-in", "remote"}
         assert others["outside-in"]["extra"]["rank_score"] is not None and others["outside-in"]["extra"]["runs"] == 2  # deep runs only
         assert others["review"]["grade"] and "Live review" in page
-        assert others["remote"]["visibility"] == ("scored" if server_id in ("server-everything-http", "server-everything-sse") else "not applicable")
+        assert others["remote"]["visibility"] == "not applicable"  # stdio packages, and HTTP packages we start on loopback
 
 
 def test_two_runs_keep_one_row_per_server_and_two_runs_of_history(two_runs):

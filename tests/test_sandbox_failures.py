@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.models import ProbeOutcome
-from pipeline.sandbox.failures import StartAttempt, classify, not_measured
+from pipeline.outcomes import sandbox_caused
+from pipeline.sandbox.failures import StartAttempt, classify
 
 NODE_PG = """\
 node:internal/process/promises:289
@@ -154,10 +155,10 @@ def test_an_answered_start_is_no_failure_and_tails_are_bounded():
     assert failure.kind == "needs_external_service" and len(failure.tail) <= 2000 and len(failure.detail) < 400
 
 
-def test_which_runs_are_not_measured():
+def test_which_runs_our_sandbox_may_have_caused():
     for outcome in ("no_entry_point", "crashed_on_start", "needs_external_service", "resource_limit", "blocked"):
-        assert not_measured("sandbox", outcome) and not_measured("deep", outcome)
+        assert sandbox_caused("sandbox", outcome) and sandbox_caused("deep", outcome)
     for outcome in ("install_failed", "start_failed", "timeout", "unreachable"):
-        assert not_measured("sandbox", outcome) and not not_measured("deep", outcome) and not not_measured("fast", outcome)
+        assert sandbox_caused("sandbox", outcome) and not sandbox_caused("deep", outcome) and not sandbox_caused("fast", outcome)
     for outcome in ("ok", "protocol_error", "crashed", "http_error", "auth_required"):
-        assert not not_measured("sandbox", outcome)
+        assert not sandbox_caused("sandbox", outcome)

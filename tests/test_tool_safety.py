@@ -16,7 +16,7 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from pipeline import check, tool_safety
-from pipeline.probe.invoke import arguments_for, call_plans, safe_to_call
+from pipeline.probe.invoke import arguments_for, call_plans, given_by_schema, safe_to_call
 from pipeline.score import methodology, remote
 from pipeline.score.facts import Facts
 from pipeline.tool_safety import (
@@ -261,8 +261,8 @@ def test_every_word_list_is_printed_in_the_methodology():
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
                     lambda inner: st.lists(inner, min_size=1, max_size=4) | st.dictionaries(st.text(max_size=10), inner, min_size=1, max_size=4),
                     max_leaves=20)
-SCHEMA_KEYS = st.sampled_from(["type", "properties", "required", "enum", "const", "default", "anyOf", "items", "minItems", "minimum",
-                               "minLength", "maxLength", "confirm", "dry_run", "mode"])
+SCHEMA_KEYS = st.sampled_from(["type", "properties", "required", "enum", "const", "examples", "default", "anyOf", "items", "minItems",
+                               "minimum", "minLength", "maxLength", "confirm", "dry_run", "mode"])
 
 
 @examples(max_examples=50)
@@ -274,6 +274,8 @@ def test_no_tool_definition_breaks_the_call_test(tool, schema):
     read_only_contradictions(tool)
     arguments = arguments_for({"type": "object", "properties": schema, "required": list(schema)[:2]})
     assert arguments is None or isinstance(arguments, dict)
+    if arguments is not None:
+        assert given_by_schema({"type": "object", "properties": schema}, arguments) in (True, False)
 
 
 @pytest.mark.parametrize("description, refused, contradicts", [

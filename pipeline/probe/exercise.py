@@ -15,7 +15,7 @@ from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult
 from pydantic import ValidationError
 
 from pipeline.models import CheckResult, FuzzCase, Invocation, ProbeResult
-from pipeline.probe.invoke import call_plans, functional, fuzz_cases, missing_required, wrong_type
+from pipeline.probe.invoke import call_plans, functional, fuzz_cases, given_by_schema, missing_required, wrong_type
 from pipeline.probe.session import connection_closed, dump
 
 UNKNOWN_TOOL = "scoreboard_probe_no_such_tool"
@@ -93,8 +93,12 @@ async def exercise_tools(result: ProbeResult, client: Client) -> None:
     for tool, arguments in plans[:MAX_INVOKED]:
         outcome, payload, ms = await _call(client, tool["name"], arguments)
         works, why = functional(payload, tool.get("outputSchema")) if outcome == "ok" else (False, str(payload)[:200])
-        shown = "ok" if outcome in ("ok", "invalid_result") else outcome
-        result.invocations.append(Invocation(tool=tool["name"], outcome=shown, functional=works if shown == "ok" else None, ms=ms, detail=why[:300]))
+        given = given_by_schema(tool.get("inputSchema"), arguments)
+        shown = "ok" if outcome in ("ok", "invalid_result") else "rejected_input" if not given and _domain_error(outcome, payload) else outcome
+        if shown == "rejected_input" and isinstance(payload, dict):
+            why = _first_text(payload) or why
+        result.invocations.append(Invocation(tool=tool["name"], outcome=shown, functional=works if shown == "ok" else None, ms=ms,
+                                             detail=why[:300], arguments="schema" if given else "made_up"))
         if outcome in ("crash", "timeout"):
             return  # the session is gone, or may still be busy with that call: nothing more is asked of it
     with_required = next(((t, a) for t, a in plans if missing_required(t.get("inputSchema") or {}, a) is not None), None)
@@ -118,6 +122,21 @@ async def exercise_tools(result: ProbeResult, client: Client) -> None:
             result.fuzz.append(FuzzCase(tool=tool["name"], case=case, outcome=verdict))
             if outcome in ("crash", "timeout"):
                 return
+
+# JSON-RPC errors that say the exchange itself failed (parse error, invalid request, method not found, internal error):
+# never a tool's answer to its input. Any other code (invalid params, an application's own) is the tool's domain error.
+PROTOCOL_FAILURES = (-32700, -32600, -32601, -32603)
+
+
+def _domain_error(outcome: str, payload: Any) -> bool:
+    """The tool's own refusal of its input: an isError result, or a JSON-RPC error that is no protocol failure."""
+    if outcome == "is_error":
+        return True
+    if outcome != "jsonrpc_error":
+        return False
+    code = str(payload).split(":", 1)[0].strip()
+    return code.lstrip("-").isdigit() and int(code) not in PROTOCOL_FAILURES
+
 
 async def check_unknown_tool(checks: list[CheckResult], client: Client, listed: list[dict[str, Any]] | None) -> None:
     """Seed 000 error handling: calling a tool that does not exist must yield an error, not a crash.

@@ -3,8 +3,10 @@
 A tool is called only when its annotations say readOnlyHint: true and openWorldHint: false explicitly (the spec's
 default is open-world), not destructiveHint: true, and its own words agree (pipeline.tool_safety): a name of
 printable ASCII with a read verb and no word that says or may say it changes things, anywhere in the name; a
-description in words the lists can read, with no wording of a change. Arguments are generated from the input
-schema, never with a value that names a mutation, and checked against the schema before any call. Pure.
+description in words the lists can read, with no wording of a change. Arguments come from the input schema: a
+value it gives (const, enum, examples, default) where it gives one, else one we make up from its type and the
+parameter's name; never a value that names a mutation, and checked against the schema before any call.
+`given_by_schema` says afterwards which of the two a call's arguments were (methodology deviation 59). Pure.
 """
 
 from __future__ import annotations
@@ -111,6 +113,8 @@ def _value(schema: dict[str, Any], depth: int, confirming: bool = False, dry: bo
             if not _unsafe(value, confirming, dry):
                 return value
         raise Unsafe("every value allowed names a mutation")
+    if (example := _example(schema, confirming, dry)) is not _NONE:
+        return example
     if "default" in schema and not _unsafe(schema["default"], confirming, dry):
         return schema["default"]
     for key in ("anyOf", "oneOf"):
@@ -142,6 +146,44 @@ def _value(schema: dict[str, Any], depth: int, confirming: bool = False, dry: bo
     if kind == "null":
         return None
     return _string(schema)
+
+
+_NONE = object()
+
+
+def _example(schema: dict[str, Any], confirming: bool, dry: bool) -> Any:
+    """The first of the schema's own examples that is safe and valid against it (an object's examples are not taken
+    whole: its properties are chosen one by one, so a guard is always sent with its safe value)."""
+    examples = schema.get("examples")
+    if not isinstance(examples, list) or schema.get("type") == "object" or "properties" in schema:
+        return _NONE
+    for value in examples:
+        if not isinstance(value, dict) and not _unsafe(value, confirming, dry) and first_error(value, schema) is None:
+            return value
+    return _NONE
+
+
+def given_by_schema(schema: Any, value: Any, depth: int = 0) -> bool:
+    """Is every value in `value` one the schema itself gives (its const, an enum member, an example, the default; a
+    boolean or null, whose every value the type names), rather than one we made up? An object of no properties, or of
+    given ones only, is given: nothing in it was invented."""
+    if not isinstance(schema, dict) or depth > MAX_ARGUMENT_DEPTH:
+        return False
+    offered = [schema["const"]] if "const" in schema else []
+    for key in ("enum", "examples"):
+        offered += schema[key] if isinstance(schema.get(key), list) else []
+    offered += [schema["default"]] if "default" in schema else []
+    if any(type(value) is type(o) and value == o for o in offered) or isinstance(value, bool) or value is None:
+        return True
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list) and any(given_by_schema(b, value, depth + 1) for b in schema[key]):
+            return True
+    if isinstance(value, dict):
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        return all(given_by_schema(properties.get(name), item, depth + 1) for name, item in value.items())
+    if isinstance(value, list) and value:
+        return all(given_by_schema(schema.get("items"), item, depth + 1) for item in value)
+    return False
 
 
 def _property(properties: dict[str, Any], name: str) -> dict[str, Any]:
@@ -181,7 +223,8 @@ NAME_HINTS = {"timezone": "UTC", "time_zone": "UTC", "tz": "UTC", "source_timezo
 
 def _named(name: str, schema: dict[str, Any], depth: int) -> Any:
     hint = NAME_HINTS.get(name.lower())
-    if hint is not None and schema.get("type") == "string" and not any(k in schema for k in ("enum", "const", "default", "pattern", "format")):
+    given = ("enum", "const", "examples", "default", "pattern", "format")
+    if hint is not None and schema.get("type") == "string" and not any(k in schema for k in given):
         return hint
     dry = dry_run_parameter(name)
     if not dry and changing_parameter(name) and schema.get("type") != "boolean":

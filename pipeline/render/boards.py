@@ -15,7 +15,8 @@ from pipeline.render.values import VISIBILITY_ICONS, VISIBILITY_ORDER
 def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], probes: dict[str, dict[str, Any]]) -> list[LeaderboardRow]:
     """One row per active server, ordered by visibility tier, then composite, then id.
 
-    `probes` holds each server's latest probe summary (era, protocol_version, tool_count, outcome).
+    `probes` holds each server's latest probe summary (era, protocol_version, tool_count, outcome). The probe column says
+    "unreachable from here (1 attempt)" where the card says the failures to reach the server do not stand yet.
     """
     rows = []
     for server in servers:
@@ -23,6 +24,7 @@ def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], p
         probe = probes.get(server.id)
         visibility = card.get("visibility") or "unscored"
         flags = from_json(card.get("flags") or "[]")
+        reach = from_json(card.get("extra") or "{}").get("reach")
         rows.append(
             {
                 "id": server.id,
@@ -39,7 +41,7 @@ def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], p
                 "era": probe["era"] if probe else None,
                 "protocol_version": probe["protocol_version"] if probe else None,
                 "tool_count": probe["tool_count"] if probe else None,
-                "probe_outcome": probe["outcome"] if probe else "not probed",
+                "probe_outcome": reach or (probe["outcome"] if probe else "not probed"),
                 "flags": [{"label": f["label"], "severity": f["severity"]} for f in flags],
                 "last_scored_at": card.get("scored_at"),
             }

@@ -12,12 +12,12 @@ from pydantic_core import from_json  # several times faster than json.loads on 2
 
 from pipeline import ENGINE_VERSION
 from pipeline.models import Judgement, ProbeResult, RubricInfo, Server
+from pipeline.outcomes import sandbox_caused
 from pipeline.render.badges import embed_snippets
 from pipeline.render.evidence import protocol, reliability, schema_drift, tool_rows
 from pipeline.render.pages import Dimension, HeadlineScore, ProbeSeen, RubricSection, ServerFacts, ServerPage
 from pipeline.render.source import source_seen
 from pipeline.render.values import VISIBILITY_ICONS
-from pipeline.sandbox.failures import not_measured
 
 
 @dataclass
@@ -128,7 +128,7 @@ def _headline_score(card: dict[str, Any] | None, rules: list[dict[str, Any]]) ->
 
 def _probe_seen(probe: tuple[int, ProbeResult]) -> ProbeSeen:
     ref, result = probe
-    failed = not_measured(result.kind, result.outcome.value)
+    failed = sandbox_caused(result.kind, result.outcome.value)
     return ProbeSeen.model_construct(
         ref=f"probe_runs/{ref}", started_at=result.started_at.isoformat(), outcome=result.outcome.value, detail=result.detail,
         transport=result.transport, era=result.era, protocol_version=result.protocol_version, handshake=result.handshake,

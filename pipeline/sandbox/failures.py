@@ -8,7 +8,8 @@ handshake (crashed_on_start) or never answered (timeout).
 
 The patterns are real servers' messages (Node's `ECONNREFUSED`/`ENOTFOUND`/`EACCES` errors, Python's `socket.gaierror`,
 `psycopg2.OperationalError`, `PermissionError`, missing-variable checks of the kind `BRAVE_API_KEY environment variable
-is required`); a line that matches is kept in the detail, so a reader sees the evidence, not only our verdict.
+is required`); a line that matches is kept in the detail, so a reader sees the evidence, not only our verdict. Which
+classes say nothing of the server (not measured) is pipeline.outcomes' to say.
 """
 
 from __future__ import annotations
@@ -19,12 +20,6 @@ from dataclasses import dataclass
 from pipeline.models import ProbeOutcome, ProbeResult
 from pipeline.sandbox import FailureKind, LimitName
 
-# Outcomes our sandbox may have caused (mock values, no network, our limits, installs without their scripts): such a
-# run is "not measured", never the server's failure (methodology, deviation 44). The five sandbox classes always; the
-# older start failures when a sandbox run ended in them. What happens after the start (the handshake, the session) is
-# the server's.
-SANDBOX_CLASSES = frozenset({"no_entry_point", "crashed_on_start", "needs_external_service", "resource_limit", "blocked"})
-SANDBOX_START = frozenset({"install_failed", "start_failed", "timeout", "unreachable"})
 TAIL = 2000  # characters of the log tail kept with a failure
 LINE = 300  # characters of the telling line kept in the detail
 
@@ -94,11 +89,6 @@ BLOCKED_PATTERNS = _patterns(
 NO_ENTRY_PATTERNS = re.compile(r"execvp?\b[^\n]*No such file or directory|cannot execute [^\n]*No such file or directory|"
                                r"installed no command|no entry point|command not found|could not determine executable to run|"
                                r"has no (bin|console script)", re.I)
-
-
-def not_measured(kind: str, outcome: str) -> bool:
-    """Whether a run of this kind that ended in this outcome says nothing of the server (see SANDBOX_CLASSES)."""
-    return outcome in SANDBOX_CLASSES or (kind == "sandbox" and outcome in SANDBOX_START)
 
 
 def classify(attempt: StartAttempt) -> Failure | None:

@@ -1,11 +1,18 @@
-"""Seed 000's badges: each earned only where its evidence exists, shown in group order."""
+"""Seed 000's badges: each earned only where its evidence exists, shown in group order.
+
+Local Only and STDIO Only need a known launch or a probe that reached the server (stdio is only the catalog's default
+for a server no source gives an endpoint); the secrets badges need a source that lists the variables, a source analysis
+or a probe that reached the server without credentials (signals.secrets_known); Reachable includes an answer behind an
+authentication gate; Schema Valid needs tools to validate.
+"""
 
 from __future__ import annotations
 
 from typing import Callable
 
+from pipeline.outcomes import Reading
 from pipeline.score.facts import Facts, Rollup
-from pipeline.score.signals import MIN_FAST_PROBES, has_package, metric, repository, secret_names
+from pipeline.score.signals import MIN_FAST_PROBES, has_package, metric, repository, secret_names, secrets_known, transport_known
 
 BADGE_GROUPS = {
     "Schema": ["README", "Changelog", "Examples", "Contributing Guide", "SECURITY.md", "Namespace Match", "Installable"],
@@ -33,11 +40,13 @@ def _protocol(facts: Facts) -> list[str]:
     probe = facts.probe
     http = probe.http if probe else None
     found = ["Auth Discovery"] if http and http.auth_required and http.protected_resource_metadata else []
+    if facts.reading is Reading.gated:
+        return [*found, "Reachable"]
     if not (probe and probe.reachable):
         return found
     validity = facts.check("schema_validity")
     errors = [c for c in probe.checks if c.name.startswith("error_") and c.passed is not None]
-    earned = {"Reachable": True, "Schema Valid": bool(validity and validity.passed), "Tool Count": bool(facts.tools),
+    earned = {"Reachable": True, "Schema Valid": bool(validity and validity.passed and facts.tools), "Tool Count": bool(facts.tools),
               "Error Handling Quality": bool(errors) and all(c.passed for c in errors)}
     return found + [label for label, ok in earned.items() if ok]
 
@@ -51,7 +60,7 @@ def _speed(fast: Rollup) -> list[str]:
 
 def _reliability(facts: Facts) -> list[str]:
     if facts.server.is_local:
-        return ["Local Only"]
+        return ["Local Only"] if transport_known(facts) else []
     fast = facts.fast
     if fast.runs < MIN_FAST_PROBES:
         return []
@@ -87,9 +96,11 @@ def _maintenance(facts: Facts) -> list[str]:
 
 
 def _security(facts: Facts) -> list[str]:
-    secrets = len(secret_names(facts))
-    found = ["No Secrets Required" if secrets == 0 else "Few Secrets" if secrets <= 2 else "Many Secrets"]
-    if facts.server.transport == "stdio":
+    found = []
+    if secrets_known(facts):
+        secrets = len(secret_names(facts))
+        found.append("No Secrets Required" if secrets == 0 else "Few Secrets" if secrets <= 2 else "Many Secrets")
+    if facts.server.transport == "stdio" and transport_known(facts):
         found.append("STDIO Only")
     if has_package(facts):
         found.append("Published Package")

@@ -16,12 +16,14 @@ from sqlite_utils import Database
 from pipeline import latency, store
 from pipeline.judging import current_judgements
 from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult, Server
-from pipeline.sandbox.failures import not_measured
+from pipeline.outcomes import Attempts, Reading, reached, reading, sandbox_caused, unconfirmed
 from pipeline.text import squash
 
 RELIABILITY_WINDOW = timedelta(days=7)  # seed 000: the 7-day figures feed the composite
 OUTSIDE_IN_WINDOW = timedelta(days=30)  # seed 003: 30 days of runs
 CHUNK = 400  # servers per read
+NOT_MEASURED_WHY = {"rate_limited": "the server asked us to slow down (HTTP 429)", "opted_out": "the server asks not to be probed",
+                   "refused": "our probe policy does not reach this address"}
 SANDBOX_GAIN = ("make the server start in an isolated sandbox: no network, placeholder credentials for the variables it declares, a read-only "
                 "install and a writable work directory (its page shows the sandbox's log)")
 
@@ -88,6 +90,8 @@ class Facts:
     auth_history: list[tuple[datetime, bool]] = field(default_factory=list)  # (when, auth required) per deep probe
     duplicate_description: bool = False  # the same description on 3+ servers (fleet-level fact)
     yesterday: dict[str, float | None] = field(default_factory=dict)  # rubric -> composite of yesterday's snapshot
+    # Failed attempts since it last answered, from the stored runs, where its latest probe failed; None when they were not read
+    attempts: Attempts | None = None
     memo: dict[str, Any] = field(default_factory=dict)  # derived values shared by several rules of one scoring pass
 
     @property
@@ -116,14 +120,59 @@ class Facts:
         return next((c for c in self.probe.checks if c.name == name), None)
 
     @property
-    def sandbox_not_measured(self) -> str | None:
-        """Why the latest probe says nothing of the server: a sandbox run that ended for a reason our sandbox may have
-        caused (pipeline.sandbox.failures); None otherwise."""
+    def reading(self) -> Reading | None:
+        """What the latest probe says of the server (pipeline.outcomes); None when it was never probed."""
+        return reading(self.probe.kind, self.probe.outcome.value) if self.probe else None
+
+    @property
+    def not_measured(self) -> str | None:
+        """Why the latest probe says nothing of the server (a 429, an opt-out, our own policy, what our sandbox may have
+        caused); None otherwise."""
         probe = self.probe
-        if probe is None or not not_measured(probe.kind, probe.outcome.value):
+        if probe is None or self.reading is not Reading.not_measured:
             return None
-        where = f" in {probe.sandbox}" if probe.sandbox else ""
-        return f"not measured: the sandbox{where} could not run it ({probe.outcome.value}): {(probe.detail or '')[:160]}"
+        detail = (probe.detail or "")[:160]
+        if sandbox_caused(probe.kind, probe.outcome.value):
+            where = f" in {probe.sandbox}" if probe.sandbox else ""
+            return f"not measured: the sandbox{where} could not run it ({probe.outcome.value}): {detail}"
+        return f"not measured: {NOT_MEASURED_WHY[probe.outcome.value]}: {detail}"
+
+    @property
+    def not_measured_gain(self) -> str | None:
+        """What would let the probe measure it: a start our sandbox can run; nothing the server need do otherwise."""
+        return SANDBOX_GAIN if self.probe and sandbox_caused(self.probe.kind, self.probe.outcome.value) else None
+
+    @property
+    def unconfirmed_failure(self) -> str | None:
+        """Why the latest probe's failure to reach a remote server is no verdict yet ("unreachable from here (1 attempt)");
+        None when it did not fail, for a local server (its start is ours to repeat) and once the failures stand."""
+        if self.reading is not Reading.failed or self.server.is_local:
+            return None
+        if not self.failures.failed:
+            return ("not a verdict: the latest deep probe failed, but the server answered a probe since" if self.failures.answered_at
+                    else "not a verdict: the latest deep probe failed, more than 30 days ago")
+        return unconfirmed(self.failures)
+
+    @property
+    def never_reached(self) -> str | None:
+        """Why a remote server that has not answered any probe in the window is not rated yet (its failures do not stand);
+        None otherwise."""
+        if self.server.is_local or not self.failures.failed or self.failures.answered_at is not None:
+            return None
+        return unconfirmed(self.failures)
+
+    @property
+    def failures(self) -> Attempts:
+        """The failed attempts since the server last answered: as the store counted them (deep and fast probes), or, where
+        it did not, from the deep and sandbox runs at hand, or the latest probe alone (`scoreboard check` probes once)."""
+        if self.attempts is not None:
+            return self.attempts
+        runs = [(r.started_at, r.kind, r.outcome) for r in self.runs]
+        if not runs and self.probe is not None:
+            runs = [(self.probe.started_at, self.probe.kind, self.probe.outcome.value)]
+        answered = max((at for at, kind, outcome in runs if reached(kind, outcome)), default=None)
+        failed = sorted(at for at, kind, outcome in runs if reading(kind, outcome) is Reading.failed and (answered is None or at > answered))
+        return Attempts(len(failed), failed[0] if failed else None, failed[-1] if failed else None, answered)
 
     @property
     def description(self) -> str | None:
@@ -170,6 +219,8 @@ def gather_many(
             facts[judgement.server_id].judgements.append(judgement)
         for server_id, rubric, composite in found.composites:
             facts[server_id].yesterday[rubric] = composite
+        for server_id, attempts in found.attempts.items():
+            facts[server_id].attempts = attempts
         for server in group:
             fact = facts[server.id]
             fact.duplicate_description = squash(fact.description) in duplicates

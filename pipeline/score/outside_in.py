@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pipeline import latency
 from pipeline.latency import REACHED
 from pipeline.models import BoardColumn, DimensionScore, RubricInfo
-from pipeline.sandbox.failures import not_measured
+from pipeline.outcomes import measured
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weights, renormalised, share, unmeasured
 from pipeline.score.facts import Facts, RunRow
 
@@ -65,7 +65,7 @@ def run_conformance(run: RunRow) -> float:
     parts = {"reachable": 1.0 if run.outcome in REACHED else 0.0, "transport": 1.0 if run.outcome == "ok" else 0.0,
              "discovery": 1.0 if run.tool_count is not None else 0.0}
     if run.invocations:
-        parts["invocation"] = sum(1 for i in run.invocations if i.outcome == "ok") / len(run.invocations)
+        parts["invocation"] = sum(1 for i in run.invocations if i.answered) / len(run.invocations)
     total = sum(RUN_PARTS[k] for k in parts)
     return sum(RUN_PARTS[k] * v for k, v in parts.items()) / total
 
@@ -93,14 +93,15 @@ def components(facts: Facts) -> Components:
 
 
 def measured_runs(facts: Facts) -> list[RunRow]:
-    """The deep and sandbox runs that say something of the server: a sandbox run our sandbox may have failed is left out."""
-    return [r for r in facts.runs if not not_measured(r.kind, r.outcome)]
+    """The deep and sandbox runs that say something of the server (pipeline.outcomes): a 429, an opt-out, our own
+    refusal and a sandbox run our sandbox may have failed are left out."""
+    return [r for r in facts.runs if measured(r.kind, r.outcome)]
 
 
 def _components(facts: Facts) -> Components:
     runs = measured_runs(facts)
     n = len(runs)
-    if not n:
+    if not n or facts.never_reached:  # failures that do not stand yet are no runs to rate it by
         return Components(0, 0, None, None, None, None, None, None, None)
     reach = sum(1 for r in runs if r.outcome in REACHED) / n
     timed = [] if facts.server.is_local else [r.connect_ms for r in runs if r.outcome == "ok" and r.connect_ms is not None]
@@ -113,7 +114,7 @@ def _components(facts: Facts) -> Components:
 def _tool_rates(runs: list[RunRow]) -> tuple[float | None, float | None, float | None]:
     """(invocation rate, functional rate, tool success) over the deep runs' calls to safe tools."""
     calls = [i for r in runs if r.invocations for i in r.invocations]
-    invocation = sum(1 for i in calls if i.outcome == "ok") / len(calls) if calls else None
+    invocation = sum(1 for i in calls if i.answered) / len(calls) if calls else None  # a refusal of input we made up is handled
     judged = [i for i in calls if i.functional is not None]
     functional = sum(1 for i in judged if i.functional) / len(judged) if judged else None
     if invocation is not None and functional is not None:
@@ -128,7 +129,7 @@ def reach(facts: Facts) -> Outcome:
     """Reach (35%): reachable runs ÷ all MCP runs over the last 30 days."""
     c = components(facts)
     if c.reach is None:
-        return unmeasured("no runs in 30 days")
+        return unmeasured(facts.never_reached or "no runs in 30 days")
     return share(c.reach, f"{100 * c.reach:.1f}% of {c.n} runs reached the server")
 
 
@@ -162,7 +163,7 @@ def protocol_conformance(facts: Facts) -> Outcome:
     """Protocol conformance (15%): per run, reachable 30 / transport 25 / discovery 25 / invocation 20, averaged over runs."""
     c = components(facts)
     if c.conformance is None:
-        return unmeasured("no runs in 30 days")
+        return unmeasured(facts.never_reached or "no runs in 30 days")
     return share(c.conformance, f"average {100 * c.conformance:.1f}% over {c.n} runs")
 
 
@@ -171,6 +172,9 @@ FAILURES = {"timeout": "timed out", "crashed": "crashed", "protocol_error": "pro
 
 def status(facts: Facts) -> tuple[str, str]:
     """(verdict, status chip): the chip names the cause whenever the probe classified it."""
+    runs = measured_runs(facts)
+    if facts.never_reached:
+        return "Down", facts.failures.wording
     runs = measured_runs(facts)
     if not runs:
         return "Down", "unrated"
@@ -181,8 +185,6 @@ def _failure(outcome: str) -> tuple[str, str] | None:
     """What the latest run's outcome says when it did not succeed."""
     if outcome == "auth_required":
         return "Impaired", "auth required"
-    if outcome == "rate_limited":
-        return "Impaired", "rate limited"
     if outcome != "ok":
         return "Down", FAILURES.get(outcome, "unreachable")
     return None
@@ -194,7 +196,7 @@ def _impairment(facts: Facts) -> tuple[str, str] | None:
     if eras and eras.modern is not None and eras.legacy is not None and eras.modern != eras.legacy:
         return "Impaired", "modern only, legacy fails" if eras.modern else "legacy only, modern fails"
     calls = facts.probe.invocations if facts.probe and facts.probe.reachable else None
-    if calls and not any(c.outcome == "ok" for c in calls):
+    if calls and not any(c.answered for c in calls):
         return "Impaired", "tool calls fail"
     return None
 

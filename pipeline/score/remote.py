@@ -2,9 +2,11 @@
 
 Categories: transport & reachability 10, endpoint security 40, capabilities 4, schema quality &
 AI usability 18, tool coverage 8, tool safety 6, stability & change management 14. Fixed weights:
-an inconclusive check (auth we do not hold, an unreachable endpoint, text no judge has read)
-keeps its weight and scores 0. Only evidence our prober did not collect at all is "pending".
-Applies to hosted endpoints reached over HTTP; a stdio package, or one we start on loopback, has no endpoint to score.
+an inconclusive check (auth we do not hold, an endpoint whose failures to answer stand, text no
+judge has read) keeps its weight and scores 0. Evidence our prober did not collect at all is
+"pending": an endpoint not probed yet, a probe that measured nothing (a 429, an opt-out, our own
+refusal) and a failure to answer that does not stand yet (pipeline.outcomes). Applies to hosted
+endpoints reached over HTTP; a stdio package, or one we start on loopback, has no endpoint to score.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pydantic_core import to_json
 
 from pipeline.drift import breaking_changes
 from pipeline.models import DimensionScore, RubricInfo
+from pipeline.outcomes import Reading
 from pipeline.score.engine import (
     Dimension,
     Outcome,
@@ -68,14 +71,20 @@ DIMENSIONS = (
 )
 
 
-def _inconclusive(facts: Facts) -> str | None:
-    """Why the surface could not be read (the check then scores 0 but keeps its weight)."""
+def _unread(facts: Facts) -> Outcome | None:
+    """Why the surface could not be read: not measured (not probed, a probe that measured nothing, a failure to answer
+    that does not stand yet), or inconclusive (auth we do not hold, failures that stand), which scores 0 and keeps its
+    weight; None when the handshake completed."""
     if facts.probe is None:
-        return "not probed yet"
-    if facts.probe.outcome.value == "auth_required":
-        return "inconclusive: the endpoint requires authentication we do not hold"
-    if not facts.probe.reachable:
-        return f"inconclusive: the endpoint could not be read ({facts.probe.outcome.value})"
+        return unmeasured("not probed yet")
+    if (why := facts.not_measured) is not None:
+        return unmeasured(why)
+    if (why := facts.unconfirmed_failure) is not None:
+        return unmeasured(why)
+    if facts.reading is Reading.gated:
+        return _zero("inconclusive: the endpoint requires authentication we do not hold")
+    if facts.reading is Reading.failed:
+        return _zero(f"inconclusive: the endpoint could not be read ({facts.probe.outcome.value})")
     return None
 
 
@@ -89,9 +98,10 @@ def _zero(reason: str, gain: str | None = None) -> Outcome:
 @rule("transport", max(TRANSPORT_POINTS.values()))
 def transport_verified(facts: Facts) -> Outcome:
     """MCP spoken over the declared endpoint: Streamable HTTP 100, legacy HTTP+SSE only 60; auth-gated or unreachable 0."""
-    why = _inconclusive(facts)
-    if why:
-        return _zero(why, "let the probe complete a handshake (claim the server to lift an auth gate)")
+    if (unread := _unread(facts)) is not None:
+        if unread.measured:
+            unread.how_to_gain = "let the probe complete a handshake (claim the server to lift an auth gate)"
+        return unread
     modern = facts.probe.transport == "streamable-http"
     return on_scale(TRANSPORT_POINTS["streamable-http" if modern else "sse"], f"handshake over {facts.probe.transport}",
                     how_to_gain=None if modern else "serve Streamable HTTP; HTTP+SSE is deprecated")
@@ -106,11 +116,14 @@ def _http_facts(facts: Facts):
 
 @rule("endpoint_security", 40)
 def tls(facts: Facts) -> Outcome:
-    """TLS 1.2 or higher with a valid certificate."""
+    """TLS 1.2 or higher with a valid certificate; plain http scores 0, an https endpoint whose TLS handshake we never
+    completed is not measured."""
     http = _http_facts(facts)
     if http is None:
         return unmeasured("TLS not observed by this prober version")
     if http.tls_version is None:
+        if (facts.server.remote_url or "").lower().startswith("https://"):
+            return unmeasured("TLS not observed: no TLS handshake with the endpoint completed")
         return _zero("no TLS: plain http", "serve the endpoint over HTTPS (TLS 1.2+)")
     modern = http.tls_version in ("TLSv1.2", "TLSv1.3")
     ok = modern and http.cert_valid is not False
@@ -145,9 +158,8 @@ def protected_resource_metadata(facts: Facts) -> Outcome:
 @rule("capabilities", max(PROTOCOL_RECENCY.values()))
 def protocol_recency(facts: Facts) -> Outcome:
     """How current the negotiated protocol version is: 2026-07-28 100, 2025-11-25 85, 2025-06-18 70, 2025-03-26 50, 2024-11-05 30."""
-    why = _inconclusive(facts)
-    if why:
-        return _zero(why)
+    if (unread := _unread(facts)) is not None:
+        return unread
     version = facts.probe.protocol_version or ""
     return on_scale(PROTOCOL_RECENCY.get(version, 0), f"negotiated {version}",
                     how_to_gain=None if version == LATEST_PROTOCOL else f"support the {LATEST_PROTOCOL} protocol")
@@ -179,9 +191,8 @@ def _items(facts: Facts) -> list[tuple[str, dict[str, Any]]]:
 @rule("schema_quality", 50)
 def prompt_resource_descriptions(facts: Facts) -> Outcome:
     """Share of prompts and resources that carry a description (tool text is scored under tool coverage)."""
-    why = _inconclusive(facts)
-    if why:
-        return _zero(why)
+    if (unread := _unread(facts)) is not None:
+        return unread
     items = [(kind, i) for kind, i in _items(facts) if kind != "tool"]
     if not _items(facts):
         return _zero("empty schema: no tools, prompts or resources to assess", "expose at least one tool, prompt or resource")
@@ -200,9 +211,8 @@ def estimated_tokens(item: dict[str, Any]) -> int:
 @rule("schema_quality", 50)
 def token_budget(facts: Facts) -> Outcome:
     """Every definition is loaded into the model's context: at or under the per-item budget scores full marks; overspend decays."""
-    why = _inconclusive(facts)
-    if why:
-        return _zero(why)
+    if (unread := _unread(facts)) is not None:
+        return unread
     sizes = [(v.name, v.tokens) for v in tool_views(facts) or []]
     sizes += [(str(i.get("name") or i.get("uri")), estimated_tokens(i)) for kind, i in _items(facts) if kind != "tool"]
     if not sizes:
@@ -216,19 +226,18 @@ def token_budget(facts: Facts) -> Outcome:
 # ---------------------------------------------------------------- Tool coverage
 
 
-def _tools_or_why(facts: Facts) -> tuple[list[ToolView] | None, str | None]:
-    why = _inconclusive(facts)
-    if why:
-        return None, why
+def _tools_or_unread(facts: Facts) -> tuple[list[ToolView], Outcome | None]:
+    if (unread := _unread(facts)) is not None:
+        return [], unread
     return tool_views(facts) or [], None
 
 
 @rule("tool_coverage", 60)
 def tool_description_coverage(facts: Facts) -> Outcome:
     """Share of tools with a description."""
-    tools, why = _tools_or_why(facts)
-    if why:
-        return _zero(why)
+    tools, unread = _tools_or_unread(facts)
+    if unread is not None:
+        return unread
     if not tools:
         return _zero("no tools listed")
     described = sum(1 for v in tools if v.description)
@@ -239,9 +248,9 @@ def tool_description_coverage(facts: Facts) -> Outcome:
 @rule("tool_coverage", 40)
 def parameter_description_coverage(facts: Facts) -> Outcome:
     """Share of tool parameters with a description; omitted for a server whose tools take no parameters."""
-    tools, why = _tools_or_why(facts)
-    if why:
-        return _zero(why)
+    tools, unread = _tools_or_unread(facts)
+    if unread is not None:
+        return unread
     params = sum(v.params for v in tools)
     if not params:
         return unmeasured("no parameters to document")
@@ -253,9 +262,9 @@ def parameter_description_coverage(facts: Facts) -> Outcome:
 @rule("tool_coverage", bonus=10)
 def output_schema_credit(facts: Facts) -> Outcome:
     """Credit only: +10 × the share of tools declaring an outputSchema; never a penalty."""
-    tools, why = _tools_or_why(facts)
-    if why or not tools:
-        return share(0, why or "no tools")
+    tools, unread = _tools_or_unread(facts)
+    if unread is not None or not tools:
+        return share(0, unread.reason if unread is not None else "no tools")
     declared = sum(1 for v in tools if v.output_schema) / len(tools)
     return share(declared, f"{100 * declared:.0f}% of tools declare an output schema")
 
@@ -286,9 +295,9 @@ def implied_destructive(tool: dict[str, Any]) -> bool:
 @rule("tool_safety", MARKER_SCAN_POINTS)
 def marker_scan(facts: Facts) -> Outcome:
     """A fixed list of tool-poisoning phrases and characters over instructions, names, titles and descriptions; each finding costs 10."""
-    tools, why = _tools_or_why(facts)
-    if why:
-        return _zero(why)
+    tools, unread = _tools_or_unread(facts)
+    if unread is not None:
+        return unread
     found = findings(facts)
     if not found["texts"]:
         return _zero("inconclusive: no inspectable text captured")
@@ -301,9 +310,9 @@ def marker_scan(facts: Facts) -> Outcome:
 def annotation_gap(facts: Facts) -> Outcome:
     """Share of implied-destructive tools that declare destructiveHint either way (absent means true); a read-only
     annotation that the tool's own name or description contradicts counts as an undeclared one."""
-    tools, why = _tools_or_why(facts)
-    if why:
-        return _zero(why)
+    tools, unread = _tools_or_unread(facts)
+    if unread is not None:
+        return unread
     if not tools:
         return _zero("inconclusive: no tools captured")
     contradicted = [(v, found) for v in tools if (found := read_only_contradictions(v.tool))]
@@ -325,9 +334,9 @@ def annotation_gap(facts: Facts) -> Outcome:
 @rule("tool_safety", 25)
 def judged_reading(facts: Facts) -> Outcome:
     """Every tool's text read by an LLM judge; unjudged or partly judged text scores 0 rather than being assumed clean."""
-    tools, why = _tools_or_why(facts)
-    if why:
-        return _zero(why)
+    tools, unread = _tools_or_unread(facts)
+    if unread is not None:
+        return unread
     judged = {j.tool_name for j in facts.current_judgements if not j.offline}
     names = {v.name for v in tools}
     if not names:
@@ -356,8 +365,11 @@ def churn(facts: Facts) -> dict[str, int]:
 @rule("stability", 100)
 def stability(facts: Facts) -> Outcome:
     """clamp(observedDays/30 − penalty) × 100: credit ramps over 30 days of snapshots; removed tools,
-    breaking changes and dropped auth subtract (added auth never does)."""
+    breaking changes and dropped auth subtract (added auth never does). Without snapshots: not measured while the
+    endpoint was never read (not probed, or a probe that measured nothing), 0 otherwise."""
     if not facts.snapshots:
+        if (unread := _unread(facts)) is not None and not unread.measured:
+            return unread
         return _zero("no snapshot history yet: cannot be verified", "stay reachable so snapshots accumulate")
     observed = (facts.now - facts.snapshots[0].captured_at).total_seconds() / 86400
     changes = churn(facts)

@@ -12,8 +12,9 @@ import re
 from typing import Any
 
 from pipeline.models import DimensionScore, RubricInfo
+from pipeline.outcomes import Reading
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, pass_or_fail, unmeasured, weighted_composite
-from pipeline.score.facts import SANDBOX_GAIN, Facts
+from pipeline.score.facts import Facts
 from pipeline.score.review_tools import TOOL_RULES
 from pipeline.score.tool_docs import doc_scores
 
@@ -170,11 +171,16 @@ def setup_page(facts: Facts) -> Outcome:
 
 @rule("protocol", 1)
 def negotiation(facts: Facts) -> Outcome:
-    """The MCP handshake succeeds (modern server/discover or legacy initialize; HTTP, SSE or stdio)."""
+    """The MCP handshake succeeds (modern server/discover or legacy initialize; HTTP, SSE or stdio). Not measured behind
+    an authentication gate, for a 429, an opt-out or our own refusal, nor for a remote failure that does not stand yet."""
     if facts.probe is None:
         return unmeasured("not probed yet")
-    if (why := facts.sandbox_not_measured) is not None:
-        return unmeasured(why, SANDBOX_GAIN)
+    if (why := facts.not_measured) is not None:
+        return unmeasured(why, facts.not_measured_gain)
+    if facts.reading is Reading.gated:
+        return unmeasured("it answered behind an authentication gate: the handshake behind the gate is not measured")
+    if (why := facts.unconfirmed_failure) is not None:
+        return unmeasured(why)
     return pass_or_fail(facts.probe.reachable, f"negotiated {facts.probe.protocol_version} via {facts.probe.handshake}",
                         f"handshake failed: {facts.probe.outcome.value}", "make the server answer the handshake")
 

@@ -8,9 +8,10 @@ the dimensions that are scored.
 from __future__ import annotations
 
 from pipeline.models import DimensionScore, RubricInfo
+from pipeline.outcomes import Reading
 from pipeline.score.badges import badges
 from pipeline.score.engine import Decay, Depends, Dimension, Outcome, Rubric, RuleSet, percent, ratio, share, unmeasured, weighted_composite
-from pipeline.score.facts import SANDBOX_GAIN, Facts
+from pipeline.score.facts import Facts
 from pipeline.score.flags import FLAGS
 from pipeline.score.inferred import LABEL, found_and_missing, inferred, places
 from pipeline.score.scoreboard_interpretability import INTERPRETABILITY_RULES
@@ -122,15 +123,30 @@ def template_description(facts: Facts) -> Outcome:
 
 @rule("protocol_compliance", 20)
 def reachability(facts: Facts) -> Outcome:
-    """Did the server complete the MCP handshake (initialize or server/discover)?"""
-    if facts.probe is None:
+    """Did the server complete the MCP handshake (initialize or server/discover)? An answer behind an authentication gate
+    (401/403) is a reachable server: full marks, the protocol behind the gate not measured. A 429, an opt-out, our own
+    policy's refusal and what our sandbox may have caused are not measured; a remote server's failure to answer counts
+    only once it stands (3 failed attempts over at least 24 hours), and is "unreachable from here" until then."""
+    probe = facts.probe
+    if probe is None:
         return unmeasured("not probed yet")
-    if (why := facts.sandbox_not_measured) is not None:
-        return unmeasured(why, SANDBOX_GAIN)
-    if facts.probe.reachable:
-        return share(1, f"handshake completed ({facts.probe.handshake}, {facts.probe.protocol_version})", evidence=facts.probe_ref)
-    return share(0, f"probe outcome {facts.probe.outcome.value}: {(facts.probe.detail or '')[:160]}", evidence=facts.probe_ref,
-                   how_to_gain="make the server start and answer the handshake")
+    if (why := facts.not_measured) is not None:
+        return unmeasured(why, facts.not_measured_gain)
+    if facts.reading is Reading.answered:
+        return share(1, f"handshake completed ({probe.handshake}, {probe.protocol_version})", evidence=facts.probe_ref)
+    if facts.reading is Reading.gated:
+        return share(1, "reachable: it answered behind an authentication gate; the protocol behind the gate is not measured",
+                     evidence=facts.probe_ref)
+    if (why := facts.unconfirmed_failure) is not None:
+        return unmeasured(why)
+    failed = f"{facts.failures.failed} attempts over {facts.failures.span.total_seconds() / 3600:.0f} h; " if not facts.server.is_local else ""
+    return share(0, f"probe outcome {probe.outcome.value}: {failed}{(probe.detail or '')[:160]}", evidence=facts.probe_ref,
+                 how_to_gain="make the server start and answer the handshake")
+
+
+def reach_status(facts: Facts, composite: float | None) -> dict:
+    """What the board's probe column says of a remote server whose failures to answer do not stand yet."""
+    return {"reach": facts.failures.wording} if facts.never_reached or facts.unconfirmed_failure and facts.failures.failed else {}
 
 
 @rule("protocol_compliance", 20)
@@ -198,16 +214,40 @@ def fuzz_resilience(facts: Facts) -> Outcome:
 
 @rule("protocol_compliance", 20)
 def invocation_smoke_test(facts: Facts) -> Outcome:
-    """Share of safe (read-only) tools that return a non-error result to schema-valid arguments within 10 s."""
+    """Share of safe (read-only) tools that answer schema-valid arguments within 10 s: a result, or, to arguments we made up
+    where the schema gives no example or default, a domain error (the tool rightly refused input it cannot serve:
+    deviation 59). A crash, a timeout, a protocol error, or an error to the arguments the schema itself gives, fails."""
     calls = facts.probe.invocations if facts.probe and facts.probe.reachable else None
     if calls is None:
         return unmeasured("no invocation smoke test run yet")
     if not calls:
         return unmeasured("no tool was safe to call (read-only by annotation and by name)")
-    ok = [c for c in calls if c.outcome == "ok"]
-    failed = [c.tool for c in calls if c.outcome != "ok"]
-    return ratio(len(ok), len(calls), f"{len(ok)}/{len(calls)} safe tools answered", evidence=facts.probe_ref,
-                 how_to_gain=("make these tools answer schema-valid calls without error: " + ", ".join(failed[:5])) if failed else None)
+    answered = [c for c in calls if c.answered]
+    rejected = [c.tool for c in calls if c.outcome == "rejected_input"]
+    reason = f"{len(answered)}/{len(calls)} safe tools answered"
+    if rejected:
+        reason += (f"; {len(rejected)} rightly refused arguments we made up ({', '.join(rejected[:5])}): "
+                   "examples in their input schemas would let a caller build a valid call")
+    return ratio(len(answered), len(calls), reason, evidence=facts.probe_ref, how_to_gain=_invocation_advice([c for c in calls if not c.answered]))
+
+
+def _invocation_advice(failed: list) -> str | None:
+    """What to change for the calls that failed; never to accept input a tool cannot serve."""
+    erred = [c for c in failed if c.outcome in ("is_error", "jsonrpc_error") and c.arguments != "made_up"]
+    given = [c.tool for c in erred if c.arguments == "schema"]
+    unknown = [c.tool for c in erred if c.arguments is None]  # recorded before the probe kept where its arguments came from
+    broken = [c.tool for c in failed if c.tool not in given + unknown]
+    advice = []
+    if given:
+        advice.append("these tools answered the values their own input schema offers (examples, defaults, enum values) with an error: "
+                      "offer values a call can use: " + ", ".join(given[:5]))
+    if unknown:
+        advice.append("these tools answered our call with an error: examples in their input schemas would let a caller build a valid call: "
+                      + ", ".join(unknown[:5]))
+    if broken:
+        advice.append("answer every call, also one it cannot serve, with a result or an isError result, not a crash, a timeout or a protocol "
+                      "error; an example for each parameter lets a caller build a valid call: " + ", ".join(broken[:5]))
+    return "; ".join(advice) or None
 
 
 @rule("protocol_compliance", bonus=10)
@@ -362,6 +402,7 @@ SCOREBOARD = Rubric(
     grades=GRADES,
     flags=(*FLAGS, NO_SOURCE),
     badges=badges,
+    extra=reach_status,
     decay=DECAY,
     tables=("dimensions", "rules", "grades", "flags", "decay"),
 )

@@ -5,9 +5,9 @@ from the catalog alone (secrets, transport, credentials, distribution), and the 
 from __future__ import annotations
 
 from pipeline.credentials import credential_kind
-from pipeline.score.engine import Outcome, RuleSet, on_scale, percent, share
+from pipeline.score.engine import Outcome, RuleSet, on_scale, percent, share, unmeasured
 from pipeline.score.facts import Facts
-from pipeline.score.signals import env_vars, has_package, metric, secret_names
+from pipeline.score.signals import has_package, metric, secret_names, secrets_known, transport_known
 
 SECURITY_RULES = RuleSet()
 rule = SECURITY_RULES.rule
@@ -15,30 +15,42 @@ rule = SECURITY_RULES.rule
 SECRET_POINTS = (20, 16, 11, 6, 6)  # by the number of secrets required; 0 from five on
 TRANSPORT_POINTS = {"stdio": 15, "sse": 9, "streamable-http": 6}
 CREDENTIAL_POINTS = {"none": 15, "api tokens": 10, "sensitive": 5}
+NO_SECRETS_EVIDENCE = "unknown: no source lists the variables it needs, its source was not analysed, and no probe reached it"
+SECRETS_GAIN = "list the environment variables the server needs in a registry entry, or publish its source so it can be analysed"
 DISTRIBUTION_POINTS = {(True, True): 15, (False, True): 12, (True, False): 8, (False, False): 3}  # (package, repository)
 
 
 @rule("security_hygiene", max(SECRET_POINTS))
 def secret_env_vars(facts: Facts) -> Outcome:
-    """How many secrets are required: 0 → 20, 1 → 16, 2 → 11, 3–4 → 6, 5+ → 0."""
+    """How many secrets are required: 0 → 20, 1 → 16, 2 → 11, 3–4 → 6, 5+ → 0; not measured while nothing says which
+    variables the server needs (no source lists them, no source analysis, no probe reached it)."""
+    if not secrets_known(facts):
+        return unmeasured(NO_SECRETS_EVIDENCE, SECRETS_GAIN)
     names = secret_names(facts)
     count = len(names)
     listed = f": {', '.join(names[:8])}" if names else ""
     return on_scale(SECRET_POINTS[count] if count < len(SECRET_POINTS) else 0,
-                    f"{count} secret environment variables required{listed} (from the {env_vars(facts)[1]})")
+                    f"{count} secret environment variables required{listed} (from the {secrets_known(facts)})")
 
 
 @rule("security_hygiene", max(TRANSPORT_POINTS.values()))
 def transport_risk(facts: Facts) -> Outcome:
-    """STDIO-only (local) 15, SSE 9, remote (Streamable HTTP) 6."""
-    return on_scale(TRANSPORT_POINTS[facts.server.transport], f"transport {facts.server.transport}")
+    """STDIO-only (local) 15, SSE 9, remote (Streamable HTTP) 6; not measured while stdio is only the catalog's default (no
+    source gives an endpoint or a launch, and no probe reached the server)."""
+    if (known := transport_known(facts)) is None:
+        return unmeasured("transport unknown: no source gives an endpoint or a way to start the server, and no probe reached it",
+                          "list the server in a registry with its package (how to start it) or its remote endpoint")
+    return on_scale(TRANSPORT_POINTS[facts.server.transport], f"transport {facts.server.transport} (from its {known})")
 
 
 @rule("security_hygiene", max(CREDENTIAL_POINTS.values()))
 def credential_sensitivity(facts: Facts) -> Outcome:
-    """No credentials 15; API tokens only 10; database passwords or cloud keys 5."""
+    """No credentials 15; API tokens only 10; database passwords or cloud keys 5; not measured while nothing says which
+    variables the server needs."""
+    if not secrets_known(facts):
+        return unmeasured(NO_SECRETS_EVIDENCE, SECRETS_GAIN)
     secrets = secret_names(facts)
-    origin = f" (from the {env_vars(facts)[1]})"
+    origin = f" (from the {secrets_known(facts)})"
     if not secrets:
         return on_scale(CREDENTIAL_POINTS["none"], "no credentials required" + origin)
     sensitive = [name for name in secrets if credential_kind(name) == "sensitive"]

@@ -7,6 +7,7 @@ from typing import Any
 
 from pipeline.credentials import credential_kind
 from pipeline.models import EnvVar
+from pipeline.outcomes import Reading, reading
 from pipeline.score.facts import Facts
 
 MIN_FAST_PROBES = 10  # seed 000: no reliability score under 10 probes
@@ -48,6 +49,36 @@ def env_vars(facts: Facts) -> tuple[list[EnvVar], str]:
     found = (metric(facts, "env_vars") or []) if facts.analysis is not None else []
     parsed = [EnvVar.model_validate(v) for v in found if isinstance(v, dict) and isinstance(v.get("name"), str)]
     return (parsed, "source analysis") if parsed else ([], "catalog")
+
+
+def secrets_known(facts: Facts) -> str | None:
+    """Where we know which secrets the server needs from, or None when nothing says (the catalog's empty list is no
+    evidence: most sources list no variables at all). A source that lists its variables; the embedded catalog, which
+    names every variable its servers need; a source analysis, which reads the variables the code requires; a probe that
+    reached the server with no credential of ours (a start with no mock credential, an endpoint that asked for none)."""
+    if facts.server.env_vars:
+        return "catalog"
+    if "local" in facts.server.sources:
+        return "embedded catalog"
+    if metric(facts, "env_vars") is not None:
+        return "source analysis"
+    probe = facts.probe
+    if probe is not None and probe.reachable and not any(credential_kind(name) for name in probe.mocked_env or []):
+        return "probe"
+    return None
+
+
+def transport_known(facts: Facts) -> str | None:
+    """Where the catalog's transport comes from, or None when it is only the default (stdio for a server no source gives an
+    endpoint or a launch): a remote endpoint a source lists, a known launch, or a probe that reached it over that transport."""
+    server, probe = facts.server, facts.probe
+    if server.remote_url:
+        return "remote endpoint"
+    if server.launch is not None:
+        return "launch"
+    if probe is not None and probe.transport == server.transport and reading(probe.kind, probe.outcome.value) in (Reading.answered, Reading.gated):
+        return "probe"
+    return None
 
 
 def secret_names(facts: Facts) -> list[str]:

@@ -11,7 +11,7 @@ from sqlite_utils import Database
 from pipeline import ENGINE_VERSION, latency
 from pipeline.clean import clean_text
 from pipeline.models import AnalysisResult, Judgement, ProbeResult
-from pipeline.sandbox.failures import not_measured
+from pipeline.outcomes import measured
 from pipeline.store.encoding import cleaned_json, content_hash, dumps, iso, parse_iso
 from pipeline.store.refusals import one_server
 
@@ -63,8 +63,8 @@ def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
 
 def _roll_up(db: Database, result: ProbeResult) -> None:
     """Fold one probe into its server's daily rollup (same transaction as the raw row); a run that says nothing of the
-    server (a sandbox failure, pipeline.sandbox.failures) is not a run of it."""
-    if not_measured(result.kind, result.outcome.value):
+    server (a 429, an opt-out, our own refusal, a sandbox failure: pipeline.outcomes) is not a run of it."""
+    if not measured(result.kind, result.outcome.value):
         return
     day = result.started_at.astimezone(timezone.utc).date().isoformat()
     key = (result.server_id, day, result.kind)

@@ -313,3 +313,10 @@ def m005_discovery(db: Database) -> None:
     _table(db, "discovery_problems").create({"id": int, "source": str, "problem": str, "seen_at": str}, pk="id",
                                             not_null={"source", "problem", "seen_at"})
     _table(db, "discovery_problems").create_index(["seen_at"])
+
+
+@migrations()
+def m006_attempt_history(db: Database) -> None:
+    """Failed attempts since a server last answered are counted from its runs (pipeline.outcomes): an index that holds
+    what the count reads, so a server probed every five minutes costs an index scan, not its rows."""
+    _table(db, "probe_runs").create_index(["server_id", "started_at", "outcome", "kind"], index_name="probe_runs_attempts")

@@ -15,6 +15,7 @@ from pydantic_core import from_json
 from sqlite_utils import Database
 
 from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult
+from pipeline.outcomes import ANSWERED, GATED, NOT_MEASURED, SANDBOX_CLASSES, SANDBOX_START, Attempts, Reading, reading
 from pipeline.store.connection import ScoreboardDatabaseError
 from pipeline.store.encoding import dumps, in_chunks, iso, parse_iso, placeholders
 from pipeline.text import squash
@@ -34,6 +35,7 @@ class ScoringEvidence:
     snapshots: dict[str, list[tuple[datetime, str, list[dict[str, Any]] | None]]] = field(default_factory=dict)  # oldest first
     judgements: list[Judgement] = field(default_factory=list)
     composites: list[tuple[str, str, float | None]] = field(default_factory=list)  # (server, rubric, composite) of one day's history
+    attempts: dict[str, Attempts] = field(default_factory=dict)  # failed attempts since it last answered, where its latest probe failed
 
 
 def scoring_evidence(db: Database, ids: list[str], *, fast_since_day: str, runs_since: datetime, history_day: str) -> ScoringEvidence:
@@ -63,11 +65,46 @@ def scoring_evidence(db: Database, ids: list[str], *, fast_since_day: str, runs_
         found.runs.append((row["server_id"], row["kind"], parse_iso(row["started_at"]), row["outcome"], row["connect_ms"], row["tool_count"],
                            invocations, row["auth"]))
     found.snapshots = _snapshots(db, marks, ids)
+    failing = [sid for sid, (_, probe) in found.probes.items() if reading(probe.kind, probe.outcome.value) is Reading.failed]
+    failing += [row["server_id"] for row in _latest(db, "probe_runs", "outcome", "q.kind = 'fast'", "started_at", ids)
+                if reading("fast", row["outcome"]) is Reading.failed and row["server_id"] not in failing]
+    found.attempts = failed_attempts(db, failing, runs_since)
     for row in db.query(f"select * from judgements where server_id in ({marks}) order by tool_name, model", ids):
         found.judgements.append(Judgement.model_validate({k: v for k, v in row.items() if k != "id"}))
     found.composites = db.execute(
         f"select server_id, rubric, composite from score_history where day = ? and server_id in ({marks})", [history_day, *ids]
     ).fetchall()
+    return found
+
+
+def _listed(outcomes: frozenset[str]) -> str:
+    return ", ".join(f"'{o}'" for o in sorted(outcomes))
+
+
+# pipeline.outcomes' reading in SQL: the server answered (handshake or gate); it failed by its own doing.
+_REACHED_SQL = f"outcome in ({_listed(ANSWERED | GATED)})"
+_FAILED_SQL = (f"p.outcome not in ({_listed(ANSWERED | GATED | NOT_MEASURED | SANDBOX_CLASSES)}) "
+               f"and not (p.kind = 'sandbox' and p.outcome in ({_listed(SANDBOX_START)}))")
+
+
+def failed_attempts(db: Database, ids: list[str], since: datetime) -> dict[str, Attempts]:
+    """Each server's failed attempts (deep, fast and sandbox probes) since `since` and after it last answered, with when
+    it last answered; counted in SQL, so a server probed every five minutes costs no rows read into Python."""
+    found: dict[str, Attempts] = {}
+    for part, marks in in_chunks(ids, 250):  # each id is bound twice
+        answered = dict(db.execute(f"select server_id, max(started_at) from probe_runs where server_id in ({marks}) and started_at >= ? "
+                                   f"and {_REACHED_SQL} group by server_id", [*part, iso(since)]).fetchall())
+        for server_id in part:
+            found[server_id] = Attempts(answered_at=parse_iso(answered[server_id]) if server_id in answered else None)
+        counted = db.execute(
+            f"select p.server_id, count(*), min(p.started_at), max(p.started_at) from probe_runs p left join (select server_id, "
+            f"max(started_at) at from probe_runs where server_id in ({marks}) and started_at >= ? and {_REACHED_SQL} group by server_id) a "
+            f"on a.server_id = p.server_id where p.server_id in ({marks}) and p.started_at >= ? and {_FAILED_SQL} "
+            f"and (a.at is null or p.started_at > a.at) group by p.server_id",
+            [*part, iso(since), *part, iso(since)],
+        ).fetchall()
+        for server_id, count, first, last in counted:
+            found[server_id] = Attempts(count, parse_iso(first), parse_iso(last), found[server_id].answered_at)
     return found
 
 
