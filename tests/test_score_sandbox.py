@@ -31,11 +31,9 @@ def test_a_sandbox_failure_is_not_measured_by_any_rubric(outcome):
     failed = Facts(server=server(), now=NOW, probe=sandboxed(outcome), analysis=analysis())
     unprobed = Facts(server=server(), now=NOW, probe=None, analysis=analysis())
     card = scoreboard.SCOREBOARD.score(failed)
-    # seed 000: no probe data and no inferred signals, so Protocol Compliance does not apply (Assessed 3/3), and says why
-    protocol = dims(card)["protocol_compliance"]
-    assert protocol.status == "not_applicable" and outcome in protocol.reason and "bubblewrap 0.8.0" in protocol.reason
-    assert not any(r.dimension == "protocol_compliance" for r in card.rules)
-    assert card.visibility == "assessed" and card.dimension_indicator == "3/3"
+    reach = next(r for r in card.rules if r.rule == "reachability")
+    assert not reach.measured and outcome in reach.reason and "bubblewrap 0.8.0" in reach.reason and reach.how_to_gain
+    assert dims(card)["protocol_compliance"].status == "pending"
     assert card.composite == scoreboard.SCOREBOARD.score(unprobed).composite  # as if it had never been run: no zero
     negotiation = next(r for r in review.REVIEW.score(failed).rules if r.rule == "negotiation")
     assert not negotiation.measured
@@ -74,9 +72,9 @@ def test_stored_sandbox_failures_score_and_render_as_not_measured(db, tmp_path):
         store.record_probe(db, failure, None)
     assert db.execute("select count(*) from probe_daily where server_id = 'pg'").fetchone()[0] == 0  # no run of the server
     run_score(db, servers=store.active_servers(db), now=NOW)
-    cards = {row["rubric"]: row for row in db.query("select rubric, composite, dimensions, visibility from scores where server_id = 'pg'")}
-    protocol = next(d for d in json.loads(cards["scoreboard"]["dimensions"]) if d["name"] == "protocol_compliance")
-    assert protocol["status"] == "not_applicable" and "needs_external_service" in protocol["reason"]
+    cards = {row["rubric"]: row for row in db.query("select rubric, composite, rules, visibility from scores where server_id = 'pg'")}
+    reach = next(r for r in json.loads(cards["scoreboard"]["rules"]) if r["rule"] == "reachability")
+    assert reach["measured"] is False and "needs_external_service" in reach["reason"]
     assert cards["outside-in"]["visibility"] == "unrated"
     run_build(db, rubrics=infos(), site_dir=tmp_path / "site", now=NOW)
     html = (tmp_path / "site" / "servers" / "pg.html").read_text()

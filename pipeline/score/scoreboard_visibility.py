@@ -20,15 +20,14 @@ INFERRED_SIGNALS = ("error_handling", "fuzz", "schema_validity", "auth_discovery
 
 
 def with_protocol_data(facts: Facts) -> str | None:
-    """Seed 000: Protocol Compliance "requires probe data or source code inference signals"; without either it does not
-    apply (weight redistributed; a local server with static data only is Assessed 3/3). A probe that measured nothing
-    leaves it pending."""
-    if facts.probe is not None and facts.sandbox_not_measured is None:
+    """Seed 000: Protocol Compliance "requires probe data or source code inference signals"; a server never probed and
+    with no protocol signal inferred from source does not have it (weight redistributed; a local server with static data
+    only is Assessed 3/3). A probe that measured nothing leaves the dimension pending, its rules saying why."""
+    if facts.probe is not None:
         return None
     if any((signal := inferred(facts, key)) is not None and signal.get("value") is not None for key in INFERRED_SIGNALS):
         return None
-    why = facts.sandbox_not_measured or "no probe data and no protocol signals inferred from source yet"
-    return f"{why}; left out, its weight goes to the other dimensions"
+    return "not probed yet and no protocol signals inferred from source: left out, its weight goes to the other dimensions"
 
 
 def monitored_remote(facts: Facts) -> str | None:
