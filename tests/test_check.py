@@ -35,6 +35,7 @@ def test_check_a_stdio_server_as_json(time_command, tmp_path):
                                                       "license": "MIT", "dependencies": {"@modelcontextprotocol/sdk": "^1.30.0"}}))
     (source / "README.md").write_text("# Time\n\n## Usage\n\n```\nnpx t\n```\n" + "Explains. " * 200)
     (source / "LICENSE").write_text("MIT License\n")
+    (source / "index.js").write_text("export const now = () => new Date().toISOString();\n")  # source to scan: not capped as no-source
     done = scoreboard("check", "--stdio", time_command, "--source", str(source), "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
@@ -131,7 +132,8 @@ def test_a_silent_server_shows_what_it_never_answered_as_not_measured():
     assert seen.outcome == ProbeOutcome.timeout and "auth required: not measured" in shown and "auth required: no;" not in shown
     assert "eras: modern not measured, legacy not measured" in shown
     text = render_text(checked, cards)
-    assert "Reliability: not measured [pending]" in text and "–" not in text
+    # seed 000: a remote server without monitoring history has no Reliability dimension (4 dimensions)
+    assert "Reliability: not applicable [not applicable]" in text and "–" not in text
 
 
 @pytest.mark.parametrize("args,message", [((), "either a URL or --stdio"), (("http://x", "--stdio", "y"), "either a URL or --stdio"),

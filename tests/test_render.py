@@ -45,11 +45,12 @@ def test_writer_refuses_double_claims_and_escapes(tmp_path):
 
 
 def test_badge_is_accessible_wellformed_xml_sized_to_its_text():
-    svg = score_badge(91.24, "A", "4/4")
+    svg = score_badge(91.2, "A", "4/4")
     root = ET.fromstring(svg)
-    assert root.get("role") == "img" and root.get("aria-label") == "mcp score: A 91 (4/4)"
-    assert root.find("{http://www.w3.org/2000/svg}title").text == "mcp score: A 91 (4/4)"
-    assert int(root.get("width")) == round(text_width("mcp score") + 10) + round(text_width("A 91 (4/4)") + 10)
+    # the stored composite as every page shows it (to 0.1), so a badge never shows 85 beside a B
+    assert root.get("role") == "img" and root.get("aria-label") == "mcp score: A 91.2 (4/4)"
+    assert root.find("{http://www.w3.org/2000/svg}title").text == "mcp score: A 91.2 (4/4)"
+    assert int(root.get("width")) == round(text_width("mcp score") + 10) + round(text_width("A 91.2 (4/4)") + 10)
     assert int(ET.fromstring(score_badge(None, None, "0/0")).get("width")) != int(root.get("width"))
     hostile = ET.fromstring(badge_svg('"><script>', "<b>&", "#fff"))
     assert hostile.find(".//{http://www.w3.org/2000/svg}script") is None

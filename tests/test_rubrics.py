@@ -601,9 +601,10 @@ def test_scoreboard_visibility_levels_for_local_and_remote_servers():
     assert card.visibility == "verified" and card.dimension_indicator == "5/5"
     remote_facts.fast = Rollup()
     card = scoreboard.SCOREBOARD.score(remote_facts)
-    assert card.visibility == "limited" and card.dimension_indicator == "4/5"  # reliability applies, not yet measured
+    # seed 000: without monitoring history a remote server gets 4 dimensions (reliability does not apply yet)
+    assert card.visibility == "verified" and card.dimension_indicator == "4/4"
     local = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, analysis=analysis()))
-    assert local.visibility == "limited" and local.dimension_indicator == "3/4"
+    assert local.visibility == "assessed" and local.dimension_indicator == "3/3"  # seed 000's "A (3/3)"
     assessed = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, analysis=analysis(),
                                                  probe=probe(outcome=ProbeOutcome.start_failed, checks=[])))
     assert assessed.visibility == "assessed"

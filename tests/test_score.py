@@ -44,10 +44,10 @@ def test_renormalisation_three_dimensions_matches_the_seed_column():
     # seed 000 "Base (3 dims)": schema ~42%, docs ~25%, security ~33%
     card = scoreboard.SCOREBOARD.score(Facts(server=server(), now=NOW, probe=None, analysis=analysis()))
     d = dims(card)
-    assert d["protocol_compliance"].status == "pending"
+    assert d["protocol_compliance"].status == "not_applicable"  # no probe data, no signals inferred from source
     weights = (d["schema_quality"].weight, d["docs_maintenance"].weight, d["security_hygiene"].weight)
     assert weights == pytest.approx((25 / 60, 15 / 60, 20 / 60), abs=1e-4)
-    assert card.visibility == "limited"  # protocol compliance applies but has no data
+    assert card.visibility == "assessed" and card.dimension_indicator == "3/3"
 
 
 def test_unreachable_server_scores_zero_protocol_and_names_the_outcome():
@@ -62,7 +62,7 @@ def test_under_two_dimensions_is_unscored():
     remote = server(launch=None, transport="streamable-http", remote_url="https://example.com/mcp", repository=None)
     card = scoreboard.SCOREBOARD.score(Facts(server=remote, now=NOW))
     assert card.composite is None and card.grade is None and card.visibility == "unscored"
-    assert dims(card)["reliability"].status == "pending"
+    assert dims(card)["reliability"].status == "not_applicable"  # no monitoring history yet
 
 
 def test_template_description_costs_fifteen_points():
@@ -93,7 +93,7 @@ def test_secrets_and_credentials():
 def test_reliability_needs_ten_probes_and_uses_70_30_without_p95():
     remote = server(launch=None, transport="streamable-http", remote_url="https://example.com/mcp")
     facts = Facts(server=remote, now=NOW, probe=probe(), analysis=analysis(), fast=Rollup.of(9, 9, [90.0] * 9))
-    assert dims(scoreboard.SCOREBOARD.score(facts))["reliability"].status == "pending"
+    assert dims(scoreboard.SCOREBOARD.score(facts))["reliability"].status == "not_applicable"  # no monitoring history yet
     facts.fast = Rollup.of(10, 9, [90.0] * 9)
     reliability = dims(scoreboard.SCOREBOARD.score(facts))["reliability"]
     assert reliability.score == pytest.approx(0.7 * 90 + 0.3 * 100)
@@ -162,7 +162,9 @@ def test_tools_stored_as_the_server_sent_them_are_judged_and_scored(db):
 
     run_discover(db, sources=[LocalCatalogSource()], now=NOW, progress=quiet(1))
     store.record_probe(db, probe(tools=[TOOL, *ODD_TOOLS]).model_copy(update={"server_id": "mcp-server-time"}), None)
+    store.record_analysis(db, analysis().model_copy(update={"server_id": "mcp-server-time"}))
     servers = [s for s in store.active_servers(db) if s.id == "mcp-server-time"]
+    run_score(db, servers=servers, now=NOW, progress=quiet(1))  # the judge waits for Assessed visibility
     judged = run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=quiet(1))
     assert judged.counts["judged"] == 1 + len(ODD_TOOLS)
     run_score(db, servers=servers, now=NOW, progress=quiet(1))

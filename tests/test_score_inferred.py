@@ -70,16 +70,18 @@ def test_source_only_server_gets_protocol_compliance_from_inference():
     assert card.visibility == "assessed"  # every applicable dimension scored, none from a live probe
 
 
-def test_without_inference_the_dimension_stays_pending():
+def test_without_inference_the_dimension_does_not_apply():
     card, rules = card_of(analysed=analysis())
-    assert dims(card)["protocol_compliance"].status == "pending"
-    assert card.visibility == "limited"
-    assert all(not rules[name].measured for name in PROTOCOL if name != "auth_discovery_bonus")
+    # seed 000: no probe data and no inferred signals is the "Base (3 dims)" case, a local server Assessed 3/3
+    assert dims(card)["protocol_compliance"].status == "not_applicable"
+    assert card.visibility == "assessed" and card.dimension_indicator == "3/3"
+    assert not any(name in rules for name in PROTOCOL)  # the rules of a dimension that does not apply are not run
 
 
 def test_code_that_is_not_a_server_infers_nothing():
-    _, rules = card_of(analysed=inferred_analysis("def add(a, b):\n    return a + b\n", tools=None))
-    assert not any(rules[name].measured for name in ("error_handling", "fuzz_resilience", "schema_validity"))
+    card, rules = card_of(analysed=inferred_analysis("def add(a, b):\n    return a + b\n", tools=None))
+    assert dims(card)["protocol_compliance"].status == "not_applicable"  # nothing inferred, no probe: the dimension does not apply
+    assert not any(name in rules for name in ("error_handling", "fuzz_resilience", "schema_validity"))
 
 
 @pytest.mark.parametrize("outcome", [ProbeOutcome.start_failed, ProbeOutcome.install_failed, ProbeOutcome.unreachable,

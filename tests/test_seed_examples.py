@@ -2,8 +2,7 @@
 
 Each row names its seed and the statement, computes the value through the real code (the rule functions, the rubric
 objects, whole cards built from Facts) and compares it with the seed's number. Where we depart from the seed on
-purpose, the row asserts our value and names the deviation of docs/methodology.md that records it. A row the engine
-does not reproduce yet is marked xfail(strict=True) with the reason, so it fails loudly once the rule is fixed.
+purpose, the row asserts our value and names the deviation of docs/methodology.md that records it.
 """
 
 from __future__ import annotations
@@ -243,19 +242,13 @@ SEED_000_ROWS = [
      lambda: (lambda c: (c.grade, c.dimension_indicator, c.visibility))(remote_complete()), ("A+", "6/6", "complete")),
     (SEED_000, "a local server with three dimensions can earn an A+ with 95/100", lambda: local_static_only().composite >= 95, True),
     pytest.param(SEED_000, "A (3/3): a local server with static data only is Assessed with 3 of 3 dimensions",
-                 lambda: (local_static_only().visibility, local_static_only().dimension_indicator), ("assessed", "3/3"),
-                 marks=pytest.mark.xfail(strict=True, reason="issue 16 item 7 (i16-rules): Protocol Compliance counts as applicable and pending "
-                                                             "for a local server without a probe, so the card is limited 3/4")),
+                 lambda: (local_static_only().visibility, local_static_only().dimension_indicator), ("assessed", "3/3")),
     pytest.param(SEED_000, "With Protocol Data: a remote server without monitoring history gets 4 dimensions",
-                 lambda: remote_with_protocol_data().dimension_indicator, "4/4",
-                 marks=pytest.mark.xfail(strict=True, reason="issue 16 item 7 (i16-rules): Reliability counts as applicable and pending "
-                                                             "before monitoring history, so the card is limited 4/5")),
+                 lambda: remote_with_protocol_data().dimension_indicator, "4/4"),
     (SEED_000, "fewer than 2 dimensions: no composite, no grade (Unscored)",
      lambda: (lambda c: (c.composite, c.grade, c.visibility))(sb(Facts(server=remote_server(), now=NOW))), (None, None, "unscored")),
     (SEED_000, "no source: capped at Limited visibility", lambda: closed_source_hosted().visibility, "limited"),
-    pytest.param(SEED_000, "no source: cannot score above the mid-range (below B)", lambda: closed_source_hosted().composite < 70, True,
-                 marks=pytest.mark.xfail(strict=True, reason="issue 16 item 8 (i16-rules): Schema Quality scores 100 from runtime tools "
-                                                             "alone, so the composite reaches an A")),
+    (SEED_000, "no source: cannot score above the mid-range (55, deviation 56b)", lambda: closed_source_hosted().composite <= 55, True),
     # Security Hygiene
     *[(SEED_000, f"{n} secrets required score {points}",
        lambda n=n: rule_points(scoreboard.SCOREBOARD, "secret_env_vars", with_envs(*[f"API_KEY_{i}" for i in range(n)])), points)
@@ -296,9 +289,7 @@ SEED_000_ROWS = [
      lambda: pts(sb(Facts(server=server(), now=NOW, probe=probe(), analysis=full_analysis(schema_completeness={"value": 50}))),
                  "schema_completeness"), 60),
     pytest.param(SEED_000, "static analysis never lowers a score runtime data supports (runtime 76 against static 90 × 0.40)",
-                 runtime_below_decayed_static, 0.6 * 76,
-                 marks=pytest.mark.xfail(strict=True, reason="issue 16 item 13 (i16-rules): the static reading is compared before decay "
-                                                             "(90 > 76), then decayed to 36, below the runtime 76")),
+                 runtime_below_decayed_static, 0.6 * 76),
     # Documentation coverage points
     (SEED_000, "documentation: README 25, CHANGELOG 15, examples 15, CONTRIBUTING 10, LICENSE 10, docs 7, SECURITY 3, CoC 3, namespace 7, "
                "installable 5 = 100",

@@ -62,11 +62,17 @@ def test_a_refused_server_is_counted_named_and_every_stage_goes_on(db, settings,
     assert db.execute("select count(*) from probe_runs where server_id in ('a', 'z')").fetchone()[0] == 4
 
     refuse(db, "analyses", "victim")
+    (tmp_path / "server.py").write_text("def now():\n    return 1\n")  # source to scan: Assessed visibility, so the judge runs
     progress, out = lines("analyze", 3)
     report = run_analyze(db, servers=servers, fetcher=LocalDirectoryFetcher(tmp_path), now=NOW, progress=progress)
     assert report.counts == {"analyzed": 2, "unchanged": 0, "deferred": 0, "failed": 0, "storage_failed": 1}
     assert "victim: not stored" in out.getvalue()
 
+    # the judge judges only from Assessed visibility up: the victim needs its analysis (then scores) to reach the judge's refusal
+    db.execute("drop trigger refuse_analyses")
+    victim = [s for s in servers if s.id == "victim"]
+    run_analyze(db, servers=victim, fetcher=LocalDirectoryFetcher(tmp_path), now=NOW, progress=lines("analyze", 1)[0])
+    run_score(db, servers=servers, now=NOW, progress=lines("score", 3)[0])
     refuse(db, "judgements", "victim")
     progress, out = lines("judge", 3)
     report = run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=progress)

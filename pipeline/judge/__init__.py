@@ -3,7 +3,10 @@
 Providers sit behind one Protocol. With no API key the default is the offline judge: a
 deterministic heuristic, always labelled `offline`, whose judgements are shown but never
 counted as the multi-model consensus of seed 000's Schema Interpretability dimension.
-Only changed tool text is re-judged (by content hash).
+Only changed tool text is re-judged (by content hash). Seed 000 runs the evaluation only for servers with at
+least Assessed visibility: a server is judged once its latest headline card says so (the score stage then counts
+the judgements). A hosted endpoint is judged whatever its tier: seed 004's judged reading waits for the judgement
+("it resolves by itself once the judgement lands") and charges the endpoint until it does.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pipeline.judge.offline import OfflineJudge
 from pipeline.judging import text_hash
 from pipeline.models import Judgement, Server, StageReport
 from pipeline.progress import Progress
+from pipeline.visibility import HEADLINE_RUBRIC, at_least_assessed
 
 __all__ = ["LLMProvider", "OfflineJudge", "run_judge"]
 
@@ -37,10 +41,15 @@ def run_judge(
     db: Database, *, servers: Sequence[Server], providers: Sequence[LLMProvider], now: datetime, progress: Progress | None = None
 ) -> StageReport:
     started = time.monotonic()
-    report = StageReport(stage="judge", counts={"judged": 0, "unchanged": 0, "no_tools": 0})
+    report = StageReport(stage="judge", counts={"judged": 0, "unchanged": 0, "no_tools": 0, "below_assessed": 0})
     progress = progress or Progress("judge", len(servers))
+    tiers = store.visibilities(db, [s.id for s in servers], HEADLINE_RUBRIC)
     try:
         for server in servers:
+            if server.is_local and not at_least_assessed(tiers.get(server.id)):
+                report.counts["below_assessed"] += 1
+                progress.step(server.id, f"not judged: visibility {tiers.get(server.id, 'not scored yet')}, Assessed needed")
+                continue
             latest = store.latest_probe(db, server.id)
             tools = latest[1].tools if latest else None
             if not tools:

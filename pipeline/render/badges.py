@@ -59,7 +59,7 @@ def score_badge(composite: float | None, grade: str | None, indicator: str) -> s
 
 
 def _message(composite: float | None, grade: str | None, indicator: str) -> str:
-    return f"{grade} {composite:.0f} ({indicator})" if composite is not None and grade else "unscored"
+    return f"{grade} {composite:.1f} ({indicator})" if composite is not None and grade else "unscored"
 
 
 def shields_endpoint(composite: float | None, grade: str | None, indicator: str) -> dict[str, object]:

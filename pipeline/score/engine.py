@@ -146,6 +146,10 @@ class Dimension:
     weight_enhanced: float | None = None  # the weight once an optional dimension that enhances the rubric is scored
     applicable: Callable[[Facts], str | None] = always  # None when applicable, else why not
     optional: bool = False  # counts toward the dimension indicator only once scored
+    # Applicability decided on the other dimensions, once they are folded (seed 000: interpretability only from Assessed
+    # visibility up): None when applicable, else why not; its rules run only when it applies.
+    after: Callable[[Facts, list[DimensionScore]], str | None] | None = None
+    applies_to: str = "every server"  # what `applicable` and `after` say, in words, for the methodology's table
 
 
 @dataclass(frozen=True)
@@ -227,17 +231,32 @@ def _recorded(rule: Rule, outcome: Outcome, points: float, maximum: float) -> Ru
 
 
 def evaluate(rubric: Rubric, facts: Facts) -> tuple[list[RuleOutcome], list[DimensionScore]]:
-    """Run a rubric's rules and fold them into dimension scores (0–100, or pending / not applicable).
+    """Run a rubric's rules and fold them into dimension scores (0–100 unrounded, or pending / not applicable).
 
     A dimension scores the measured rules' points over their maxima, then its bonuses and penalties,
-    clamped. The rules of a dimension that does not apply are not run: the dimension says why.
+    clamped. The rules of a dimension that does not apply are not run: the dimension says why. A
+    dimension whose applicability depends on the others (`after`) is decided once they are folded.
     """
+    first = [dim for dim in rubric.dimensions if dim.after is None]
+    outcomes, folded = _fold(rubric, facts, first, {dim.name: why for dim in first if (why := dim.applicable(facts))})
+    later = [dim for dim in rubric.dimensions if dim.after is not None]
+    if later:
+        scored_first = list(folded.values())
+        why_not = {dim.name: why for dim in later if (why := dim.applicable(facts) or dim.after(facts, scored_first))}
+        more, folded_later = _fold(rubric, facts, later, why_not)
+        order = {rule.name: i for i, rule in enumerate(rubric.rules)}
+        outcomes = sorted(outcomes + more, key=lambda o: order[o.rule])
+        folded.update(folded_later)
+    return outcomes, [folded[dim.name] for dim in rubric.dimensions]
+
+
+def _fold(rubric: Rubric, facts: Facts, dims: list[Dimension], not_applicable: dict[str, str]) -> tuple[list[RuleOutcome], dict[str, DimensionScore]]:
+    """Run the rules of `dims` (those that apply) and fold each dimension."""
     outcomes: list[RuleOutcome] = []
     # Per dimension: [points of measured rules, their maxima, bonus/penalty points, reasons of unmeasured rules]
-    totals: dict[str, list] = {dim.name: [0.0, 0.0, 0.0, []] for dim in rubric.dimensions}
-    not_applicable = {dim.name: why for dim in rubric.dimensions if (why := dim.applicable(facts))}
+    totals: dict[str, list] = {dim.name: [0.0, 0.0, 0.0, []] for dim in dims}
     for rule in rubric.rules:
-        if rule.dimension in not_applicable:
+        if rule.dimension not in totals or rule.dimension in not_applicable:
             continue
         outcome = rule.fn(facts)
         points, maximum = applied(rule, outcome, facts)
@@ -250,19 +269,18 @@ def evaluate(rubric: Rubric, facts: Facts) -> tuple[list[RuleOutcome], list[Dime
         else:
             total[2] += points
         outcomes.append(_recorded(rule, outcome, points, maximum))
-    dimensions: list[DimensionScore] = []
-    for dim in rubric.dimensions:
+    folded: dict[str, DimensionScore] = {}
+    for dim in dims:
         why_not = not_applicable.get(dim.name)
-        if why_not:
-            dimensions.append(DimensionScore(dim.name, dim.label, "not_applicable", None, 0, why_not))
-            continue
         points, maximum, adjustments, pending = totals[dim.name]
-        if not maximum:
-            dimensions.append(DimensionScore(dim.name, dim.label, "pending", None, 0, "; ".join(pending)[:300], dim.optional))
-            continue
-        value = max(0.0, min(100.0, 100 * points / maximum + adjustments))
-        dimensions.append(DimensionScore(dim.name, dim.label, "scored", round(value, 1), 0, None, dim.optional))
-    return outcomes, dimensions
+        if why_not:
+            folded[dim.name] = DimensionScore(dim.name, dim.label, "not_applicable", None, 0, why_not)
+        elif not maximum:
+            folded[dim.name] = DimensionScore(dim.name, dim.label, "pending", None, 0, "; ".join(pending)[:300], dim.optional)
+        else:
+            value = max(0.0, min(100.0, 100 * points / maximum + adjustments))
+            folded[dim.name] = DimensionScore(dim.name, dim.label, "scored", value, 0, None, dim.optional)
+    return outcomes, folded
 
 
 def renormalised(values: Mapping[str, float | None], weights: Mapping[str, float], scale: float = 1) -> tuple[float | None, dict[str, float]]:
@@ -292,19 +310,24 @@ def give_weights(dimensions: list[DimensionScore], effective: Mapping[str, float
 
 
 def score(rubric: Rubric, facts: Facts) -> ScoreCard:
-    """One server's card under one rubric: pure, deterministic."""
+    """One server's card under one rubric: pure, deterministic. The composite is computed from the unrounded
+    dimension scores, capped, then rounded once to the 0.1 every page shows; the grade is the rounded value's."""
     outcomes, dimensions = evaluate(rubric, facts)
-    composite = rubric.composite(facts, dimensions)
+    exact = rubric.composite(facts, dimensions)
     flags = [FlagOutcome(name=f.name, label=f.label, severity=f.severity, reason=why, cap=f.cap) for f in rubric.flags if (why := f.fn(facts))]
     caps = [f.cap for f in flags if f.cap is not None]
+    composite = shown(exact)
     # Critical flags cap the composite; the dimension scores stay visible.
-    capped = min(composite, min(caps)) if composite is not None and caps else composite
+    capped = shown(min(exact, min(caps))) if exact is not None and caps else composite
+    visibility = rubric.visibility(facts, dimensions, composite)
+    for d in dimensions:
+        d.score = shown(d.score)
     return ScoreCard(
         server_id=facts.server.id,
         rubric=rubric.name,
         composite=capped,
         grade=rubric.grade(capped),
-        visibility=rubric.visibility(facts, dimensions, composite),
+        visibility=visibility,
         dimensions=dimensions,
         rules=outcomes,
         flags=flags,
@@ -314,3 +337,8 @@ def score(rubric: Rubric, facts: Facts) -> ScoreCard:
         uncapped=composite if composite is not None and composite != capped else None,
         extra=rubric.extra(facts, composite),
     )
+
+
+def shown(value: float | None) -> float | None:
+    """A score as every page, badge and API shows it (and as it is stored and graded): to 0.1."""
+    return None if value is None else round(value, 1)

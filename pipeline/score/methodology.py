@@ -16,13 +16,13 @@ from typing import Callable
 from pipeline.assets import METHODOLOGY as DOCUMENT
 from pipeline.config import Settings
 from pipeline.score import evidence_reads, registry
-from pipeline.score.engine import Rubric, always
+from pipeline.score.engine import Rubric
 
 
 def dimension_table(rubric: Rubric) -> str:
     lines = ["| dimension | weight | weight with interpretability | applies to |", "| --- | --- | --- | --- |"]
     for d in rubric.dimensions:
-        applies = "every server" if d.applicable is always else "remote servers"
+        applies = d.applies_to
         plain = f"{d.weight:g}%" if d.weight else "N/A"
         lines.append(f"| {d.label} | {plain} | {d.weight_enhanced:g}% | {applies} |")
     return "\n".join(lines)

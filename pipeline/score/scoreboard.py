@@ -16,31 +16,28 @@ from pipeline.score.flags import FLAGS
 from pipeline.score.inferred import LABEL, found_and_missing, inferred, places
 from pipeline.score.scoreboard_interpretability import INTERPRETABILITY_RULES
 from pipeline.score.scoreboard_security import SECURITY_RULES
+from pipeline.score.scoreboard_visibility import NO_SOURCE, from_assessed, monitored_remote, visibility, with_protocol_data
 from pipeline.score.signals import MIN_FAST_PROBES, MIN_P95_SAMPLES, has_p95, is_template_description, metric
 from pipeline.score.tools import ToolView, tool_views
+from pipeline.visibility import HEADLINE_RUBRIC
 
-RUBRIC = "scoreboard"
+RUBRIC = HEADLINE_RUBRIC
 RULES_VERSION = "scoreboard/0.1"
 FUZZ_POINTS = {"proper_error": 100, "accepted": 50, "crash": 0, "timeout": 0}
 RULES = RuleSet()  # the first four dimensions; Security Hygiene and Schema Interpretability have modules of their own
 rule = RULES.rule
 
 
-def _remote_only(facts: Facts) -> str | None:
-    if facts.server.is_local:
-        return "local server started by the scoreboard: uptime and latency of our own process say nothing"
-    return None
-
-
 DIMENSIONS = (
     Dimension("schema_quality", "Schema Quality", 25, 20),
-    Dimension("protocol_compliance", "Protocol Compliance", 20, 18),
-    Dimension("reliability", "Reliability", 20, 18, _remote_only),
+    Dimension("protocol_compliance", "Protocol Compliance", 20, 18, with_protocol_data,
+              applies_to="servers with probe data or protocol signals inferred from source"),
+    Dimension("reliability", "Reliability", 20, 18, monitored_remote, applies_to="remote servers with monitoring history (10+ probes in 7 days)"),
     Dimension("docs_maintenance", "Docs & Maintenance", 15, 12),
     Dimension("security_hygiene", "Security Hygiene", 20, 17),
-    Dimension("schema_interpretability", "Schema Interpretability", 0, 15, optional=True),
+    Dimension("schema_interpretability", "Schema Interpretability", 0, 15, optional=True, after=from_assessed,
+              applies_to="servers at Assessed visibility or above"),
 )
-STANDARD = [d.name for d in DIMENSIONS if d.name != "schema_interpretability"]
 GRADES = ((95, "A+"), (85, "A"), (70, "B"), (55, "C"), (40, "D"), (0, "F"))
 # Stale-data decay of static-analysis points: 1.0 / 0.97 / 0.90 / 0.75 / 0.55 up to 7/14/30/60/90 days, then 0.40.
 DECAY = Decay(((7, 1.0), (14, 0.97), (30, 0.90), (60, 0.75), (90, 0.55)), floor=0.40)
@@ -85,13 +82,14 @@ def schema_completeness(facts: Facts) -> Outcome:
     views = tool_views(facts)
     runtime = runtime_completeness(views) if views is not None else None
     static_value = static.get("value")
-    # Runtime override: runtime completeness wins whenever it is higher than the static reading.
+    if static_value is not None:
+        factor, static_reason = _decay(facts, f"from source: {float(static_value):.0f}/100")
+        static_value = float(static_value) * factor
+    # Runtime override, compared after decay: static analysis never lowers a value the runtime tools support.
     if runtime is not None and (static_value is None or runtime[0] >= static_value):
         value, reason, evidence = runtime[0], f"runtime: {runtime[1]}", facts.probe_ref
     else:
-        value, evidence = float(static_value), facts.analysis_ref
-        factor, reason = _decay(facts, f"from source: {value:.0f}/100")
-        value = value * factor if factor < 1 else value
+        value, reason, evidence = static_value, static_reason, facts.analysis_ref
     return percent(value, reason, evidence=evidence,
                    how_to_gain=None if value >= 99.5 else "describe every tool and parameter, give each parameter a type, list required parameters")
 
@@ -394,21 +392,6 @@ def composite(facts: Facts, dimensions: list[DimensionScore]) -> float | None:
     return weighted_composite(dimensions, weights, minimum=2)
 
 
-def visibility(facts: Facts, dimensions: list[DimensionScore], composite: float | None) -> str:
-    """complete / verified / assessed / limited / unscored, from which dimensions are scored."""
-    scored = {d.name for d in dimensions if d.status == "scored"}
-    applicable = {d.name for d in dimensions if d.status != "not_applicable" and d.name in STANDARD}
-    if len(scored) < 2:
-        return "unscored"
-    if not applicable <= scored:
-        return "limited"
-    if "schema_interpretability" in scored:
-        return "complete"
-    if facts.probe is not None and facts.probe.reachable:
-        return "verified"
-    return "assessed"
-
-
 SCOREBOARD = Rubric(
     info=RubricInfo(RUBRIC, "Scoreboard (headline)", "MCP server leaderboard",
                     "Ordered by visibility tier (how much we could measure), then by composite score.", RULES_VERSION, headline=True),
@@ -417,7 +400,7 @@ SCOREBOARD = Rubric(
     composite=composite,
     visibility=visibility,
     grades=GRADES,
-    flags=tuple(FLAGS),
+    flags=(*FLAGS, NO_SOURCE),
     badges=badges,
     extra=reach_status,
     decay=DECAY,

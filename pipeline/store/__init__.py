@@ -40,7 +40,7 @@ from pipeline.store.evidence import (
 from pipeline.store.pages import page_evidence, page_evidence_stamps
 from pipeline.store.refusals import WriteRefused
 from pipeline.store.runs import fail_run, finish_run, start_run
-from pipeline.store.scores import CardRow, card_row, load_scores, score_cards, score_changes, write_card_rows
+from pipeline.store.scores import CardRow, card_row, load_scores, score_cards, score_changes, visibilities, write_card_rows
 from pipeline.store.scoring import ScoringEvidence, duplicate_descriptions, scoring_evidence
 
 __all__ = [
@@ -51,5 +51,5 @@ __all__ = [
     "latest_probe", "latest_probe_summaries", "latest_probes", "load_scores", "open_db", "packages_due_for_downloads", "page_evidence",
     "page_evidence_stamps", "parse_iso", "rate_limited_until", "record_analysis", "record_probe", "record_problems", "repo_aliases",
     "save_aliases", "save_download_counts", "save_judgements", "score_cards", "score_changes", "scoring_evidence", "snapshot",
-    "start_run", "write_card_rows",
+    "start_run", "visibilities", "write_card_rows",
 ]

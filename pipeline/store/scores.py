@@ -133,6 +133,14 @@ def load_scores(db: Database, rubric: str) -> dict[str, dict[str, Any]]:
     return {r["server_id"]: r for r in db.query(f"select {SCORE_SUMMARY} from scores where rubric = ?", [rubric])}
 
 
+def visibilities(db: Database, server_ids: list[str], rubric: str) -> dict[str, str]:
+    """The visibility of each server's latest card under `rubric` (servers never scored under it are left out)."""
+    found: dict[str, str] = {}
+    for chunk, marks in in_chunks(server_ids):
+        found.update(db.execute(f"select server_id, visibility from scores where rubric = ? and server_id in ({marks})", [rubric, *chunk]).fetchall())
+    return found
+
+
 def score_cards(db: Database, server_ids: list[str]) -> dict[str, dict[str, dict[str, Any] | None]]:
     """Full score rows (rules included) of some servers: {server_id: {rubric: row}}."""
     cards: dict[str, dict[str, dict[str, Any] | None]] = {sid: {} for sid in server_ids}
