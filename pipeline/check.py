@@ -1,7 +1,7 @@
 """`scoreboard check`: probe one server (and optionally its source), score it under every
 rubric and explain every point, for server authors and their CI. Nothing is kept: the evidence goes
 through a throw-away store and the score stage's own gathering, so `check` shows the number the site
-would show for the same evidence (methodology deviation 59b)."""
+would show for the same evidence (methodology deviation 66)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ def text_hash(tool: dict[str, Any]) -> str:
 
 def current_judgements(judgements: Sequence[Judgement], tools: Sequence[dict[str, Any]] | None) -> list[Judgement]:
     """The judgements of the tool texts listed now: same tool name and same text hash. A removed tool's judgement, or
-    one of a text since changed, reads a text the server no longer shows, and is left out (deviation 58)."""
+    one of a text since changed, reads a text the server no longer shows, and is left out (deviation 63)."""
     if not judgements or not tools:
         return []
     listed = {(str(tool.get("name", "")), text_hash(tool)) for tool in tools}

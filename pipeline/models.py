@@ -200,7 +200,7 @@ class Invocation(BaseModel):
     """One safe tool call (read-only by annotation and by name) and what came back.
 
     rejected_input: a domain error (an isError result, or a JSON-RPC error that is no protocol failure) to arguments we
-    made up: the tool handled the call (methodology deviation 59). The same error to arguments the schema gave stays
+    made up: the tool handled the call (methodology deviation 65). The same error to arguments the schema gave stays
     is_error or jsonrpc_error, a failure."""
 
     tool: str

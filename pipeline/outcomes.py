@@ -14,7 +14,7 @@ whether a run measured the server:
 
 A remote server that failed to answer is unreachable only once the failures stand: MIN_FAILED_ATTEMPTS failed attempts
 (deep and fast probes) since it last answered, the first and the last at least VERDICT_SPAN apart. Until then it is
-"unreachable from here (1 attempt)": not rated, never graded on the attempt (methodology, deviation 57b).
+"unreachable from here (1 attempt)": not rated, never graded on the attempt (methodology, deviation 61).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Issue 16, "One number per server": `scoreboard check` shows the number the site shows for the same evidence, says
-what it could not measure, and names every cap standing on a score in "how to gain points" (methodology deviation 59b).
+what it could not measure, and names every cap standing on a score in "how to gain points" (methodology deviation 66).
 
 The site's side is the pipeline's own stages on a real store: the server discovered, its probe recorded as the probe
 stage records it, its source analysed by the analyze stage, judged offline, scored by the score stage, the card read
@@ -97,7 +97,7 @@ def test_item_check_says_what_it_could_not_measure_without_source(time_command, 
     assert bare.returncode == 0, bare.stderr
     head = bare.stdout.split("\nscoreboard:")[0]
     assert "not measured by this check" in head and "no --source was given" in head
-    # (Schema Interpretability does not apply below Assessed visibility, deviation 56c: without its source this server is Limited)
+    # (Schema Interpretability does not apply below Assessed visibility, deviation 58: without its source this server is Limited)
     for rule in ("description_quality", "documentation", "dependency_health", "license_clarity"):
         assert f"    - {rule}: " in head, rule
     assert "apps_readable" not in head  # reported, never counted: no gap in the score

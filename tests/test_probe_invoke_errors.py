@@ -1,6 +1,6 @@
 """Issue 16, "A correct error is not a failure": arguments come from the schema's own values where it offers them; a
 domain error to arguments we made up is handled (rejected_input), while a crash, a timeout, a protocol error, or an error
-to the schema's own values, still fails; and the rules and their advice read it so (methodology deviation 59)."""
+to the schema's own values, still fails; and the rules and their advice read it so (methodology deviation 65)."""
 
 from __future__ import annotations
 

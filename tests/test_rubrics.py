@@ -407,7 +407,7 @@ def test_unrated_and_status_chips():
     assert card.visibility == "unrated" and card.composite is None and card.extra["status"] == "unrated"
     gated = Facts(server=remote_server(), now=NOW, probe=probe(outcome=ProbeOutcome.auth_required, checks=[]), runs=runs(3, outcome="auth_required"))
     assert outside_in.status(gated) == ("Impaired", "auth required")
-    # Three failures within two hours are no verdict yet (deviation 57b); three over 26 hours are.
+    # Three failures within two hours are no verdict yet (deviation 61); three over 26 hours are.
     recent = Facts(server=remote_server(), now=NOW, probe=probe(outcome=ProbeOutcome.unreachable, checks=[]), runs=runs(3, outcome="unreachable"))
     assert outside_in.status(recent) == ("Down", "unreachable from here (3 attempts over 2 h)")
     failing = [RunRow("deep", NOW - timedelta(hours=13 * i), "unreachable", None, None, None) for i in (2, 1, 0)]

@@ -96,7 +96,7 @@ def flag_names(facts: Facts) -> set[str]:
 
 
 def with_envs(*names: str, secret: bool = True) -> Facts:
-    """A server whose variables are known (the embedded catalog names every one its servers need, deviation 57c)."""
+    """A server whose variables are known (the embedded catalog names every one its servers need, deviation 62)."""
     return Facts(server=server(env_vars=[EnvVar(name=n, secret=secret) for n in names], sources=["local"]), now=NOW)
 
 
@@ -248,7 +248,7 @@ SEED_000_ROWS = [
     (SEED_000, "fewer than 2 dimensions: no composite, no grade (Unscored)",
      lambda: (lambda c: (c.composite, c.grade, c.visibility))(sb(Facts(server=remote_server(), now=NOW))), (None, None, "unscored")),
     (SEED_000, "no source: capped at Limited visibility", lambda: closed_source_hosted().visibility, "limited"),
-    (SEED_000, "no source: cannot score above the mid-range (55, deviation 56b)", lambda: closed_source_hosted().composite <= 55, True),
+    (SEED_000, "no source: cannot score above the mid-range (55, deviation 57)", lambda: closed_source_hosted().composite <= 55, True),
     # Security Hygiene
     *[(SEED_000, f"{n} secrets required score {points}",
        lambda n=n: rule_points(scoreboard.SCOREBOARD, "secret_env_vars", with_envs(*[f"API_KEY_{i}" for i in range(n)])), points)
@@ -458,7 +458,7 @@ SEED_001_ROWS = [
      lambda: [pts(review_card(tools=[dict(GOOD_TOOL, description="x" * n)]), "field_size") for n in (2047, 2048)], [1, 0]),
     (SEED_001, "tool documentation quality: title 10%, description 30%, inputs 30%, annotations 15%, output schema 15%",
      lambda: [r.max_points for r in review.REVIEW.rules if r.dimension == "tool_docs"], [10, 30, 30, 15, 15]),
-    (SEED_001, "a title that copies the tool name earns nothing; each of the four hints is a quarter of 15 (deviation 60d)",
+    (SEED_001, "a title that copies the tool name earns nothing; each of the four hints is a quarter of 15 (deviation 70)",
      lambda: [pts(review_card(tools=[dict(GOOD_TOOL, title="Get order")]), "doc_title"),
               pts(review_card(tools=[dict(GOOD_TOOL, annotations={"readOnlyHint": True})]), "doc_annotations")], [0, 3.75]),
     (SEED_001, "overall = mean of the applicable, non-optional sections (metadata 20, the others 100, discoverability not applicable)",

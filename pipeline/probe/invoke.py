@@ -6,7 +6,7 @@ printable ASCII with a read verb and no word that says or may say it changes thi
 description in words the lists can read, with no wording of a change. Arguments come from the input schema: a
 value it gives (const, enum, examples, default) where it gives one, else one we make up from its type and the
 parameter's name; never a value that names a mutation, and checked against the schema before any call.
-`given_by_schema` says afterwards which of the two a call's arguments were (methodology deviation 59). Pure.
+`given_by_schema` says afterwards which of the two a call's arguments were (methodology deviation 65). Pure.
 """
 
 from __future__ import annotations

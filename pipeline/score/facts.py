@@ -145,7 +145,7 @@ class Facts:
     @property
     def unconfirmed_failure(self) -> str | None:
         """Why the latest probe's failure to reach a remote server is no verdict yet ("unreachable from here (1 attempt)");
-        None when it did not fail, for a local server (its start is ours to repeat) and once the failures stand (deviation 57b)."""
+        None when it did not fail, for a local server (its start is ours to repeat) and once the failures stand (deviation 61)."""
         if self.reading is not Reading.failed or self.server.is_local:
             return None
         if not self.failures.failed:

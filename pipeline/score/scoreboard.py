@@ -216,7 +216,7 @@ def fuzz_resilience(facts: Facts) -> Outcome:
 def invocation_smoke_test(facts: Facts) -> Outcome:
     """Share of safe (read-only) tools that answer schema-valid arguments within 10 s: a result, or, to arguments we made up
     where the schema gives no example or default, a domain error (the tool rightly refused input it cannot serve:
-    deviation 59). A crash, a timeout, a protocol error, or an error to the arguments the schema itself gives, fails."""
+    deviation 65). A crash, a timeout, a protocol error, or an error to the arguments the schema itself gives, fails."""
     calls = facts.probe.invocations if facts.probe and facts.probe.reachable else None
     if calls is None:
         return unmeasured("no invocation smoke test run yet")

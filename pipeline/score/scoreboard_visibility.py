@@ -66,7 +66,7 @@ def visibility(facts: Facts, dimensions: list[DimensionScore], composite: float 
 
 
 # Seed 000: no-source servers "cannot score above the mid-range"; the seed's own caps name grades (Staging Endpoint 55,
-# "Maximum C grade"), and 55 is the grade floor nearest the scale's middle (deviation 56b).
+# "Maximum C grade"), and 55 is the grade floor nearest the scale's middle (deviation 57).
 NO_SOURCE_CAP = 55
 
 
