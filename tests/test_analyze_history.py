@@ -31,7 +31,7 @@ def test_a_thriving_repository_scores_full_marks():
     assert all(s["measured"] for s in pulse["signals"].values()) and pulse["measured_max"] == 95
     hygiene = version_hygiene(github())
     assert hygiene["signals"]["semver_ratio"]["points"] == 35 and hygiene["semver"] is True
-    assert hygiene["signals"]["prerelease"]["points"] == 0 and hygiene["value"] == round(100 * 80 / 90)
+    assert hygiene["signals"]["prerelease"]["points"] == 0 and hygiene["value"] == pytest.approx(100 * 80 / 90)  # unrounded: the score rounds once
 
 
 @pytest.mark.parametrize("age,points", [(0, 25), (7, 25), (8, 22), (30, 22), (90, 18), (180, 12), (365, 6), (730, 2), (731, 0)])
@@ -84,7 +84,7 @@ def test_version_hygiene_semver_ratio_and_prereleases():
     hygiene = version_hygiene(facts)
     assert hygiene["signals"]["semver_ratio"]["value"] == 0.5 and hygiene["signals"]["semver_ratio"]["points"] == 17.5
     assert hygiene["signals"]["prerelease"]["points"] == 10 and hygiene["semver"] is False
-    assert hygiene["value"] == round(100 * (30 + 17.5 + 15 + 10) / 90)
+    assert hygiene["value"] == pytest.approx(100 * (30 + 17.5 + 15 + 10) / 90)
 
 
 def registry(**fields) -> RepositoryFacts:
@@ -101,7 +101,7 @@ def test_registry_history_is_scaled_over_what_a_registry_can_show():
     assert unmeasured == {"commit_count", "release_notes", "stars", "issue_backlog", "forks"}
     assert pulse["measured_max"] == 45
     # push recency 22 (20 days), 5 releases 6, newest release 20 days ago 10: 38 of 45
-    assert pulse["value"] == round(100 * 38 / 45)
+    assert pulse["value"] == pytest.approx(100 * 38 / 45)
     hygiene = version_hygiene(registry())
     assert not hygiene["signals"]["release_notes"]["measured"] and hygiene["measured_max"] == 75
     assert hygiene["value"] == 100 and hygiene["semver"] is True

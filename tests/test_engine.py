@@ -16,7 +16,7 @@ from pipeline.models import RubricInfo
 from pipeline.progress import Progress
 from pipeline.render import run_build
 from pipeline.score import methodology, registry, run_score
-from pipeline.score.engine import Dimension, Rubric, RuleSet, applied, evaluate, ratio, share, unmeasured, weighted_composite
+from pipeline.score.engine import Dimension, Rubric, RuleSet, applied, evaluate, ratio, share, shown, unmeasured, weighted_composite
 from pipeline.score.facts import Facts, gather_many
 
 FLEET = 240
@@ -145,3 +145,10 @@ def test_a_fifth_rubric_is_registered_scored_and_documented(fifth, tmp_path):
 
 def test_the_fifth_rubric_leaves_no_trace():
     assert "fifth" not in registry.names()
+
+
+@pytest.mark.parametrize("value,expected", [(65.85, 65.9), (65.84999999999999, 65.9), (84.96, 85.0), (85.04, 85.0), (12.25, 12.3), (0.05, 0.1),
+                                            (-0.0, 0.0), (100.0, 100.0), (None, None)])
+def test_a_score_is_shown_to_a_tenth_with_halves_rounded_up(value, expected):
+    # round(65.85, 1) is 65.8 (the float is 65.8499…); an independent recomputation rounds a half up, and so do we.
+    assert shown(value) == expected and (expected is None or str(shown(value)) == f"{expected:.1f}")

@@ -43,10 +43,11 @@ def _signal(points: float | None, maximum: int, value: Any) -> dict[str, Any]:
     return {"points": points, "max": maximum, "measured": points is not None, "value": value}
 
 
-def _total(signals: dict[str, dict[str, Any]]) -> int | None:
+def _total(signals: dict[str, dict[str, Any]]) -> float | None:
+    """The measured signals' points over their maxima, 0–100, unrounded: the score rounds once, at the end (deviation 59)."""
     measured = [s for s in signals.values() if s["measured"]]
     maximum = sum(s["max"] for s in measured)
-    return round(100 * sum(s["points"] for s in measured) / maximum) if maximum else None
+    return 100 * sum(s["points"] for s in measured) / maximum if maximum else None
 
 
 def maintenance_pulse(repository: RepositoryFacts | None, now: datetime) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ dimension is scored from the measured rules alone, or is pending when none was m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from pipeline.models import DimensionScore, FlagOutcome, RubricInfo, RuleOutcome, ScoreCard
@@ -340,5 +341,9 @@ def score(rubric: Rubric, facts: Facts) -> ScoreCard:
 
 
 def shown(value: float | None) -> float | None:
-    """A score as every page, badge and API shows it (and as it is stored and graded): to 0.1."""
-    return None if value is None else round(value, 1)
+    """A score as every page, badge and API shows it (and as it is stored and graded): to 0.1, a half rounded up as a person
+    would (65.85 → 65.9). Binary floats hold 65.85 as 65.8499…, which round() would take down; the value is first cut to
+    nine decimals, far below any rule's precision, so the arithmetic's last-bit noise never decides the digit (deviation 59)."""
+    if value is None:
+        return None
+    return float(Decimal(repr(round(value, 9))).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)) + 0.0  # never "-0.0"

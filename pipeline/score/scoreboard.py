@@ -344,7 +344,7 @@ def maintenance_pulse(facts: Facts) -> Outcome:
         return unmeasured("needs the history of its repository (pushes, commits, releases, stars) or of its published package "
                           "(versions and their dates); none could be read")
     pulse = metric(facts, "maintenance_pulse") or {}
-    factor, reason = _decay(facts, f"maintenance pulse {pulse['value']}/100")
+    factor, reason = _decay(facts, f"maintenance pulse {pulse['value']:.0f}/100")
     return percent(pulse["value"], reason, factor=factor, evidence=facts.analysis_ref)
 
 
@@ -377,7 +377,7 @@ def version_hygiene(facts: Facts) -> Outcome:
     if metric(facts, "version_hygiene") is None:
         return unmeasured("needs the releases and tags of its repository, or its package's published versions")
     hygiene = metric(facts, "version_hygiene") or {}
-    factor, reason = _decay(facts, f"version hygiene {hygiene['value']}/100")
+    factor, reason = _decay(facts, f"version hygiene {hygiene['value']:.0f}/100")
     return percent(hygiene["value"], reason, factor=factor, evidence=facts.analysis_ref)
 
 
