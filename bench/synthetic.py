@@ -119,13 +119,14 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
         for run in range(rng.choice([1, 1, 2, 3])):
             started = now - timedelta(days=run * 10 + rng.random())
             outcome = rng.choices(["ok", "auth_required", "timeout", "start_failed"], [80, 5, 10, 5])[0]
+            kind = "deep" if remote else "sandbox"  # as the pipeline records them: a package's runs are its sandbox runs
             ok = outcome == "ok"
             listed = tools if ok else None
             invocations = [{"tool": t["name"], "outcome": rng.choice(["ok", "ok", "ok", "is_error"]), "functional": rng.random() < 0.8, "ms": 120.0,
                             "detail": None}
                            for t in tools if t.get("annotations", {}).get("readOnlyHint")][:5] if ok else None
             evidence = {
-                "server_id": sid, "kind": "deep", "started_at": iso(started), "duration_ms": 900.0,
+                "server_id": sid, "kind": kind, "started_at": iso(started), "duration_ms": 900.0, "sandbox": None if remote else "bubblewrap",
                 "transport": "streamable-http" if remote else "stdio", "outcome": outcome, "detail": None if ok else outcome,
                 "era": rng.choice(["modern", "legacy"]) if ok else None,
                 "protocol_version": rng.choice(["2025-11-25", "2026-07-28", "2025-06-18"]) if ok else None,
@@ -141,7 +142,7 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
                          "html_setup_page": None} if remote else None,
                 "eras": None, "apps": None, "package_version": None, "stderr_tail": None,
             }
-            batch["probe_runs"].append({"server_id": sid, "run_id": None, "kind": "deep", "started_at": iso(started), "duration_ms": 900.0,
+            batch["probe_runs"].append({"server_id": sid, "run_id": None, "kind": kind, "started_at": iso(started), "duration_ms": 900.0,
                                         "transport": evidence["transport"], "outcome": outcome, "detail": evidence["detail"], "era": evidence["era"],
                                         "protocol_version": evidence["protocol_version"], "handshake": evidence["handshake"],
                                         "connect_ms": evidence["connect_ms"], "ping_ms": None, "tool_count": len(listed) if listed else None,
