@@ -104,8 +104,9 @@ def test_warning_flags():
               for t in listed for m, c in (("m1", 90), ("m2", 50))]
     facts.judgements = judged
     found, card = flags_of(facts)
-    assert {"sensitive_credentials", "high_config_demand", "no_source_code", "template_description", "duplicate_description",
+    assert {"sensitive_credentials", "high_config_demand", "template_description", "duplicate_description",
             "schema_drift", "stale_project", "outdated_spec", "ambiguous_schemas"} <= set(found)
+    assert "no_source_code" not in found  # a published package is a source link (deviation 57)
     assert "set_time" in found["schema_drift"].reason
     assert all(f.severity == "warning" and f.cap is None for f in found.values())
     assert card.composite == card.uncapped or card.uncapped is None  # warnings never cap
@@ -221,7 +222,8 @@ def test_the_fifteen_flags_are_registered():
 
     assert len(FLAGS) == 15 and len({f.name for f in FLAGS}) == 15
     assert {f.name: f.cap for f in FLAGS if f.cap is not None} == {
-        "dead_repository": 0, "archived_repository": 40, "staging_endpoint": 55, "exfiltration_risk": 25, "prompt_injection": 30}
+        "dead_repository": 0, "archived_repository": 40, "staging_endpoint": 55, "exfiltration_risk": 25, "prompt_injection": 30,
+        "no_source_code": 55}
 
 
 def test_protocol_components_fuzz_invocation_and_auth_bonus():

@@ -362,8 +362,10 @@ SEED_000_ROWS = [
     (SEED_000, "Ambiguous Schemas: 2+ tools with spread > 25", lambda: ambiguous(2), True),
     (SEED_000, "Ambiguous Schemas: one ambiguous tool is not enough", lambda: ambiguous(1), False),
     # Flags, caps and their grades
-    (SEED_000, "fifteen flags, five of them capping", lambda: {f.name: f.cap for f in FLAGS if f.cap is not None},
-     {"dead_repository": 0, "archived_repository": 40, "staging_endpoint": 55, "exfiltration_risk": 25, "prompt_injection": 30}),
+    (SEED_000, "fifteen flags, five capping as the caps table says, No Source Code at the mid-range (deviation 57)",
+     lambda: {f.name: f.cap for f in FLAGS if f.cap is not None},
+     {"dead_repository": 0, "archived_repository": 40, "staging_endpoint": 55, "exfiltration_risk": 25, "prompt_injection": 30,
+        "no_source_code": 55}),
     (SEED_000, "critical flags are the five of the caps table but Staging Endpoint (a warning with a cap)",
      lambda: sorted(f.name for f in FLAGS if f.severity == "critical"),
      ["archived_repository", "dead_repository", "exfiltration_risk", "prompt_injection"]),

@@ -16,6 +16,7 @@ from pipeline.judging import AMBIGUITY_SPREAD, judge_spread
 from pipeline.score.engine import Flag
 from pipeline.score.facts import Facts
 from pipeline.score.markers import critical_injection
+from pipeline.score.scoreboard_visibility import NO_SOURCE_CAP, no_source
 from pipeline.score.signals import env_vars, is_template_description, repository
 
 FLAGS: list[Flag] = []
@@ -53,9 +54,11 @@ def archived_repository(facts: Facts) -> str | None:
     return "the repository is archived" if repository(facts).get("archived") else None
 
 
-@flag("no_source_code", "No Source Code", "warning", "No repository URL or source link found")
+@flag("no_source_code", "No Source Code", "warning",
+      "No repository URL or source link found (a published package is a source link; a source with no code in it is none), "
+      "capped at the mid-range (deviation 57)", cap=NO_SOURCE_CAP)
 def no_source_code(facts: Facts) -> str | None:
-    return None if facts.server.repository else "no repository URL is known"
+    return no_source(facts)
 
 
 @flag("sensitive_credentials", "Sensitive Credentials", "warning", "3+ sensitive environment variables required")

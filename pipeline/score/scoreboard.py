@@ -16,7 +16,7 @@ from pipeline.score.flags import FLAGS
 from pipeline.score.inferred import LABEL, found_and_missing, inferred, places
 from pipeline.score.scoreboard_interpretability import INTERPRETABILITY_RULES
 from pipeline.score.scoreboard_security import SECURITY_RULES
-from pipeline.score.scoreboard_visibility import NO_SOURCE, from_assessed, monitored_remote, visibility, with_protocol_data
+from pipeline.score.scoreboard_visibility import from_assessed, monitored_remote, visibility, with_protocol_data
 from pipeline.score.signals import MIN_FAST_PROBES, MIN_P95_SAMPLES, has_p95, is_template_description, metric
 from pipeline.score.tools import ToolView, tool_views
 from pipeline.visibility import HEADLINE_RUBRIC
@@ -400,7 +400,7 @@ SCOREBOARD = Rubric(
     composite=composite,
     visibility=visibility,
     grades=GRADES,
-    flags=(*FLAGS, NO_SOURCE),
+    flags=tuple(FLAGS),
     badges=badges,
     extra=reach_status,
     decay=DECAY,

@@ -9,7 +9,6 @@ others), so a local server with static data only is Assessed 3/3 and a remote on
 from __future__ import annotations
 
 from pipeline.models import DimensionScore
-from pipeline.score.engine import Flag
 from pipeline.score.facts import Facts
 from pipeline.score.inferred import inferred
 from pipeline.score.signals import MIN_FAST_PROBES, has_package
@@ -85,7 +84,3 @@ def no_source(facts: Facts) -> str | None:
     else:
         what = "no repository or package is known: there is no source to analyse"
     return f"{what}: capped at {NO_SOURCE_CAP}, Limited visibility; publish the source so it can be analysed"
-
-
-NO_SOURCE = Flag("without_source", "Without Source", "warning", NO_SOURCE_CAP,
-                 "No source code: no repository or package, or none found in it (seed 000: cannot score above the mid-range)", no_source)
