@@ -85,6 +85,8 @@ def _bounds(text: str, spec: dict[str, Any]) -> list[str]:
     """The bounds the text states that the schema declares too (the same number)."""
     lows = {float(spec[k]) for k in LOWER if isinstance(spec.get(k), (int, float)) and not isinstance(spec.get(k), bool)}
     highs = {float(spec[k]) for k in UPPER if isinstance(spec.get(k), (int, float)) and not isinstance(spec.get(k), bool)}
+    if not lows and not highs:  # most arguments declare no bound: nothing the text could restate
+        return []
     found = [f"maximum {m.group(1)}" for m in BOUND["max"].finditer(text) if float(m.group(1)) in highs]
     found += [f"minimum {m.group(1)}" for m in BOUND["min"].finditer(text) if float(m.group(1)) in lows]
     for m in BOUND["range"].finditer(text):
