@@ -375,3 +375,32 @@ def pypi_url(path: str) -> str:
     if registries().pypi is None:
         pytest.skip("no PyPI index is configured here")
     return registries().pypi.rstrip("/") + "/" + path.lstrip("/")
+
+
+# A standard MIT LICENSE file, as repositories ship it.
+MIT_TEXT = """MIT License
+
+Copyright (c) 2025 Acme
+
+Permission is hereby granted, free of charge, to any person obtaining a copy
+of this software and associated documentation files (the "Software"), to deal
+in the Software without restriction, including without limitation the rights
+to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+copies of the Software, and to permit persons to whom the Software is
+furnished to do so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+"""
+
+# A server and a tool that meet every check of seed 001's review.
+FULL_INFO = {"name": "acme-orders", "title": "Acme Orders", "description": "Look up, track and summarise Acme customer orders for support agents.",
+             "version": "1.2.0", "websiteUrl": "https://acme.example", "icons": [{"src": "https://acme.example/i.svg", "mimeType": "image/svg+xml"}]}
+GOOD_TOOL = {
+    "name": "get_order", "title": "Look up an order",
+    "description": "Get one order by its ID. Use this when the user asks about a specific order; returns status, items and totals.",
+    "inputSchema": {"type": "object", "required": ["order_id"],
+                    "properties": {"order_id": {"type": "string", "description": "The order ID, as returned by `list_orders`."}}},
+    "outputSchema": {"type": "object", "properties": {"status": {"type": "string", "description": "Order status."}}},
+    "annotations": {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
+}

@@ -18,7 +18,7 @@ from pipeline.analyze.spec import spec_version
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.progress import Progress
-from tests.support import CATALOG_SIZE, NOW, quiet
+from tests.support import CATALOG_SIZE, MIT_TEXT, NOW, quiet
 
 
 @pytest.fixture
@@ -68,20 +68,6 @@ def test_license_clarity(manifest, value, kind):
     assert (result["value"], result["kind"]) == (value, kind)
 
 
-MIT_TEXT = """MIT License
-
-Copyright (c) 2025 Acme
-
-Permission is hereby granted, free of charge, to any person obtaining a copy
-of this software and associated documentation files (the "Software"), to deal
-in the Software without restriction, including without limitation the rights
-to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
-copies of the Software, and to permit persons to whom the Software is
-furnished to do so, subject to the following conditions:
-
-The above copyright notice and this permission notice shall be included in all
-copies or substantial portions of the Software.
-"""
 BSD3_TEXT = """Copyright (c) 2024, Acme. All rights reserved.
 Redistribution and use in source and binary forms, with or without modification, are permitted provided that ...
 3. Neither the name of the copyright holder nor the names of its contributors may be used to endorse ..."""

@@ -22,7 +22,7 @@ from pipeline.models import (
 from pipeline.score import outside_in, remote, review, scoreboard, tool_docs
 from pipeline.score.facts import Facts, Rollup, RunRow, Snapshot
 from pipeline.text import hidden_characters, injection_findings
-from tests.support import NOW, TOOL, analysis, dims, probe, server
+from tests.support import FULL_INFO, GOOD_TOOL, NOW, TOOL, analysis, dims, probe, server
 
 
 def remote_server(**fields):
@@ -291,16 +291,6 @@ def test_hidden_characters():
 # ---------------------------------------------------------------- review (seed 001)
 
 
-FULL_INFO = {"name": "acme-orders", "title": "Acme Orders", "description": "Look up, track and summarise Acme customer orders for support agents.",
-             "version": "1.2.0", "websiteUrl": "https://acme.example", "icons": [{"src": "https://acme.example/i.svg", "mimeType": "image/svg+xml"}]}
-GOOD_TOOL = {
-    "name": "get_order", "title": "Look up an order",
-    "description": "Get one order by its ID. Use this when the user asks about a specific order; returns status, items and totals.",
-    "inputSchema": {"type": "object", "required": ["order_id"],
-                    "properties": {"order_id": {"type": "string", "description": "The order ID, as returned by `list_orders`."}}},
-    "outputSchema": {"type": "object", "properties": {"status": {"type": "string", "description": "Order status."}}},
-    "annotations": {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
-}
 
 
 def review_facts(info=FULL_INFO, tools=(GOOD_TOOL,), instructions="Use get_order for order questions.", transport="stdio"):

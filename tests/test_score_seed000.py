@@ -22,23 +22,9 @@ from pipeline.judging import text_hash
 from pipeline.models import EnvVar, Judgement, Package, ScoreCard
 from pipeline.score import run_score, scoreboard
 from pipeline.score.facts import Facts, Rollup
-from tests.support import NOW, TOOL, ListSource, analysis, entry, probe, quiet, server
+from tests.support import MIT_TEXT, NOW, TOOL, ListSource, analysis, entry, probe, quiet, server
 
 REMOTE = dict(launch=None, transport="streamable-http", remote_url="https://mcp.example.com/mcp")
-MIT_TEXT = """MIT License
-
-Copyright (c) 2025 Acme
-
-Permission is hereby granted, free of charge, to any person obtaining a copy
-of this software and associated documentation files (the "Software"), to deal
-in the Software without restriction, including without limitation the rights
-to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
-copies of the Software, and to permit persons to whom the Software is
-furnished to do so, subject to the following conditions:
-
-The above copyright notice and this permission notice shall be included in all
-copies or substantial portions of the Software.
-"""
 
 
 def card_of(facts: Facts) -> ScoreCard:

@@ -36,7 +36,7 @@ from pipeline.score.badges import BADGE_GROUPS
 from pipeline.score.facts import Facts, Rollup, RunRow, Snapshot
 from pipeline.score.flags import FLAGS
 from pipeline.store.scores import SCORE_DROP_ALERT
-from tests.support import NOW, TOOL, analysis, probe, server
+from tests.support import FULL_INFO, GOOD_TOOL, NOW, TOOL, analysis, probe, server
 
 SEED_000, SEED_001, SEED_003, SEED_004 = "seed 000", "seed 001", "seed 003", "seed 004"
 
@@ -419,16 +419,6 @@ SEED_000_ROWS = [
 
 # ---------------------------------------------------------------- seed 001 (review)
 
-FULL_INFO = {"name": "acme-orders", "title": "Acme Orders", "description": "Look up, track and summarise Acme customer orders for support agents.",
-             "version": "1.2.0", "websiteUrl": "https://acme.example", "icons": [{"src": "https://acme.example/i.svg", "mimeType": "image/svg+xml"}]}
-GOOD_TOOL = {
-    "name": "get_order", "title": "Look up an order",
-    "description": "Get one order by its ID. Use this when the user asks about a specific order; returns status, items and totals.",
-    "inputSchema": {"type": "object", "required": ["order_id"],
-                    "properties": {"order_id": {"type": "string", "description": "The order ID, as returned by `list_orders`."}}},
-    "outputSchema": {"type": "object", "properties": {"status": {"type": "string", "description": "Order status."}}},
-    "annotations": {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False},
-}
 
 
 def review_facts(info=FULL_INFO, tools=(GOOD_TOOL,), instructions="Use get_order for order questions.") -> Facts:
