@@ -490,6 +490,17 @@ def test_remote_stability_ramp_and_penalties():
     assert next(r.points for r in remote.REMOTE.score(added_auth).rules if r.rule == "stability") == 100
 
 
+def test_remote_is_not_scored_from_history_while_its_endpoint_is_unread():
+    """A failed probe that does not stand yet reads nothing: stability from old captures alone gives no card ("100.0, 1/7")."""
+    history = [Snapshot(NOW - timedelta(days=40), "a", [GOOD_TOOL])]
+    failed = Facts(server=remote_server(), now=NOW, probe=probe(outcome=ProbeOutcome.timeout), snapshots=history)
+    card = remote.REMOTE.score(failed)
+    assert any(d.name == "stability" and d.status == "scored" for d in card.dimensions)
+    assert card.composite is None and card.visibility == "unscored"
+    answered = remote.REMOTE.score(Facts(server=remote_server(), now=NOW, probe=probe(tools=[GOOD_TOOL]), snapshots=history))
+    assert answered.composite is not None and answered.visibility == "scored"
+
+
 def test_remote_annotation_gap_and_token_budget():
     tools = [{"name": "delete_order", "description": "Delete an order.", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": True}},
              {"name": "updateStatus", "description": "Change status.", "inputSchema": {"type": "object"}},

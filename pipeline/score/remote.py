@@ -381,7 +381,10 @@ def stability(facts: Facts) -> Outcome:
 
 
 def composite(facts: Facts, dimensions: list[DimensionScore]) -> float | None:
-    """Fixed category weights, renormalised over the categories scored."""
+    """Fixed category weights, renormalised over the categories scored; none until the endpoint's transport was measured
+    (an endpoint no probe has read is not scored from its history alone: "100.0, 1/7" said nothing of it)."""
+    if not any(d.name == "transport" and d.status == "scored" for d in dimensions):
+        return None
     return weighted_composite(dimensions, {d.name: d.weight for d in DIMENSIONS})
 
 
