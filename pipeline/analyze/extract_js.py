@@ -234,7 +234,16 @@ def _wrapper_call(source: Source, args: list[tuple], at: int) -> list[tuple[str,
     while rest and (text := string_value(source, rest[0], at)) is not None:
         strings.append(text)
         rest = rest[1:]
-    schema = None
+    schema, _ = _schema_argument(source, rest, at)
+    if schema is None or not any(node[0] == "func" for node in rest):
+        return []
+    return [(name, strings[-1] if strings else None, schema)]
+
+
+def _schema_argument(source: Source, rest: list[tuple], at: int) -> tuple[dict | None, bool]:
+    """The first argument before the handler that converts to an input schema (annotation objects skipped), and whether an
+    argument there could not be read (imported, computed): then the schema is unknown, not empty."""
+    unreadable = False
     for node in rest:
         node = deref(source, node, at)
         if node[0] == "func":
@@ -243,10 +252,9 @@ def _wrapper_call(source: Source, args: list[tuple], at: int) -> list[tuple[str,
             continue
         schema = input_schema(source, node, at)
         if schema is not None:
-            break
-    if schema is None or not any(node[0] == "func" for node in rest):
-        return []
-    return [(name, strings[-1] if strings else None, schema)]
+            return schema, unreadable
+        unreadable = True
+    return None, unreadable
 
 
 def _enclosing_brackets(source: Source) -> list[int]:
@@ -273,17 +281,9 @@ def _tool_call(source: Source, args: list[tuple], at: int) -> tuple[str, str | N
     rest = args[1:]
     if rest and (text := string_value(source, rest[0], at)) is not None:
         description, rest = text, rest[1:]
-    schema: dict = {"type": "object", "properties": {}}  # the SDK's own for a tool without parameters
-    for node in rest:
-        node = deref(source, node, at)
-        if node[0] == "func":
-            break
-        if node[0] == "obj" and node[1] and set(node[1]) <= ANNOTATION_KEYS:
-            continue
-        converted = input_schema(source, node, at)
-        if converted is not None:
-            return name, description, converted
-        schema = {}  # an argument we cannot read (imported, computed): the schema is unknown, not empty
+    schema, unreadable = _schema_argument(source, rest, at)
+    if schema is None:  # the SDK's own schema for a tool without parameters; unknown when an argument could not be read
+        schema = {} if unreadable else {"type": "object", "properties": {}}
     return name, description, schema
 
 
