@@ -22,7 +22,7 @@ from pipeline.analyze import analyze_server
 from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.config import Settings
 from pipeline.judge import OfflineJudge, run_judge
-from pipeline.models import AnalysisResult, CatalogEntry, ProbeOutcome, ProbeResult, ScoreCard, Server, ServerFields, SourceRecord
+from pipeline.models import AnalysisResult, CatalogEntry, ProbeOutcome, ProbeResult, ScoreCard, Server, ServerFields, SourceRecord, cap_advice
 from pipeline.net import target_kinds
 from pipeline.probe import probe_limits
 from pipeline.probe.deep import deep_probe
@@ -241,7 +241,7 @@ def unmeasured_rules(cards: list[ScoreCard]) -> dict[str, list[tuple[str, str]]]
 
 def caps(card: ScoreCard) -> list[str]:
     """Every flag standing on the card that caps its score, with the cap: the first thing to fix."""
-    return [f"flag {f.label} caps this score at {f.cap:g} while it stands: {f.reason}" for f in card.flags if f.cap is not None]
+    return [f"flag {cap_advice(f.label, f.cap, f.reason)}" for f in card.flags if f.cap is not None]
 
 
 def render_text(probe: ProbeResult, cards: list[ScoreCard], source: bool = False) -> str:

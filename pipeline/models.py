@@ -450,6 +450,11 @@ class FlagOutcome:
     cap: float | None = None
 
 
+def cap_advice(label: str, cap: float, reason: str) -> str:
+    """A standing flag's cap as "how to gain points" names it first, on the page and in `check` alike."""
+    return f"{label} caps this score at {cap:g} while it stands: {reason}"
+
+
 @dataclass
 class ScoreCard:
     """One server under one rubric: the composite, its dimensions, every rule's outcome, flags and badges."""

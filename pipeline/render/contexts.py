@@ -11,7 +11,7 @@ from typing import Any
 from pydantic_core import from_json  # several times faster than json.loads on 25,000 cards
 
 from pipeline import ENGINE_VERSION
-from pipeline.models import Judgement, ProbeResult, RubricInfo, Server
+from pipeline.models import Judgement, ProbeResult, RubricInfo, Server, cap_advice
 from pipeline.outcomes import sandbox_caused
 from pipeline.render.badges import embed_snippets
 from pipeline.render.evidence import protocol, reliability, schema_drift, tool_rows
@@ -124,7 +124,7 @@ def _headline_score(card: dict[str, Any] | None, rules: list[dict[str, Any]]) ->
         rules_version=card["rules_version"] if card else None, badges=from_json(card["badges"]) if card else [],
         flags=flags, dimensions=_with_rules(from_json(card["dimensions"]), rules) if card else [],
         how_to_gain=gains,
-        caps=[f"{f['label']} caps this score at {f['cap']:g} while it stands: {f['reason']}" for f in flags if f.get("cap") is not None],
+        caps=[cap_advice(f["label"], f["cap"], f["reason"]) for f in flags if f.get("cap") is not None],
     )
 
 
