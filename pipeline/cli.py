@@ -24,6 +24,7 @@ from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
 from pipeline.judge import OfflineJudge, run_judge
+from pipeline.listing_only import listing_only
 from pipeline.models import ProbeResult, StageReport
 from pipeline.net import LOOPBACK, PRIVATE, Reach, resolves_public
 from pipeline.probe import run_probe
@@ -199,6 +200,18 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
 
     import httpx
 
+    directories = directories or {}
+    # A listing-only server (deviation 75) has no source to fetch, so none is tried and no failure recorded; a directory
+    # given for it here is a source.
+    examined = [s for s in servers if s.id in directories or not listing_only(s)]
+
+    def analysed(_: int) -> StageReport:
+        report = run_analyze(db, servers=fetch_order(examined), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
+                             previous=lambda server_id: _latest_analysis(db, server_id), resolve=resolves_public if settings.analyze_dns else None)
+        if len(examined) < len(servers):
+            report.counts["listing_only"] = len(servers) - len(examined)
+        return report
+
     timeout = httpx.Timeout(30.0, connect=settings.analyze_connect_timeout)
     limits = httpx.Limits(max_connections=2 * settings.analyze_concurrency)
     # No proxies from the environment; the system's trust store (OpenSSL's default paths) for TLS.
@@ -209,9 +222,7 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
             installed=InstalledPackageFetcher(settings.cache_dir),
             directories=directories,
         )
-        _stage(db, "analyze", args or {}, lambda _: run_analyze(
-            db, servers=fetch_order(servers), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
-            previous=lambda server_id: _latest_analysis(db, server_id), resolve=resolves_public if settings.analyze_dns else None))
+        _stage(db, "analyze", args or {}, analysed)
 
 
 def _archive_fetcher(client, settings: Settings) -> PackageArchiveFetcher:

@@ -20,6 +20,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.judge.offline import OfflineJudge
 from pipeline.judging import text_hash
+from pipeline.listing_only import listing_only
 from pipeline.models import Judgement, Server, StageReport
 from pipeline.progress import Progress
 from pipeline.visibility import HEADLINE_RUBRIC, at_least_assessed
@@ -46,6 +47,10 @@ def run_judge(
     tiers = store.visibilities(db, [s.id for s in servers], HEADLINE_RUBRIC)
     try:
         for server in servers:
+            if listing_only(server):  # deviation 75: no tools could ever be captured
+                report.counts["listing_only"] = report.counts.get("listing_only", 0) + 1
+                progress.step(server.id, "not judged: listing only")
+                continue
             if server.is_local and not at_least_assessed(tiers.get(server.id)):
                 report.counts["below_assessed"] += 1
                 progress.step(server.id, f"not judged: visibility {tiers.get(server.id, 'not scored yet')}, Assessed needed")

@@ -19,6 +19,7 @@ from pipeline import store
 from pipeline.config import Settings
 from pipeline.http_headers import retry_after
 from pipeline.identity import is_public_endpoint, remote_key
+from pipeline.listing_only import listing_only
 from pipeline.models import ProbeOutcome, ProbeResult, Server, StageReport
 from pipeline.net import LOOPBACK
 from pipeline.probe.budget import Budget
@@ -53,7 +54,12 @@ def run_probe(
     started = time.monotonic()
     stage = "probe" if kind == "deep" else "monitor"
     report = StageReport(stage=stage)
-    servers, origins = _from_analyses(db, servers)
+    # A listing-only server (deviation 75) has nothing to start or reach, and no analysis of it to find a way in: it is
+    # passed over before any is read, and counted apart from servers whose listed ways in cannot be used.
+    measurable = [s for s in servers if not listing_only(s)]
+    if len(measurable) < len(servers):
+        report.counts["listing_only"] = len(servers) - len(measurable)
+    servers, origins = _from_analyses(db, measurable)
     if origins:
         report.counts["from_analysis"] = len(origins)
     # A catalog entry with no package we can start and no public remote endpoint cannot be met

@@ -19,6 +19,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.assets import TEMPLATES
 from pipeline.collector import without_cyclic_gc
+from pipeline.listing_only import listing_only
 from pipeline.models import RubricInfo, StageReport
 from pipeline.render.executors import Executor, ForkPool, Serial
 from pipeline.render.fingerprints import Fingerprints, code_fingerprint
@@ -49,7 +50,7 @@ def run_build(
         laps("load")
         plan = plan_site(site, rubrics, now)
         fingerprints = Fingerprints(site_dir, code_fingerprint(TEMPLATES, site_url, datasette_url), writer.existing)
-        todo = _keep_unchanged(writer, fingerprints, page_inputs(site, rubrics, now))
+        todo = _keep_unchanged(writer, fingerprints, page_inputs(site, rubrics, now), {s.id for s in site.servers if listing_only(s)})
         laps("plan")
         renderer = Renderer(site_dir, database, rubrics, {server.id: server for server in site.servers}, plan.boards, fingerprints, now, site_url,
                             f"{datasette_url.rstrip('/')}/{Path(database).stem}")
@@ -68,11 +69,14 @@ def run_build(
                        phases=laps.phases)
 
 
-def _keep_unchanged(writer: SiteWriter, fingerprints: Fingerprints, pages: Iterable[tuple[str, list[Any]]]) -> list[str]:
-    """Keep each server's files whose inputs have not changed since the last build; return the servers to render."""
+def _keep_unchanged(writer: SiteWriter, fingerprints: Fingerprints, pages: Iterable[tuple[str, list[Any]]], listed: set[str]) -> list[str]:
+    """Keep each server's files whose inputs have not changed since the last build; return the servers to render. A
+    listing-only server (`listed`) has a page and its JSON, and no badge."""
     todo = []
     for server_id, inputs in pages:
-        outputs = [f"servers/{server_id}.html", f"api/servers/{server_id}.json", f"badge/{server_id}.svg", f"badge/{server_id}.json"]
+        outputs = [f"servers/{server_id}.html", f"api/servers/{server_id}.json"]
+        if server_id not in listed:
+            outputs += [f"badge/{server_id}.svg", f"badge/{server_id}.json"]
         if fingerprints.unchanged(outputs[0], inputs, outputs):
             optional = [f"servers/{server_id}.trend.svg", f"servers/{server_id}.reliability.svg"]
             for path in outputs + [p for p in optional if p in writer.existing]:

@@ -41,7 +41,10 @@ class LeaderboardRow(TypedDict):
     probe_outcome: str
     flags: list[FlagLabel]
     last_scored_at: str | None
-    rank: Annotated[int, Field(ge=1)]
+    listing_only: Annotated[bool, Field(description="a listing names it but no repository, package or remote endpoint: nothing measured "
+                                                    "(methodology deviation 75); such rows have no card and no rank")]
+    sources: Annotated[list[str], Field(description="the sources listing it")]
+    rank: Annotated[int, Field(ge=1)] | None
 
 
 class BoardRow(TypedDict):
@@ -115,6 +118,8 @@ class Board(TypedDict):
     categories: list[Category]
     category: str | None
     tiers: bool
+    filters: list[tuple[str, str]]
+    listing_only: int  # listing-only servers this board leaves out (its category's, on a category board), shown as a count and a link
     engine_version: str
 
 

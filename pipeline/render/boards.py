@@ -7,20 +7,23 @@ from typing import Any
 
 from pydantic_core import from_json  # several times faster than json.loads on 25,000 cards
 
+from pipeline.listing_only import listing_only
 from pipeline.models import RubricInfo, Server
 from pipeline.render.board_pages import BoardPage, BoardRow, Category, Change, Column, LeaderboardRow
 from pipeline.render.values import VISIBILITY_ICONS, VISIBILITY_ORDER
 
 
 def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], probes: dict[str, dict[str, Any]]) -> list[LeaderboardRow]:
-    """One row per active server, ordered by visibility tier, then composite, then id.
+    """One row per active server, ordered by visibility tier, then composite, then id; listing-only servers (deviation 75)
+    last and unranked: nothing of theirs was measured, so they have no place in a ranking.
 
     `probes` holds each server's latest probe summary (era, protocol_version, tool_count, outcome). The probe column says
     "unreachable from here (1 attempt)" where the card says the failures to reach the server do not stand yet.
     """
     rows = []
     for server in servers:
-        card = scores.get(server.id) or {}
+        listed = listing_only(server)
+        card = {} if listed else scores.get(server.id) or {}
         probe = probes.get(server.id)
         visibility = card.get("visibility") or "unscored"
         flags = from_json(card.get("flags") or "[]")
@@ -44,11 +47,14 @@ def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], p
                 "probe_outcome": reach or (probe["outcome"] if probe else "not probed"),
                 "flags": [{"label": f["label"], "severity": f["severity"]} for f in flags],
                 "last_scored_at": card.get("scored_at"),
+                "listing_only": listed,
+                "sources": server.sources,
             }
         )
-    rows.sort(key=lambda r: (VISIBILITY_ORDER.index(r["visibility"]), -(r["composite"] if r["composite"] is not None else -1), r["id"]))
+    rows.sort(key=lambda r: (r["listing_only"], VISIBILITY_ORDER.index(r["visibility"]), -(r["composite"] if r["composite"] is not None else -1),
+                             r["id"]))
     for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank
+        row["rank"] = None if row["listing_only"] else rank
     return rows
 
 
@@ -82,6 +88,12 @@ HEADLINE_COLUMNS = [
     _column("grade", "Grade", "grade"), _column("visibility", "Visibility", "visibility"), _column("category", "Category"),
     _column("transport", "Transport"), _column("era", "Era"), _column("tool_count", "Tools", "num"), _column("probe_outcome", "Probe"),
 ]
+LISTED_BOARD = "listed"  # the board of listing-only servers, at listed/
+LISTED_INTRO = ("Servers a listing names without a source repository, a published package or a remote endpoint: there is nothing to "
+                "analyse, start or probe, so they have no score, no grade and no rank. Each page says what the listings say. "
+                "Left off the leaderboard and its categories.")
+# The listed-only board: what the listings say, nothing measured (no score, grade or probe column).
+LISTED_COLUMNS = [_column("name", "Server", "server"), _column("category", "Category"), _column("sources", "Listed by", "list")]
 _RUBRIC_COLUMNS = [_column("rank", "#", "num"), _column("name", "Server", "server"), _column("composite", "Score", "score"),
                    _column("grade", "Grade", "grade"), _column("visibility", "Coverage")]
 
@@ -95,6 +107,7 @@ def rubric_columns(rubric: RubricInfo) -> list[Column]:
 PAGE_SIZE = 100
 FILTERS = [("category", "Category"), ("platform", "Platform"), ("transport", "Transport"), ("grade", "Grade"), ("era", "Protocol era"),
            ("flag", "Flags")]
+LISTED_FILTERS = [("category", "Category"), ("platform", "Platform"), ("source", "Listed by")]
 
 
 def cell(row: dict[str, Any], key: str) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 from pydantic_core import from_json  # several times faster than json.loads on 25,000 cards
 
 from pipeline import ENGINE_VERSION
+from pipeline.listing_only import NOT_MEASURED, listing_only
 from pipeline.models import Judgement, ProbeResult, RubricInfo, Server, cap_advice
 from pipeline.outcomes import sandbox_caused
 from pipeline.render.badges import embed_snippets
@@ -97,7 +98,8 @@ def rubric_section(rubric: RubricInfo, card: dict[str, Any]) -> RubricSection:
 
 def _server_facts(server: Server, observed: Observed) -> ServerFacts:
     return ServerFacts.model_construct(
-        id=server.id, name=server.name, description=server.description, transport=server.transport, repository=repository_url(server),
+        id=server.id, name=server.name, description=server.description, category=server.category, platforms=server.platforms,
+        transport=server.transport, repository=repository_url(server),
         homepage=safe_url(server.homepage), remote_url=server.remote_url,
         package=f"{server.launch.registry}: {server.launch.package}" if server.launch else None, sources=server.sources,
         external_links={k: v for k, v in server.external_links.items() if safe_url(v)}, verified_publisher=server.verified_publisher,
@@ -106,6 +108,7 @@ def _server_facts(server: Server, observed: Observed) -> ServerFacts:
         remotes=[{"transport": r.transport, "url": r.url, "auth_headers": r.auth_headers} for r in server.remotes],
         popularity=popularity(server.metrics), source_categories=server.source_categories, provenance=provenance_rows(server.provenance),
         listings=observed_listings(observed, server.sources), first_seen_at=server.first_seen_at.isoformat(), is_active=server.is_active,
+        listing_only=listing_only(server),
     )
 
 
@@ -157,7 +160,12 @@ def server_page(
     site_url: str,
     rows_url: str,
 ) -> ServerPage:
-    """A server page: its headline card (`card`), the other rubrics' cards in the rubrics' order, and what was observed."""
+    """A server page: its headline card (`card`), the other rubrics' cards in the rubrics' order, and what was observed.
+
+    A listing-only server's page (deviation 75) is what its listings say and why nothing could be measured: no card, no
+    badge, and none of the evidence sections (stored evidence from when a listing still named a way in is not current)."""
+    if listing_only(server):
+        return _listed_page(server, observed, rows_url)
     rules = from_json(card["rules"]) if card else []
     result = probe[1] if probe else None
     sections = [rubric_section(rubric, other_cards[rubric.name]) for rubric in rubrics if rubric.name in other_cards]
@@ -183,7 +191,18 @@ def server_page(
         last_scored_at=scored_at,
         score_age_days=_score_age_days(scored_at, now),
         engine_version=ENGINE_VERSION,
+        not_measured=None,
         embed=embed_snippets(site_url, server.id),
+        datasette={"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
+                   "scores": f"{rows_url}/scores?server_id={server.id}"},
+    )
+
+
+def _listed_page(server: Server, observed: Observed, rows_url: str) -> ServerPage:
+    return ServerPage.model_construct(
+        server=_server_facts(server, observed), not_measured=NOT_MEASURED, score=None, probe=None, tools=[],
+        schema_drift={"source_vs_runtime": None, "changes": []}, protocol=None, reliability=None, other_rubrics=[], analysis=None,
+        source=None, history=[], trend_chart=False, last_scored_at=None, score_age_days=None, engine_version=ENGINE_VERSION, embed=None,
         datasette={"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
                    "scores": f"{rows_url}/scores?server_id={server.id}"},
     )

@@ -9,7 +9,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from pipeline.assets import TEMPLATES
 from pipeline.clean import isolate_bidi
 from pipeline.models import RubricInfo
-from pipeline.render.boards import FILTERS, cell
+from pipeline.render.boards import LISTED_BOARD, cell
 from pipeline.render.values import VISIBILITY_ICONS
 
 
@@ -51,5 +51,5 @@ def environment(rubrics: Sequence[RubricInfo]) -> Environment:
     # (a server page has about 85 rule rows, and filter calls are most of their cost).
     env.filters["points"] = lambda r: f"{r['points']:.1f} / {r['max_points']:.0f}" if r["measured"] else "not measured"
     env.filters["words"] = lambda name: name.replace("_", " ")
-    env.globals.update(cell=cell, icons=VISIBILITY_ICONS, filters=FILTERS, boards=[r for r in rubrics if not r.headline])
+    env.globals.update(cell=cell, icons=VISIBILITY_ICONS, listed_board=LISTED_BOARD, boards=[r for r in rubrics if not r.headline])
     return env

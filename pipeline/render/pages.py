@@ -113,6 +113,8 @@ class ServerFacts(Context):
     id: str
     name: str
     description: str | None
+    category: str = Field(description="seed 000 category")
+    platforms: list[str]
     transport: Transport
     repository: str | None
     homepage: str | None
@@ -130,6 +132,8 @@ class ServerFacts(Context):
     listings: list[Listing] = Field(description="the sources listing the server, when each first listed it and last changed its record")
     first_seen_at: str
     is_active: bool
+    listing_only: bool = Field(description="a listing names it, but no repository, package or remote endpoint: nothing could be measured "
+                                           "(methodology deviation 75)")
 
 
 class Check(TypedDict):
@@ -268,7 +272,8 @@ class ServerPage(Context):
     model_config = ConfigDict(title="MCP Scoreboard server (api/servers/<id>.json): everything its page shows")
 
     server: ServerFacts
-    score: HeadlineScore
+    not_measured: str | None = Field(description="why nothing of a listing-only server could be measured; null for every other server")
+    score: HeadlineScore | None = Field(description="the headline card; null for a listing-only server, which has none")
     probe: ProbeSeen | None
     tools: list[Tool]
     schema_drift: SchemaDrift
@@ -282,5 +287,5 @@ class ServerPage(Context):
     last_scored_at: str | None
     score_age_days: Annotated[int, Field(ge=0)] | None
     engine_version: str
-    embed: Embed
+    embed: Embed | None = Field(description="badge snippets; null for a listing-only server, which has no badge")
     datasette: DatasetteLinks

@@ -12,7 +12,19 @@ from pydantic import BaseModel
 from pipeline import ENGINE_VERSION
 from pipeline.models import RubricInfo
 from pipeline.render.board_pages import Board, BoardFile, Change, ChangesFile, LeaderboardRow, ServersFile
-from pipeline.render.boards import HEADLINE_COLUMNS, board_rows, categories, leaderboard_rows, rubric_columns, score_changes
+from pipeline.render.boards import (
+    FILTERS,
+    HEADLINE_COLUMNS,
+    LISTED_BOARD,
+    LISTED_COLUMNS,
+    LISTED_FILTERS,
+    LISTED_INTRO,
+    board_rows,
+    categories,
+    leaderboard_rows,
+    rubric_columns,
+    score_changes,
+)
 from pipeline.render.load import SiteInputs
 
 
@@ -68,12 +80,23 @@ def page_inputs(site: SiteInputs, rubrics: Sequence[RubricInfo], now: datetime) 
 def _boards(site: SiteInputs, headline: RubricInfo, others: list[RubricInfo], rows: list[LeaderboardRow]) -> tuple[list[BoardJob], dict]:
     """Every board to pre-render (headline, one per category, one per other rubric), and each other rubric's rows for its JSON."""
     base = {"engine_version": ENGINE_VERSION}
-    present = categories(rows)
-    common = {"board": headline.name, "intro": headline.intro, "columns": HEADLINE_COLUMNS, "categories": present, "tiers": True, **base}
-    jobs = [BoardJob("", rows, {**common, "title": headline.title, "category": None})]  # type: ignore[typeddict-item]
+    # Listing-only servers (deviation 75) are left off the ranked boards, which say how many and link to their own board.
+    measured = [r for r in rows if not r["listing_only"]]
+    listed = [r for r in rows if r["listing_only"]]
+    listed_in: dict[str, int] = {}
+    for row in listed:
+        listed_in[row["category"]] = listed_in.get(row["category"], 0) + 1
+    present = categories(measured)
+    common = {"board": headline.name, "intro": headline.intro, "columns": HEADLINE_COLUMNS, "categories": present, "tiers": True,
+              "filters": FILTERS, **base}
+    jobs = [BoardJob("", measured, {**common, "title": headline.title, "category": None, "listing_only": len(listed)})]  # type: ignore[typeddict-item]
     for found in present:
-        jobs.append(BoardJob(f"category/{found['slug']}/", [r for r in rows if r["category"] == found["name"]],
-                             {**common, "title": f"{found['name']} servers", "category": found["name"]}))  # type: ignore[typeddict-item]
+        jobs.append(BoardJob(f"category/{found['slug']}/", [r for r in measured if r["category"] == found["name"]],
+                             {**common, "title": f"{found['name']} servers", "category": found["name"],
+                              "listing_only": listed_in.get(found["name"], 0)}))  # type: ignore[typeddict-item]
+    jobs.append(BoardJob(f"{LISTED_BOARD}/", listed, {"board": LISTED_BOARD, "title": "Listed only: nothing measured", "intro": LISTED_INTRO,
+                                                      "columns": LISTED_COLUMNS, "categories": [], "category": None, "tiers": False,
+                                                      "filters": LISTED_FILTERS, "listing_only": 0, **base}))  # type: ignore[typeddict-item]
     by_id = {row["id"]: row for row in rows}
     rubric_rows = {}
     for rubric in others:
@@ -81,5 +104,5 @@ def _boards(site: SiteInputs, headline: RubricInfo, others: list[RubricInfo], ro
         shown = [{**by_id[row["id"]], **row} for row in rubric_rows[rubric.name]]  # description and filter fields come from the index
         jobs.append(BoardJob(f"{rubric.name}/", shown, {"board": rubric.name, "title": rubric.title, "intro": rubric.intro,
                                                          "columns": rubric_columns(rubric), "categories": [], "category": None,
-                                                         "tiers": False, **base}))  # type: ignore[typeddict-item]
+                                                         "tiers": False, "filters": FILTERS, "listing_only": 0, **base}))  # type: ignore[typeddict-item]
     return jobs, rubric_rows

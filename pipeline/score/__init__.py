@@ -13,6 +13,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.collector import without_cyclic_gc
 from pipeline.lifetime import die_with_parent
+from pipeline.listing_only import listing_only
 from pipeline.models import ScoreCard, Server, StageReport
 from pipeline.progress import Progress
 from pipeline.score import registry
@@ -89,8 +90,14 @@ def run_score(
 ) -> StageReport:
     started = time.monotonic()
     report = StageReport(stage="score")
+    # A listing-only server has nothing to score (deviation 75): no cards, not even "unscored" ones; cards from before,
+    # when a listing still named something to examine, go too, so no page or board shows them as current.
+    listed = [s.id for s in servers if listing_only(s)]
+    if listed:
+        servers = [s for s in servers if not listing_only(s)]
+        store.drop_cards(db, listed)
     progress = progress or Progress("score", len(servers))
-    report.counts = {"scored": 0, "alerts": 0, "graded": 0}
+    report.counts = {"scored": 0, "alerts": 0, "graded": 0, "listing_only": len(listed)}
     workers = workers if workers is not None else (os.cpu_count() or 1)
     pending: list[store.CardRow] = []
 

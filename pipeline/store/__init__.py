@@ -40,13 +40,13 @@ from pipeline.store.evidence import (
 from pipeline.store.pages import page_evidence, page_evidence_stamps
 from pipeline.store.refusals import WriteRefused
 from pipeline.store.runs import fail_run, finish_run, start_run
-from pipeline.store.scores import CardRow, card_row, load_scores, score_cards, score_changes, visibilities, write_card_rows
+from pipeline.store.scores import CardRow, card_row, drop_cards, load_scores, score_cards, score_changes, visibilities, write_card_rows
 from pipeline.store.scoring import ScoringEvidence, duplicate_descriptions, scoring_evidence
 
 __all__ = [
     "CardRow", "CatalogPlan", "CatalogState", "ScoreboardDatabaseError", "ScoringEvidence", "WriteRefused", "active_servers",
     "apply_catalog_plan",
-    "card_row", "catalog_state", "classification_of", "cleaned_json", "content_hash", "database_path", "delist", "dumps",
+    "card_row", "catalog_state", "classification_of", "cleaned_json", "content_hash", "database_path", "delist", "drop_cards", "dumps",
     "duplicate_descriptions", "fail_run", "finish_run", "in_chunks", "iso", "judged_hashes", "latest_analyses", "latest_analysis_ids",
     "latest_probe", "latest_probe_summaries", "latest_probes", "load_scores", "open_db", "packages_due_for_downloads", "page_evidence",
     "page_evidence_stamps", "parse_iso", "rate_limited_until", "record_analysis", "record_probe", "record_problems", "repo_aliases",

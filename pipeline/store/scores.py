@@ -125,6 +125,15 @@ def _write_cards(db: Database, rows: list[CardRow], alerts: list[tuple]) -> None
     )
 
 
+def drop_cards(db: Database, server_ids: list[str]) -> int:
+    """Remove the current cards of servers no longer scored (their score history stays: it is what was shown then)."""
+    dropped = 0
+    with db.atomic():
+        for chunk, marks in in_chunks(server_ids):
+            dropped += db.execute(f"delete from scores where server_id in ({marks})", list(chunk)).rowcount
+    return dropped
+
+
 SCORE_SUMMARY = "server_id, rubric, composite, grade, visibility, dimension_indicator, rules_version, scored_at, extra, flags"
 
 

@@ -13,10 +13,11 @@
   var category = table.getAttribute("data-category") || "";
   var prerendered = parseInt(table.getAttribute("data-page"), 10) || 1;  // this pre-rendered page's number
   var PAGE = 100;
-  var FILTERS = [
-    ["category", "Category"], ["platform", "Platform"], ["transport", "Transport"],
-    ["grade", "Grade"], ["era", "Protocol era"], ["flag", "Flags"]
-  ];
+  var LISTED = "listed";  // the board of listing-only servers (methodology deviation 75)
+  // The filters this board offers are the selects its page rendered (the listed-only board has fewer).
+  var FILTERS = Array.prototype.map.call(document.querySelectorAll("form.board-controls select"), function (s) {
+    return [s.name, s.getAttribute("aria-label")];
+  });
   var TIERS = { complete: "◉", verified: "◎", assessed: "◐", limited: "◔", unscored: "○" };
 
   // Text with bidi controls is wrapped in an isolate (FSI ... PDI) with a stray PDI dropped and open isolates
@@ -37,6 +38,7 @@
   }
   function values(row, name) {
     if (name === "platform") return row.platforms || [];
+    if (name === "source") return row.sources || [];
     if (name === "flag") {
       var flags = row.flags || [];
       var out = flags.map(function (f) { return f.label; });
@@ -60,7 +62,7 @@
   }
 
   var sources = [load(root + "api/servers.json")];
-  if (board !== "scoreboard") sources.push(load(root + "api/" + board + ".json"));
+  if (board !== "scoreboard" && board !== LISTED) sources.push(load(root + "api/" + board + ".json"));
   Promise.all(sources).then(function (data) {
     var index = data[0].servers;
     var rows = index;
@@ -76,6 +78,7 @@
       });
     }
     if (category) rows = rows.filter(function (r) { return r.category === category; });
+    if (board === LISTED) rows = rows.filter(function (r) { return r.listing_only; });
     rows.forEach(function (r) { r._text = fold([r.name, r.id, r.description].join(" ")); });
     start(rows);
   }).catch(function (error) {
@@ -83,34 +86,50 @@
     if (note) note.textContent = "Search and filters are unavailable (" + error.message + "); the pages below still work.";
   });
 
-  function start(rows) {
+  function start(every) {
     var form = document.querySelector("form.board-controls");
     var params = new URLSearchParams(location.search);
     var state = { q: params.get("q") || "", page: Math.max(1, parseInt(params.get("page"), 10) || prerendered) };
     FILTERS.forEach(function (f) { state[f[0]] = params.get(f[0]) || ""; });
+    // Listing-only servers are hidden on the ranked boards unless the reader includes them (?listed=1).
+    var toggle = form.querySelector("input[name=listed]");
+    state.listed = toggle ? params.get("listed") === "1" : false;
+    var rows;
 
     var search = form.querySelector("input[name=q]");
     search.value = state.q;
+    function choices() {
+      rows = board === LISTED || state.listed ? every : every.filter(function (r) { return !r.listing_only; });
+      FILTERS.forEach(function (f) {
+        var select = form.querySelector("select[name=" + f[0] + "]");
+        var counts = {};
+        rows.forEach(function (r) { values(r, f[0]).forEach(function (v) { counts[v] = (counts[v] || 0) + 1; }); });
+        var names = Object.keys(counts).sort(function (a, b) { return counts[b] - counts[a] || (a < b ? -1 : 1); });
+        select.textContent = "";
+        var all = document.createElement("option");
+        all.value = "";
+        all.textContent = f[1] + ": all";
+        select.appendChild(all);
+        names.forEach(function (name) {
+          var option = document.createElement("option");
+          option.value = name;
+          option.textContent = name + " (" + counts[name] + ")";
+          select.appendChild(option);
+        });
+        select.value = state[f[0]];
+      });
+    }
     FILTERS.forEach(function (f) {
       var select = form.querySelector("select[name=" + f[0] + "]");
-      var counts = {};
-      rows.forEach(function (r) { values(r, f[0]).forEach(function (v) { counts[v] = (counts[v] || 0) + 1; }); });
-      var names = Object.keys(counts).sort(function (a, b) { return counts[b] - counts[a] || (a < b ? -1 : 1); });
-      var all = document.createElement("option");
-      all.value = "";
-      all.textContent = f[1] + ": all";
-      select.appendChild(all);
-      names.forEach(function (name) {
-        var option = document.createElement("option");
-        option.value = name;
-        option.textContent = name + " (" + counts[name] + ")";
-        select.appendChild(option);
-      });
-      select.value = state[f[0]];
       select.addEventListener("change", function () { state[f[0]] = select.value; state.page = 1; update(); });
     });
+    if (toggle) {
+      toggle.checked = state.listed;
+      toggle.addEventListener("change", function () { state.listed = toggle.checked; state.page = 1; choices(); update(); });
+    }
     search.addEventListener("input", function () { state.q = search.value; state.page = 1; update(); });
     form.addEventListener("submit", function (e) { e.preventDefault(); });
+    choices();
     form.hidden = false;
     update();
 
@@ -130,12 +149,15 @@
       state.page = Math.min(state.page, pages);
       var query = new URLSearchParams();
       ["q"].concat(FILTERS.map(function (f) { return f[0]; })).forEach(function (k) { if (state[k]) query.set(k, state[k]); });
+      if (state.listed) query.set("listed", "1");
       if (state.page !== prerendered) query.set("page", String(state.page));
       var qs = query.toString();
       history.replaceState(null, "", location.pathname + (qs ? "?" + qs : ""));
       draw(found.slice((state.page - 1) * PAGE, state.page * PAGE));
+      var hidden = every.length - rows.length;
       document.querySelector(".board-status").textContent =
-        found.length + " of " + rows.length + " servers" + (pages > 1 ? " · page " + state.page + " of " + pages : "");
+        found.length + " of " + rows.length + " servers" + (pages > 1 ? " · page " + state.page + " of " + pages : "") +
+        (hidden ? " · " + hidden + " listing-only not shown" : "");
       pager(pages);
     }
 
@@ -143,8 +165,9 @@
       var body = document.createElement("tbody");
       var tier = null;
       slice.forEach(function (r) {
-        if (board === "scoreboard" && r.visibility !== tier) {
-          tier = r.visibility;
+        var its = r.listing_only ? "listed only" : r.visibility;
+        if (board === "scoreboard" && its !== tier) {
+          tier = its;
           var head = body.insertRow();
           head.className = "tier";
           var th = document.createElement("th");
@@ -177,6 +200,8 @@
           d.textContent = isolate(r.description.length > 140 ? r.description.slice(0, 137) + "..." : r.description);
           td.appendChild(d);
         }
+      } else if (c.kind === "grade" && r.listing_only) {
+        td.textContent = "not measured";
       } else if (c.kind === "grade") {
         var g = document.createElement("span");
         g.className = "grade grade-" + (r.grade || "none").replace("+", "plus");
@@ -189,6 +214,10 @@
       } else if (c.kind === "score") {
         td.className = "num";
         td.textContent = v == null ? "–" : Number(v).toFixed(1);
+      } else if (c.kind === "list") {
+        td.textContent = isolate((v || []).join(", "));
+      } else if (c.kind === "visibility" && r.listing_only) {
+        td.textContent = "listed only";
       } else if (c.kind === "visibility") {
         td.textContent = (TIERS[v] || "") + " " + v;
       } else {
