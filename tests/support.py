@@ -132,8 +132,8 @@ def fleet_entries():
     entries = []
     for i in range(FLEET):
         name, description = BOARD_KINDS[i % len(BOARD_KINDS)]
-        entries.append(entry(f"{name}-{i:03d}", name=f"{name} {i:03d}", description=description))
-    entries.append(entry("evil", name=HOSTILE, description=HOSTILE + " needle-zz"))
+        entries.append(entry(f"{name}-{i:03d}", name=f"{name} {i:03d}", description=description, repository=f"https://github.com/board/{name}-{i:03d}"))
+    entries.append(entry("evil", name=HOSTILE, description=HOSTILE + " needle-zz", repository="https://github.com/board/evil"))
     return entries
 
 

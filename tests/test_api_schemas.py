@@ -38,7 +38,10 @@ def test_the_schemas_reject_a_broken_file(site):
     broken = copy.deepcopy(data)
     broken["score"]["grade"] = "Z"
     del broken["score"]["dimensions"][0]["rules"][0]["reason"]
-    messages = [e.message for e in validator(site, "server.schema.json").iter_errors(broken)]
+    def messages_of(errors):  # a nullable object's errors sit in the context of its anyOf error
+        return [m for e in errors for m in [e.message, *messages_of(e.context or [])]]
+
+    messages = messages_of(validator(site, "server.schema.json").iter_errors(broken))
     assert any("'Z'" in m for m in messages) and any("'reason' is a required property" in m for m in messages)
 
 

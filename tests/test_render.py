@@ -119,7 +119,8 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     assert "https://scores.example/board/" in locations and "https://scores.example/board/servers/mcp-server-time.html" in locations
     category_pages = {loc for loc in locations if "/category/" in loc}
     assert {loc.split("/")[-2] for loc in category_pages} == {slug(s.category) for s in servers}
-    assert len(locations) == 1 + CATALOG_SIZE + 3 + 1 + 1 + len(category_pages)  # leaderboard, servers, rubric boards, methodology, downloads
+    # leaderboard, servers, rubric boards, the listed-only board, methodology, downloads
+    assert len(locations) == 1 + CATALOG_SIZE + 3 + 1 + 1 + 1 + len(category_pages)
     assert "https://scores.example/board/outside-in/" in locations and "https://scores.example/board/methodology/" in locations
     assert "Sitemap: https://scores.example/board/sitemap.xml" in (site / "robots.txt").read_text()
     assert "https://scores.example/board/index.html" in (site / "404.html").read_text()
@@ -138,7 +139,8 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
 def test_hostile_names_in_the_feed_are_escaped(db, tmp_path):
     from datetime import timedelta
 
-    entry = CatalogEntry(id="evil", name=HOSTILE + "]]>&", transport="stdio", keys=["test:evil"], records=[SourceRecord(source="test", key="evil")])
+    entry = CatalogEntry(id="evil", name=HOSTILE + "]]>&", transport="stdio", repository="https://github.com/o/evil", keys=["test:evil"],
+                         records=[SourceRecord(source="test", key="evil")])
     run_discover(db, sources=[ListSource("test", [entry])], now=NOW, progress=quiet(1))
     servers = store.active_servers(db)
     run_score(db, servers=servers, now=NOW - timedelta(days=1))

@@ -19,6 +19,7 @@ from pipeline.models import (
     ExtractedTool,
     Finding,
     Judgement,
+    LaunchSpec,
     ProbeOutcome,
     ProbeResult,
     Release,
@@ -71,7 +72,8 @@ def judgement(tool, model, value, offline=False):
 def page(tmp_path_factory):
     db = store.open_db(tmp_path_factory.mktemp("page") / "scoreboard.db")
     run_discover(db, sources=[ListSource("test", [entry("docs", description="Search documentation", remote_url="https://docs.example/mcp"),
-                                                  entry("local", description="A stdio server we start ourselves")])],
+                                                  entry("local", description="A stdio server we start ourselves",
+                                                        launch=LaunchSpec(registry="pypi", package="local-mcp", transport="stdio"))])],
                  now=NOW - timedelta(days=5), progress=quiet(2))
     for hours in (1, 30):
         store.record_probe(db, fast("local", NOW - timedelta(hours=hours), ok=True, ms=5).model_copy(update={"transport": "stdio"}), None)

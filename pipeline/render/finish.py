@@ -29,7 +29,7 @@ from pipeline.render.rendering import json_file
 from pipeline.render.writer import SiteWriter
 
 LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibility", "dimension_indicator", "transport", "era",
-                           "protocol_version", "tool_count", "probe_outcome", "last_scored_at"]
+                           "protocol_version", "tool_count", "probe_outcome", "last_scored_at", "listing_only"]
 # A spreadsheet takes a cell that starts with one of these for a formula (OWASP's list, and a line break).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
