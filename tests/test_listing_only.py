@@ -279,3 +279,42 @@ def test_analyze_fetches_nothing_for_them_and_records_no_failure(tmp_path):
         counts, failures = conn.execute("select counts, failures from runs where stage = 'analyze'").fetchone()
         assert conn.execute("select count(*) from analyses").fetchone()[0] == 0
     assert json.loads(counts)["listing_only"] == 2 and failures == 0
+
+
+# ---------------------------------------------------------------- the board script's control
+
+
+@pytest.fixture(scope="module")
+def served_crafted(crafted_site, tmp_path_factory):
+    import functools
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from tests.test_browser import _Quiet
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(crafted_site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", tmp_path_factory.mktemp("chromium-listed")
+    server.shutdown()
+
+
+def test_the_board_script_hides_them_by_default_and_a_checkbox_includes_them(served_crafted):
+    from tests.test_browser import CHROMIUM, scripted, shown, status
+
+    if CHROMIUM is None:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    base, profile = served_crafted
+    dom = scripted(base + "index.html", profile)
+    assert set(shown(dom)) == {"postgres-a", "slack-b", "hosted-c", "private-d"}
+    assert status(dom) == "4 of 4 servers · 2 listing-only not shown"
+    assert re.search(r'<input type="checkbox" name="listed" value="1">', dom)  # shown, unchecked
+    dom = scripted(base + "index.html?listed=1", profile)
+    assert shown(dom)[-2:] == ["listed-postgres", "listed-slack"] and status(dom) == "6 of 6 servers"
+    assert "listed only</th>" in dom and "not measured</td>" in dom  # their own group; no grade, no score
+    assert shown(scripted(base + "index.html?q=postgres", profile)) == ["postgres-a"]  # search finds them only when included
+    assert shown(scripted(base + "index.html?q=postgres&listed=1", profile)) == ["postgres-a", "listed-postgres"]
+    # their own board: only them, with its own filters
+    dom = scripted(base + "listed/index.html", profile)
+    assert shown(dom) == ["listed-postgres", "listed-slack"] and status(dom) == "2 of 2 servers"
+    assert '<select name="source" aria-label="Listed by">' in dom and 'name="grade"' not in dom
+    assert shown(scripted(base + "listed/index.html?category=Database", profile)) == ["listed-postgres"]
