@@ -2,7 +2,9 @@
 
 python bench/discover_snapshots.py [--fixtures DIR] [--runs 3]
 Target (issue 5): all snapshots in ../shared/fixtures/sources from an empty database in ≤ 20 s.
-Prints records per second, then the catalog's size by source, unique repositories and overlaps.
+Prints the ingest time with, beside it, the calibration loop timed in the same run (bench/calibration.py: figures compare
+across runs and machines), records per second, then the catalog's size by source, unique repositories, listing-only servers
+(methodology deviation 75) and overlaps.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from bench.calibration import calibration, calibration_line  # noqa: E402
 from pipeline import store  # noqa: E402
 from pipeline.discover import run_discover, snapshot_sources  # noqa: E402
 from pipeline.discover import sources as registered  # noqa: E402
+from pipeline.listing_only import listing_only  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 
 DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "sources"
@@ -58,14 +61,17 @@ def main() -> None:
         wall = statistics.median(times)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"ingest from empty: median {wall:.2f} s over {args.runs} runs (all: {', '.join(f'{t:.2f}' for t in times)}); target ≤ 20 s")
+        print(f"  same run, reference workload: {calibration_line(speed, speed_after)}")
         print(f"records read: {records:,} ({records / wall:,.0f} records/s); peak memory {peak:.0f} MB")
-        print(calibration_line(speed, speed_after))
         print("phases (last run): " + ", ".join(f"{k} {v:.2f}s" for k, v in report.phases.items()))
         print(f"problems recorded: {report.counts.get('skipped', 0)}")
 
         rows = list(db.query("select repo_key, sources from servers where is_active = 1"))
         print(f"\ncatalog: {len(rows):,} servers, {len({r['repo_key'] for r in rows if r['repo_key']}):,} unique GitHub repositories, "
               f"{sum(1 for r in rows if not r['repo_key']):,} servers without one")
+        listed = [s for s in store.active_servers(db) if listing_only(s)]
+        print(f"listing-only (no repository, package or remote): {len(listed):,} ({len(listed) / len(rows):.0%}); "
+              + ", ".join(f"{k} {v:,}" for k, v in Counter(" + ".join(s.sources) for s in listed).most_common()))
         by_source = Counter(s for r in rows for s in json.loads(r["sources"]))
         repos_by_source: dict[str, set[str]] = {}
         for r in rows:
