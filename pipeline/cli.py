@@ -200,10 +200,9 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
 
     import httpx
 
-    directories = directories or {}
-    # A listing-only server (deviation 75) has no source to fetch, so none is tried and no failure recorded; a directory
-    # given for it here is a source.
-    examined = [s for s in servers if s.id in directories or not listing_only(s)]
+    # A listing-only server (deviation 75) has no source to fetch: none is tried, no failure recorded (the score stage passes
+    # it over too, so an analysis of it would never count).
+    examined = [s for s in servers if not listing_only(s)]
 
     def analysed(_: int) -> StageReport:
         report = run_analyze(db, servers=fetch_order(examined), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,

@@ -19,7 +19,7 @@ from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.discover import run_discover
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.judging import text_hash
-from pipeline.models import EnvVar, Judgement, Package, ScoreCard
+from pipeline.models import EnvVar, Judgement, LaunchSpec, Package, ScoreCard
 from pipeline.score import run_score, scoreboard
 from pipeline.score.facts import Facts, Rollup
 from tests.support import MIT_TEXT, NOW, TOOL, ListSource, analysis, entry, probe, quiet, server
@@ -195,7 +195,8 @@ def test_seed000_rules(build, expected, tmp_path):
     pytest.param(True, False, 1, 0, id="item 12: a hosted endpoint is judged for seed 004's judged reading"),
 ])
 def test_the_judge_waits_for_assessed_visibility(db, tmp_path, hosted, with_source, before_score, after_score):
-    where = {"transport": "streamable-http", "remote_url": "https://mcp.example.com/mcp"} if hosted else {}
+    where = ({"transport": "streamable-http", "remote_url": "https://mcp.example.com/mcp"} if hosted
+             else {"launch": LaunchSpec(registry="pypi", package="time-mcp", transport="stdio")})  # a server we start
     run_discover(db, sources=[ListSource("test", [entry("t", description="Tells the time in any timezone.", **where)])], now=NOW,
                  progress=quiet(1))
     store.record_probe(db, probe().model_copy(update={"server_id": "t"}), None)
