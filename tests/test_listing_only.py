@@ -318,3 +318,17 @@ def test_the_board_script_hides_them_by_default_and_a_checkbox_includes_them(ser
     assert shown(dom) == ["listed-postgres", "listed-slack"] and status(dom) == "2 of 2 servers"
     assert '<select name="source" aria-label="Listed by">' in dom and 'name="grade"' not in dom
     assert shown(scripted(base + "listed/index.html?category=Database", profile)) == ["listed-postgres"]
+
+
+@needs_snapshots
+def test_a_server_never_probed_is_not_called_down(snapshot_site):
+    """Deviation 75c: a measured server with no probe run (a repository the probe has no way to start) has no outside-in
+    verdict, where the card said Down."""
+    site, db, _ = snapshot_site
+    never = [r["server_id"] for r in db.query("select server_id from scores where rubric = 'outside-in' and json_extract(extra, '$.runs') = 0")]
+    assert len(never) > 3000
+    verdicts = {r["v"] for r in db.query("select distinct json_extract(extra, '$.verdict') as v from scores where rubric = 'outside-in' "
+                                         "and json_extract(extra, '$.runs') = 0")}
+    assert verdicts == {None}
+    html = (site / "servers" / f"{never[0]}.html").read_text()
+    assert "status unrated" in html and "verdict Down" not in html and "verdict" not in html.split("Outside-in", 1)[1].split("</p>", 1)[0]

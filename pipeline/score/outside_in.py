@@ -170,14 +170,14 @@ def protocol_conformance(facts: Facts) -> Outcome:
 FAILURES = {"timeout": "timed out", "crashed": "crashed", "protocol_error": "protocol error"}  # status chips of a Down server
 
 
-def status(facts: Facts) -> tuple[str, str]:
-    """(verdict, status chip): the chip names the cause whenever the probe classified it."""
-    runs = measured_runs(facts)
+def status(facts: Facts) -> tuple[str | None, str]:
+    """(verdict, status chip): the chip names the cause whenever the probe classified it. No run, no verdict (deviation
+    75c): a server never probed is not Down."""
     if facts.never_reached:
         return "Down", facts.failures.wording
     runs = measured_runs(facts)
     if not runs:
-        return "Down", "unrated"
+        return None, "unrated"
     return _failure(runs[-1].outcome) or _impairment(facts) or _operational(facts)
 
 
@@ -253,7 +253,7 @@ def extra(facts: Facts, composite: float | None) -> dict:
     """Rank score (thin evidence shrunk toward the prior, plus the verdict bonus), status, runs, p95, readiness, trend."""
     c = components(facts)
     verdict, chip = status(facts)
-    bonus = VERDICT_BONUS[verdict] if c.n else 0.0
+    bonus = VERDICT_BONUS[verdict] if c.n and verdict else 0.0
     rank_base = renormalised(rank_rates(c), WEIGHTS, scale=100)[0]
     rank = min(100.0, rank_base + bonus) if rank_base is not None else None
     trend = None
