@@ -78,7 +78,8 @@ def page_inputs(site: SiteInputs, rubrics: Sequence[RubricInfo], now: datetime) 
 
 
 def _boards(site: SiteInputs, headline: RubricInfo, others: list[RubricInfo], rows: list[LeaderboardRow]) -> tuple[list[BoardJob], dict]:
-    """Every board to pre-render (headline, one per category, one per other rubric), and each other rubric's rows for its JSON."""
+    """Every board to pre-render (headline, one per category, the listing-only servers', one per other rubric), and each other
+    rubric's rows for its JSON."""
     base = {"engine_version": ENGINE_VERSION}
     # Listing-only servers (deviation 75) are left off the ranked boards, which say how many and link to their own board.
     measured = [r for r in rows if not r["listing_only"]]
