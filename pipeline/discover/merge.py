@@ -6,8 +6,9 @@ repository holds is decided first (pipeline.discover.repositories: a root listin
 repository's one folder; several registry servers of one repository stay several). Listings that
 share any key are then one server (union-find), never across two of those servers. The entry's
 canonical key is the best of its keys: GitHub repository first, then, for hosted-only servers, the
-remote URL, then the registry name, then the rest. Field values come from the highest-priority source that has one (the official
-registry first, aggregators layered on); external links, metrics and attributes accumulate.
+remote URL, then the registry name, then the rest. Field values come from the highest-priority
+source that has one (the official registry first, aggregators layered on); external links, metrics
+and attributes accumulate.
 Pure: the same listings, aliases and known keys always give the same entries.
 """
 
