@@ -84,9 +84,10 @@ def test_versions_renames_seed_entries_and_aggregator_republications_are_one_ser
         registry("ai.smithery/acme-test2", "https://github.com/acme/acme-tool", remotes=hosted("https://server.smithery.ai/@acme/test2/mcp")),
         registry("io.github.acme/old", "https://github.com/acme/acme-tool", packages=[Package(registry="unknown", identifier="acme/acme-tool")],
                  raw={"name": "io.github.acme/old", "version_detail": {"version": "0.0.1-seed"}}),  # the 2025-05 seed
+        registry("io.acme/acme-tool-beta", "https://github.com/acme/acme-tool"),  # offers neither a remote nor a package
         registry("com.acme/other", "https://github.com/acme/acme-tool", packages=[Package(registry="npm", identifier="acme-other")]),
     ])
-    assert [(e.id, len(e.records)) for e in entries] == [("acme--acme-tool", 6), ("registry--com.acme--other", 1)]
+    assert [(e.id, len(e.records)) for e in entries] == [("acme--acme-tool", 7), ("registry--com.acme--other", 1)]
 
 
 def test_a_root_link_joins_the_repositorys_one_listed_folder_but_not_a_monorepos():

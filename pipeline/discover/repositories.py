@@ -7,7 +7,8 @@ A listing's location is its GitHub key (repository plus folder). Two rules move 
   monorepo and a root listing stays the repository's own entry.
 - The official registry's entries at one location, published by the owner, are each a server unless they
   share a registry name, a public remote, a package or the server name after the namespace (a version,
-  or a move from `io.github.<owner>/x` to `com.vendor/x`). The registry's 2025-05 seed (its entries were
+  or a move from `io.github.<owner>/x` to `com.vendor/x`); an entry that offers neither a public remote
+  nor a package has nothing that tells it apart from the repository. The registry's 2025-05 seed (its entries were
   generated from lists of repositories) and Smithery's `ai.smithery/*` re-publications (the repository
   deployed by an aggregator) define no server of their own: like every other source's listing of the
   location they join the one whose server name is the location's last path segment, else they form the
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pipeline.identity import pypi_name
+from pipeline.identity import is_public_endpoint, pypi_name, remote_key
 from pipeline.models import Listing, Package
 
 REGISTRY = "official-registry"
@@ -29,9 +30,12 @@ REPUBLISHERS = ("ai.smithery/",)  # registry namespaces of aggregators that re-p
 
 
 def defines_a_server(listing: Listing) -> bool:
-    """An owner's entry in the current registry: it names one server of its repository, not the repository."""
+    """An owner's entry in the current registry that offers something of its own (a public remote or a package):
+    it names one server of its repository, not the repository."""
     name = (listing.registry_name or "").lower()
-    return listing.source == REGISTRY and "/" in name and not name.startswith(REPUBLISHERS) and "version_detail" not in listing.raw
+    remotes = (remote_key(r.url) for r in listing.remotes)
+    offers = any(_package(p) for p in listing.packages) or any(k and is_public_endpoint(k) for k in remotes)
+    return listing.source == REGISTRY and "/" in name and not name.startswith(REPUBLISHERS) and "version_detail" not in listing.raw and offers
 
 
 def place(listings: list[Listing], keys_of: list[list[str]]) -> list[str | None]:
