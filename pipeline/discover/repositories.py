@@ -7,10 +7,10 @@ A listing's location is its GitHub key (repository plus folder). Two rules move 
   monorepo and a root listing stays the repository's own entry.
 - The official registry's entries at one location, published by the owner, are each a server unless they
   share a registry name, a public remote, a package or the server name after the namespace (a version,
-  or a move from `io.github.<owner>/x` to `com.vendor/x`); an entry that offers neither a public remote
-  nor a package has nothing that tells it apart from the repository. The registry's 2025-05 seed (its entries were
-  generated from lists of repositories) and Smithery's `ai.smithery/*` re-publications (the repository
-  deployed by an aggregator) define no server of their own: like every other source's listing of the
+  or a move from `io.github.<owner>/x` to `com.vendor/x`). An entry that offers neither a public remote
+  nor a package has nothing that tells it apart from the repository; the registry's 2025-05 seed (its
+  entries were generated from lists of repositories) and Smithery's `ai.smithery/*` re-publications
+  (the repository deployed by an aggregator) name the repository too. None of them defines a server: like every other source's listing of the
   location they join the one whose server name is the location's last path segment, else they form the
   repository's own entry. The location key belongs to that server; every other server of the location is
   keyed by its registry name and carries no GitHub key, so nothing joins them through the repository.
