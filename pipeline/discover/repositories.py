@@ -10,11 +10,11 @@ A listing's location is its GitHub key (repository plus folder). Two rules move 
   or a move from `io.github.<owner>/x` to `com.vendor/x`). An entry that offers neither a public remote
   nor a package has nothing that tells it apart from the repository; the registry's 2025-05 seed (its
   entries were generated from lists of repositories) and Smithery's `ai.smithery/*` re-publications
-  (the repository deployed by an aggregator) name the repository too. None of them defines a server: like every other source's listing of the
-  location they join the one whose server name is the location's last path segment, else they form the
-  repository's own entry. The location key belongs to that server; every other server of the location is
-  keyed by its registry name and carries no GitHub key, so nothing joins them through the repository.
-  `repo_key` still links them all.
+  (the repository deployed by an aggregator) name the repository too. None of them defines a server:
+  like every other source's listing of the location they join the one whose server name is the
+  location's last path segment, else they form the repository's own entry. The location key belongs to
+  that server; every other server of the location is keyed by its registry name and carries no GitHub
+  key, so nothing joins them through the repository. `repo_key` still links them all.
 Pure: the same listings and keys always give the same locations.
 """
 
