@@ -72,6 +72,11 @@ def test_without_a_server_named_like_the_repository_a_bare_link_is_the_repositor
     ])
     assert shape(entries) == {"b--dc": ["best-of-mcp-servers:b/dc"], "registry--io.github.b--dc-jira": ["official-registry:io.github.b/dc-jira"],
                               "registry--io.github.b--dc-wiki": ["official-registry:io.github.b/dc-wiki"]}
+    alone = merge_listings([  # without the bare link, the server first by registry name keeps the repository's key
+        registry("io.github.b/dc-wiki", "https://github.com/b/dc", packages=[Package(registry="npm", identifier="@dc/wiki")]),
+        registry("io.github.b/dc-jira", "https://github.com/b/dc", packages=[Package(registry="npm", identifier="@dc/jira")])])
+    assert shape(alone) == {"b--dc": ["official-registry:io.github.b/dc-jira"],
+                            "registry--io.github.b--dc-wiki": ["official-registry:io.github.b/dc-wiki"]}
 
 
 def test_versions_renames_seed_entries_and_aggregator_republications_are_one_server():
@@ -179,10 +184,13 @@ def test_real_monorepositories_keep_their_registry_servers_apart(catalog):
     assert waystation["registry--ai.waystation--airtable"] == ["official-registry:ai.waystation/airtable"]
     airtable = catalog["servers"].get("registry--ai.waystation--airtable")
     assert airtable["remote_url"].startswith("https://waystation.ai/airtable/mcp")
-    assert sorted(held(catalog, "mintmcp/servers")) == ["registry--com.mintmcp--gcal", "registry--com.mintmcp--gmail",
-                                                        "registry--com.mintmcp--outlook-calendar", "registry--com.mintmcp--outlook-email"]
+    # nothing but the registry names these two: the server first by registry name keeps the repository's key and page id
+    assert sorted(held(catalog, "mintmcp/servers")) == ["mintmcp--servers", "registry--com.mintmcp--gmail", "registry--com.mintmcp--outlook-calendar",
+                                                        "registry--com.mintmcp--outlook-email"]
+    assert held(catalog, "mintmcp/servers")["mintmcp--servers"] == ["official-registry:com.mintmcp/gcal"]
     atlassian = held(catalog, "b1ff/atlassian-dc-mcp")
-    assert sorted(atlassian) == [f"registry--io.github.b1ff--atlassian-dc-mcp-{p}" for p in ("bitbucket", "confluence", "jira")]
+    assert sorted(atlassian) == ["b1ff--atlassian-dc-mcp", "registry--io.github.b1ff--atlassian-dc-mcp-confluence",
+                                 "registry--io.github.b1ff--atlassian-dc-mcp-jira"]
     for server_id in atlassian:
         assert len(json.loads(catalog["servers"].get(server_id)["packages"])) == 1
     bundles = held(catalog, "thinkchainai/mcpbundles")  # no server named like the repository: the awesome link is the repository's own entry

@@ -12,7 +12,8 @@ A listing's location is its GitHub key (repository plus folder). Two rules move 
   entries were generated from lists of repositories) and Smithery's `ai.smithery/*` re-publications
   (the repository deployed by an aggregator) name the repository too. None of them defines a server:
   like every other source's listing of the location they join the one whose server name is the
-  location's last path segment, else they form the repository's own entry. The location key belongs to
+  location's last path segment, else they form the repository's own entry (if there are none, the
+  server first by registry name keeps the location). The location key belongs to
   that server; every other server of the location is keyed by its registry name and carries no GitHub
   key, so nothing joins them through the repository. `repo_key` still links them all.
 Pure: the same listings and keys always give the same locations.
@@ -54,11 +55,14 @@ def place(listings: list[Listing], keys_of: list[list[str]]) -> list[str | None]
         if len(servers) < 2:
             continue
         segment = location.replace("#", "/").rsplit("/", 1)[-1]
+        named = {id(s): min(k for i in s if defines_a_server(listings[i]) for k in keys_of[i] if k.startswith("registry:")) for s in servers}
         primary = next((s for s in servers if any(_server_name(listings[i]) == segment for i in s if defines_a_server(listings[i]))), None)
+        if primary is None and sum(map(len, servers)) == len(members):  # nothing else names the location: the first server keeps its key
+            primary = min(servers, key=lambda s: named[id(s)])
         for server in servers:
             if server is primary:
                 continue
-            key = min(k for i in server if defines_a_server(listings[i]) for k in keys_of[i] if k.startswith("registry:"))
+            key = named[id(server)]
             for index in server:
                 keys_of[index][:] = [key, *(k for k in keys_of[index] if k != key and not k.startswith("github:"))]
                 identity[index] = key
