@@ -27,6 +27,9 @@ ARCHIVED_REFERENCE_SERVERS = frozenset({
     "aws-kb-retrieval-server", "brave-search", "everart", "gdrive", "github", "gitlab", "google-maps", "postgres", "puppeteer",
     "redis", "sentry", "slack", "sqlite",
 })
+# The reference servers that stayed in modelcontextprotocol/servers: a link to servers-archived/src/<name> for one of
+# them (awesome-mcp-servers has four) names a folder that was never archived there, so it means the live one.
+LIVE_REFERENCE_SERVERS = frozenset({"everything", "fetch", "filesystem", "git", "memory", "sequentialthinking", "time"})
 # Seed 000: "Official Registry fields take precedence, then aggregator-specific metadata is layered
 # on". The order among aggregators is ours (methodology deviation 25): curated catalogs with
 # first-party metadata before crawled directories, lists and search results.
@@ -64,10 +67,12 @@ class RepoRef:
     def renamed(self, aliases: dict[str, str]) -> RepoRef:
         """Follow known renames: `aliases` maps an old repo key to the new one (best-of's updated_github_id)."""
         ref = self
-        if ref.repo_key == "github:modelcontextprotocol/servers" and ref.subpath:
+        if ref.repo_key in ("github:modelcontextprotocol/servers", "github:modelcontextprotocol/servers-archived") and ref.subpath:
             parts = ref.subpath.split("/")
             if len(parts) >= 2 and parts[0] == "src" and parts[1].lower() in ARCHIVED_REFERENCE_SERVERS:
                 ref = RepoRef("modelcontextprotocol", "servers-archived", ref.subpath)
+            elif len(parts) >= 2 and parts[0] == "src" and parts[1].lower() in LIVE_REFERENCE_SERVERS:
+                ref = RepoRef("modelcontextprotocol", "servers", ref.subpath)
         seen = {ref.repo_key}
         while ref.repo_key in aliases:
             target = aliases[ref.repo_key]

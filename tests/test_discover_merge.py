@@ -167,7 +167,7 @@ def test_smithery_guesses_join_only_known_repositories():
     joined = merge_listings([*smithery_listings, listing("awesome-mcp-servers", "t", "acme/tool", repository="https://github.com/acme/tool")])
     tool = next(e for e in joined if e.repo_key == "github:acme/tool")
     assert tool.sources == ["awesome-mcp-servers", "smithery"] and tool.metrics == {"smithery_uses": 9}
-    known = merge_listings(smithery_listings, known_keys={"github:nobody/else"})  # the stored catalog knows it
+    known = merge_listings(smithery_listings, known_keys={"github:nobody/else": "nobody--else"})  # the stored catalog knows it
     assert {e.repo_key for e in known} == {None, "github:nobody/else"}
 
 
@@ -219,6 +219,7 @@ def test_verified_publishers_come_from_the_table(db):
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
 ARCHIVED = {"aws-kb-retrieval-server", "brave-search", "everart", "gdrive", "github", "gitlab", "google-maps", "postgres", "puppeteer", "redis",
             "sentry", "slack", "sqlite"}
+LIVE = {"everything", "fetch", "filesystem", "git", "memory", "sequentialthinking", "time"}  # never archived: a servers-archived link means these
 
 
 def independent_repo(url, aliases):
@@ -229,6 +230,8 @@ def independent_repo(url, aliases):
     repo = f"{match.group(1)}/{match.group(2)}".lower()
     if repo == "modelcontextprotocol/servers" and (match.group(3) or "").lower() in ARCHIVED:
         repo = "modelcontextprotocol/servers-archived"
+    if repo == "modelcontextprotocol/servers-archived" and (match.group(3) or "").lower() in LIVE:
+        repo = "modelcontextprotocol/servers"
     while repo in aliases:
         repo = aliases.pop(repo)
     return repo

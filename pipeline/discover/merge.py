@@ -1,21 +1,25 @@
 """Deduplication (seed 000): listings from every source merged into one catalog entry per server.
 
 Each listing has identity keys: its repository (normalised GitHub URL plus subpath, renames
-followed), its official-registry name, its remote URLs, and its source's own id. Listings that
-share any key are one server (union-find). The entry's canonical key is the best of its keys:
-GitHub repository first, then, for hosted-only servers, the remote URL, then the registry name,
-then the rest. Field values come from the highest-priority source that has one (the official
-registry first, aggregators layered on); external links, metrics and attributes accumulate.
+followed), its official-registry name, its remote URLs, and its source's own id. Which servers a
+repository holds is decided first (pipeline.discover.repositories: a root listing joins the
+repository's one folder; several registry servers of one repository stay several). Listings that
+share any key are then one server (union-find), never across two of those servers. The entry's
+canonical key is the best of its keys: GitHub repository first, then, for hosted-only servers, the
+remote URL, then the registry name, then the rest. Field values come from the highest-priority
+source that has one (the official registry first, aggregators layered on); external links, metrics
+and attributes accumulate.
 Pure: the same listings, aliases and known keys always give the same entries.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from pipeline.clean import clean_text
 from pipeline.discover.launch import listing_launch
+from pipeline.discover.repositories import place
 from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, slug_id, source_rank
 from pipeline.models import CatalogEntry, EnvVar, Listing, SourceRecord
 
@@ -31,9 +35,9 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
     """
     repo = repository_key(listing.repository, listing.subfolder, aliases)
     github = [repo] if repo and repo.startswith("github:") else []
-    before = repository_key(listing.repository, listing.subfolder)  # the pre-rename key still finds a stored server
-    if github and before and before != repo:
-        github.append(before)
+    written = parse_github(listing.repository, listing.subfolder)  # as linked, before renames: it still finds a stored server
+    if github and written and written.key != repo:
+        github.append(written.key)
     remotes = [k for k in (remote_key(r.url) for r in listing.remotes) if k and is_public_endpoint(k)]
     if len({k.split("://", 1)[1].split("/", 1)[0] for k in remotes}) > 1:
         remotes = []  # endpoints on several hosts under one name (a vendor's bundle): none of them is this listing's identity
@@ -56,13 +60,13 @@ def canonical_key(keys: Iterable[str]) -> str:
 
 
 class _Groups:
-    """Union-find over listing indexes that never joins two different GitHub repositories: a shared
-    secondary key (a registry name, a remote URL) between two repositories is a data error, not
-    one server."""
+    """Union-find over listing indexes that never joins two different identities (GitHub repositories
+    with their folder, or the several servers of one repository): a shared secondary key (a registry
+    name, a remote URL) between two of them is a data error, not one server."""
 
-    def __init__(self, repos: list[str | None]) -> None:
-        self.parent = list(range(len(repos)))
-        self.repo = list(repos)
+    def __init__(self, identities: list[str | None]) -> None:
+        self.parent = list(range(len(identities)))
+        self.repo = list(identities)
 
     def find(self, i: int) -> int:
         while self.parent[i] != i:
@@ -79,14 +83,17 @@ class _Groups:
         self.repo[low] = self.repo[low] or self.repo[high]
 
 
-def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = None, known_keys: Iterable[str] = ()) -> list[CatalogEntry]:
+def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = None, known_keys: Mapping[str, str] | None = None) -> list[CatalogEntry]:
     """Group listings that share a key and merge each group into one entry, sorted by id.
 
     A listing's `weak_repository` (Smithery's qualifiedName read as owner/repo) joins only when some
-    other listing, or the stored catalog (`known_keys`), names that repository for certain; it then
-    counts as the listing's repository.
+    other listing, or the stored catalog (`known_keys`: key -> stored server id), names that repository
+    for certain; it then counts as the listing's repository. Listings whose keys lead to one stored
+    server stay one server unless the rules above tell them apart (a source that failed this run
+    does not split what it joined before).
     """
     aliases = aliases or {}
+    known_keys = known_keys or {}
     keys_of = [listing_keys(listing, aliases) for listing in listings]
     strong = {k for keys in keys_of for k in keys} | set(known_keys)
     listings = list(listings)
@@ -95,14 +102,16 @@ def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = Non
         if guess is not None and not listing.repository and (key := guess.renamed(aliases).key) in strong:
             keys.insert(0, key)
             listings[index] = listing.model_copy(update={"repository": listing.weak_repository})
-    groups = _Groups([keys[0] if keys[0].startswith("github:") else None for keys in keys_of])
+    groups = _Groups(place(listings, keys_of))
     owner_of: dict[str, int] = {}
-    for index, keys in enumerate(keys_of):
-        for key in keys:
-            if key in owner_of:
-                groups.union(owner_of[key], index)
-            else:
-                owner_of[key] = index
+    stored = [[f"stored:{known_keys[k]}" for k in keys if k in known_keys] for keys in keys_of]
+    for shared in (keys_of, stored):  # what this run's listings share first, then what the stored catalog joined
+        for index, keys in enumerate(shared):
+            for key in keys:
+                if key in owner_of:
+                    groups.union(owner_of[key], index)
+                else:
+                    owner_of[key] = index
     members: dict[int, list[int]] = defaultdict(list)
     for index in range(len(listings)):
         members[groups.find(index)].append(index)

@@ -1,8 +1,10 @@
 """How a discovery run changes the stored catalog, decided without touching the database (pure).
 
 An entry keeps the id of any stored server that shares one of its keys, so renames and new
-spellings of a server update it instead of starting over. Fields a source leaves empty never
-blank out what is stored; external links, metrics and attributes accumulate. A source that ran
+spellings of a server update it instead of starting over. A stored server that this run finds to
+be several (a repository's servers that an older rule merged) is kept by one of them: the entry
+whose own id it is, else the first whose keys lead to it; the others become new servers (deviation
+71c). Fields a source leaves empty never blank out what is stored; external links, metrics and attributes accumulate. A source that ran
 and no longer lists a server stops vouching for it; a server no source vouches for is
 deactivated, never deleted. The store applies the plan in one transaction.
 
@@ -31,9 +33,11 @@ def plan_catalog(state: CatalogState, entries: Iterable[CatalogEntry], ran: Iter
     plan = CatalogPlan(stamp=iso(now), counts={"new": 0, "updated": 0, "unchanged": 0, "deactivated": 0, "merged": 0})
     catalog = _Catalog(state, plan)
     seen: dict[str, set[str]] = {}  # server id -> the sources that listed it this run
-    for entry in entries:
+    entries = list(entries)
+    keeper = _keepers(state.keys, entries)
+    for index, entry in enumerate(entries):
         keys = [clean_text(key) for key in entry.keys]
-        owners = list(dict.fromkeys(catalog.keys[k] for k in keys if k in catalog.keys))
+        owners = [o for o in dict.fromkeys(catalog.keys[k] for k in keys if k in catalog.keys) if keeper.get(o, index) == index]
         server_id = owners[0] if owners else entry.id
         if entry.derived_id and not owners and (server_id in catalog.ids_with_keys or server_id in catalog.rows):
             server_id = with_hash(entry.id, keys[0])  # another server already has this readable id
@@ -71,6 +75,15 @@ def plan_catalog(state: CatalogState, entries: Iterable[CatalogEntry], ran: Iter
         catalog.write(server_id, update)
     plan.keys = {key: owner for key, owner in catalog.keys.items() if state.keys.get(key) != owner}
     return plan
+
+
+def _keepers(stored: dict[str, str], entries: list[CatalogEntry]) -> dict[str, int]:
+    """Which entry keeps each stored server that several entries lead to: the one whose own id it is, else the first."""
+    claims: dict[str, list[int]] = {}
+    for index, entry in enumerate(entries):
+        for owner in dict.fromkeys(stored[k] for k in (clean_text(key) for key in entry.keys) if k in stored):
+            claims.setdefault(owner, []).append(index)
+    return {owner: next((i for i in claimants if entries[i].id == owner), claimants[0]) for owner, claimants in claims.items()}
 
 
 class _Catalog:

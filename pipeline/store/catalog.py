@@ -86,11 +86,11 @@ def _write(db: Database, plan: CatalogPlan) -> None:
     db.conn.executemany("insert into server_keys (key, server_id, first_seen_at) values (?, ?, ?) "
                         "on conflict(key) do update set server_id = excluded.server_id",
                         [(clean_text(key), owner, plan.stamp) for key, owner in plan.keys.items()])
-    records = []
-    for server_id, record in plan.records:  # the hash is of what the source said, as received: a record's identity since before cleaning
-        records.append({"source": clean_text(record.source), "source_key": clean_text(record.key), "server_id": server_id, "fetched_at": plan.stamp,
-                        "content_hash": content_hash(record.payload), "payload": dumps(clean(record.payload))})
-    db["source_records"].insert_all(records, ignore=True)  # the same content from the same source is kept once, at first sight
+    records = [(clean_text(record.source), clean_text(record.key), server_id, plan.stamp, content_hash(record.payload), dumps(clean(record.payload)))
+               for server_id, record in plan.records]  # the hash is of what the source said, as received: a record's identity since before cleaning
+    # The same content from the same source is kept once, at first sight, with the server it now belongs to (a split or a fold moves it).
+    db.conn.executemany("insert into source_records (source, source_key, server_id, fetched_at, content_hash, payload) values (?, ?, ?, ?, ?, ?) "
+                        "on conflict(source, source_key, content_hash) do update set server_id = excluded.server_id", records)
 
 
 def _by_server(plan: CatalogPlan) -> dict[str, CatalogPlan]:
