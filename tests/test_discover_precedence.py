@@ -24,6 +24,9 @@ from pipeline.discover.registry import parse_registry
 from pipeline.discover.smithery import parse_smithery
 from pipeline.models import EnvVar, Listing, Package, Remote
 from pipeline.progress import Progress
+from pipeline.render import run_build
+from pipeline.score import run_score
+from pipeline.score.registry import infos
 from tests.support import NOW, SOURCE_FIXTURES
 
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
@@ -373,3 +376,26 @@ def test_sources_give_their_listings_dates():
     history = ",name,github_id,star_count\n0,Tool,octo/tool,5\n"
     batch = bestof_combine(projects, [("2025-08-04_projects.csv", history), ("2026-07-01_projects.csv", history)])
     assert [item.updated_at for item in batch.listings] == [at("2026-07-01"), None]  # the newest file with its row; no row: undated
+
+
+def test_the_page_and_its_json_show_every_remote_package_and_variable(db, tmp_path):
+    repo = "https://github.com/octo/tool"
+    discover(db, ("official-registry", [
+        listing("official-registry", "io.github.octo/tool", "Octo", registry_name="io.github.octo/tool", repository=repo,
+                remotes=[Remote(transport="sse", url="https://mcp.octo.dev/sse")], packages=[Package(registry="npm", identifier="octo-tool")],
+                env_vars=[EnvVar(name="OCTO_TOKEN", secret=True, required=True)]),
+        listing("official-registry", "ai.smithery/octo-tool", "", registry_name="ai.smithery/octo-tool", repository=repo,
+                remotes=[Remote(transport="streamable-http", url="https://server.smithery.ai/@octo/tool/mcp")]),
+    ]), ("docker-mcp-catalog", [listing("docker-mcp-catalog", "octo", "Octo", repository=repo,
+                                        packages=[Package(registry="oci", identifier="mcp/octo")], env_vars=[EnvVar(name="OCTO_REGION")])]))
+    run_score(db, servers=store.active_servers(db), now=NOW)
+    run_build(db, rubrics=infos(), site_dir=tmp_path / "site", now=NOW)
+    facts = json.loads((tmp_path / "site" / "api" / "servers" / "octo--tool.json").read_text())["server"]
+    assert facts["remote_url"] == "https://mcp.octo.dev/sse"  # the vendor's own SSE endpoint, not the proxy's Streamable HTTP
+    assert [r["url"] for r in facts["remotes"]] == ["https://mcp.octo.dev/sse", "https://server.smithery.ai/@octo/tool/mcp"]
+    assert facts["packages"] == ["npm: octo-tool", "oci: mcp/octo"]
+    assert facts["env_vars"] == [{"name": "OCTO_TOKEN", "secret": True, "required": True}, {"name": "OCTO_REGION", "secret": False, "required": None}]
+    page = (tmp_path / "site" / "servers" / "octo--tool.html").read_text()
+    assert "Remote endpoint (sse): https://mcp.octo.dev/sse · the endpoint we probe" in page
+    assert "server.smithery.ai/@octo/tool/mcp</li>" in page and "Published package: oci: mcp/octo" in page
+    assert "Environment variable: <code>OCTO_TOKEN</code> (secret) · required" in page and "<code>OCTO_REGION</code>" in page
