@@ -20,6 +20,7 @@ from pipeline.discover import CallableSource, SourceBatch, run_discover, snapsho
 from pipeline.discover.bestof import combine as bestof_combine
 from pipeline.discover.bestof import parse_projects
 from pipeline.discover.merge import merge_listings
+from pipeline.discover.pulsemcp import parse_pulsemcp
 from pipeline.discover.registry import parse_registry
 from pipeline.discover.smithery import parse_smithery
 from pipeline.models import EnvVar, Listing, Package, Remote
@@ -372,6 +373,10 @@ def test_sources_give_their_listings_dates():
     smithery = parse_smithery({"servers": [{"qualifiedName": "@octo/tool", "createdAt": "2025-04-10T17:21:31.916Z"},
                                            {"qualifiedName": "octo/other", "createdAt": "not a date"}]})
     assert [item.updated_at for item in smithery.listings] == [datetime(2025, 4, 10, 17, 21, 31, 916000, tzinfo=timezone.utc), None]
+    pulse = parse_pulsemcp({"servers": [{"server": {"name": "com.octo/tool", "version": "1.0"}, "_meta": {
+        "io.modelcontextprotocol.registry/official": {"isLatest": True, "updatedAt": "2025-10-01T00:00:00Z"},
+        "com.pulsemcp/server-version": {"isLatest": True, "publishedAt": "2025-11-01T00:00:00Z", "updatedAt": "2025-11-02T00:00:00Z"}}}]})
+    assert pulse.listings[0].updated_at == at("2025-11-02")  # PulseMCP's own date for its listing
     projects, _ = parse_projects("projects:\n  - {name: Tool, github_id: octo/tool}\n  - {name: Other, github_id: octo/other}\n")
     history = ",name,github_id,star_count\n0,Tool,octo/tool,5\n"
     batch = bestof_combine(projects, [("2025-08-04_projects.csv", history), ("2026-07-01_projects.csv", history)])

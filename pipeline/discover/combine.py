@@ -58,6 +58,8 @@ def current(ordered: list[Listing]) -> list[Listing]:
     record at different times (the registry's 2025-05 seed and its 2025-12 dump); when the newest is dated, an older
     version fills only what the newer ones leave empty: a single field, or a whole list (remotes, packages with their
     launch, environment variables) none of them has. Undated listings of one key (a list naming a server twice) all count."""
+    if len(ordered) < 2:
+        return ordered
     newest: dict[tuple[str, str], Listing] = {}
     given: dict[tuple[str, str], set[str]] = {}
     kept = []
