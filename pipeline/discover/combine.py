@@ -17,7 +17,7 @@ The entry's identity keys, canonical key first, are the identity side's (pipelin
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Callable, Hashable, TypeVar
 
 from pipeline.discover.launch import listing_launch
 from pipeline.identity import is_public_endpoint, normalise_url, parse_github, pypi_name, remote_key, slug_id, source_rank
@@ -103,13 +103,14 @@ def combine(listings: list[Listing], keys: list[str], aliases: dict[str, str]) -
             categories.setdefault(listing.source, list(dict.fromkeys(listing.categories)))
     remotes = _unique([(r, listing.source) for listing in ordered for r in listing.remotes], _remote_identity)
     packages = _unique([(p, listing.source) for listing in ordered for p in listing.packages], _package_identity)
-    launches = [(launch, listing.source) for listing in ordered if (launch := listing_launch(listing.launch, listing.packages))]
-    chosen, launch = choose_endpoint([r for r, _ in remotes], launches[0][0] if launches else None)
+    first_launch = next(((found, listing.source) for listing in ordered if (found := listing_launch(listing.launch, listing.packages))),
+                        None)
+    chosen, launch = choose_endpoint([r for r, _ in remotes], first_launch[0] if first_launch else None)
     if chosen is not None:
         remotes.sort(key=lambda pair: pair[0] is not chosen)  # the endpoint we measure first; the others in precedence
         provenance["remote_url"] = remotes[0][1]
-    if launch is not None:
-        provenance["launch"] = launches[0][1]
+    if launch is not None and first_launch is not None:
+        provenance["launch"] = first_launch[1]
     # A republication's variables are its proxy's (Smithery's `Authorization`): they count only when we measure a proxy.
     proxied = chosen is not None and on_aggregator(chosen.url)
     variables = _unique([(v, listing.source) for listing in ordered if proxied or not is_republication(listing) for v in listing.env_vars],
@@ -161,9 +162,9 @@ def _preferred(remotes: list[Remote]) -> Remote:
     return next((r for r in remotes if r.transport == "streamable-http"), remotes[0])
 
 
-def _unique(items: list[tuple[T, str]], identity) -> list[tuple[T, str]]:
+def _unique(items: list[tuple[T, str]], identity: Callable[[T], Hashable]) -> list[tuple[T, str]]:
     """Items (with the source that listed them) once each by `identity`, the first one kept."""
-    seen: dict[object, tuple[T, str]] = {}
+    seen: dict[Hashable, tuple[T, str]] = {}
     for item, source in items:
         seen.setdefault(identity(item), (item, source))
     return list(seen.values())
