@@ -238,6 +238,16 @@ def test_nothing_a_current_record_lists_is_dropped(catalog):
 
 
 @needs_fixtures
+def test_a_list_naming_a_server_under_two_headings_keeps_both(catalog):
+    """awesome-mcp-servers lists askbudi/roundtable at lines 141 and 449, genomoncology/biomcp at 269 and 1958: on main only
+    the first heading was kept."""
+    assert json.loads(catalog["servers"].get("askbudi--roundtable")["source_categories"])["awesome-mcp-servers"] == [
+        "Aggregators", "Coding Agents"]
+    assert json.loads(catalog["servers"].get("genomoncology--biomcp")["source_categories"])["awesome-mcp-servers"] == [
+        "Biology, Medicine and Bioinformatics", "Search & Data Extraction"]
+
+
+@needs_fixtures
 def test_listings_carry_the_date_their_source_gives():
     dump = parse_registry(json.loads((REGISTRY / "servers_dump_2025-12-18.json").read_text(encoding="utf-8-sig")))
     airtable = next(item for item in dump.listings if item.key == "io.github.domdomegg/airtable-mcp-server")

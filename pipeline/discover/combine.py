@@ -4,8 +4,8 @@ Precedence (methodology deviations 25, 73, 73b): a vendor's own listings before 
 aggregator; then by source (pipeline.identity.SOURCE_PRIORITY); then within a source the newest listing first (its
 `updated_at`, the date the source gives it); undated listings after the dated ones of their source, in the source's
 own order. A single-valued field (name, description, repository, homepage, registry name) comes from the first
-listing in that order that has one; links, metrics, attributes and categories accumulate, the first listing's value
-winning a name.
+listing in that order that has one; links, metrics and attributes accumulate, the first listing's value winning a
+name; each source's categories accumulate over its listings.
 
 Nothing is dropped (deviation 73c): remotes, packages and environment variables accumulate across every listing,
 deduplicated (a remote by its normalised URL, a package by registry and name, a variable by name), the first in
@@ -99,8 +99,8 @@ def combine(listings: list[Listing], keys: list[str], aliases: dict[str, str]) -
             metrics.setdefault(name, number)
         for name, value in listing.attributes.items():
             attributes.setdefault(name, value)
-        if listing.categories:
-            categories.setdefault(listing.source, list(dict.fromkeys(listing.categories)))
+        if listing.categories:  # a list naming a server under two headings: both
+            categories[listing.source] = list(dict.fromkeys([*categories.get(listing.source, []), *listing.categories]))
     remotes = _unique([(r, listing.source) for listing in ordered for r in listing.remotes], _remote_identity)
     packages = _unique([(p, listing.source) for listing in ordered for p in listing.packages], _package_identity)
     first_launch = next(((found, listing.source) for listing in ordered if (found := listing_launch(listing.launch, listing.packages))),
