@@ -128,6 +128,7 @@ class Listing(BaseModel):
     attributes: dict[str, Any] = Field(default_factory=dict)
     weak_repository: str | None = None  # a guessed repository, joined only if another source names it
     launch: LaunchSpec | None = None  # how its package is started, where the source says enough (pipeline.discover.launch)
+    updated_at: datetime | None = None  # when the source says the listing was last published or changed; None: it does not say
     raw: dict[str, Any] = Field(default_factory=dict)
 
 

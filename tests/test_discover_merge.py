@@ -123,7 +123,8 @@ def test_hosted_only_servers_are_keyed_by_remote_url():
     ])
     hosted = next(e for e in entries if e.registry_name == "ai.smithery/acme-x")
     assert hosted.keys[0] == "remote:https://mcp.acme-hosted.io/mcp" and hosted.id == "remote--mcp.acme-hosted.io--mcp"
-    assert hosted.sources == ["docker-mcp-catalog", "official-registry"] and hosted.remote_url == "https://mcp.acme-hosted.io/mcp/"
+    assert hosted.sources == ["docker-mcp-catalog", "official-registry"]
+    assert hosted.remote_url == "https://MCP.acme-hosted.io/mcp"  # Docker's spelling: ai.smithery/* is a republication, after it
     packaged = next(e for e in entries if e.registry_name == "io.example/packaged")
     assert packaged.keys[0] == "registry:io.example/packaged" and packaged.transport == "sse"  # packages too: the registry id is the key
 

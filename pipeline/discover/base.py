@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -166,6 +167,19 @@ def env_var(name: Any, *, secret: Any = None, description: Any = None, required:
     flag = bool(secret) if isinstance(secret, bool) else bool(SECRET_NAME.search(name))
     return EnvVar(name=name.strip()[:200], secret=flag, description=text(description), required=required if isinstance(required, bool) else None,
                   default=default if isinstance(default, str) and len(default) <= 1000 else None, format=text(format))
+
+
+def listing_date(*values: Any) -> datetime | None:
+    """The first of `values` that is an ISO 8601 date or time (`2025-09-08T23:47:09.452138Z`, `2026-07-01`), in UTC
+    when it names no zone; None when none is (a listing then is undated)."""
+    for value in values:
+        if isinstance(value, str) and 10 <= len(value.strip()) <= 40:
+            try:
+                found = datetime.fromisoformat(value.strip())
+            except ValueError:
+                continue
+            return found if found.tzinfo else found.replace(tzinfo=timezone.utc)
+    return None
 
 
 def number(value: Any) -> float | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.discover.base import SourceBatch, mapping, number, snapshot_files, text
+from pipeline.discover.base import SourceBatch, listing_date, mapping, number, snapshot_files, text
 from pipeline.discover.http import SourceError, SourceHTTP
 from pipeline.identity import parse_github
 from pipeline.models import Listing, Package
@@ -108,14 +108,17 @@ def combine(projects: SourceBatch, histories: list[tuple[str, str]]) -> SourceBa
     """Projects enriched with the newest CSV's metrics; renames from every CSV, newer ones winning."""
     batch = SourceBatch(problems=list(projects.problems), complete=projects.complete, records_read=projects.records_read)
     latest: dict[str, dict[str, Any]] = {}
+    dated = None
     for where, body in sorted(histories, key=lambda h: _DATED.match(h[0]).group(1) if _DATED.match(h[0]) else h[0]):
         rows, aliases, problems = parse_history(body, where)
         batch.problems += problems
         batch.aliases.update(aliases)
-        latest = rows or latest
+        if rows:
+            latest, dated = rows, listing_date(match.group(1)) if (match := _DATED.match(where)) else None
     for listing in projects.listings:
         found = latest.get(listing.key)
         if found:
+            listing.updated_at = dated  # the listing is as of the newest history file that has its row
             listing.metrics.update(found["metrics"])
             listing.attributes.update(found["attributes"])
             if found["pypi"] and not listing.packages:

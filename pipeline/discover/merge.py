@@ -6,9 +6,8 @@ repository holds is decided first (pipeline.discover.repositories: a root listin
 repository's one folder; several registry servers of one repository stay several). Listings that
 share any key are then one server (union-find), never across two of those servers. The entry's
 canonical key is the best of its keys: GitHub repository first, then, for hosted-only servers, the
-remote URL, then the registry name, then the rest. Field values come from the highest-priority
-source that has one (the official registry first, aggregators layered on); external links, metrics
-and attributes accumulate.
+remote URL, then the registry name, then the rest. Each group's fields are combined into one entry
+by pipeline.discover.combine.
 Pure: the same listings, aliases and known keys always give the same entries.
 """
 
@@ -18,10 +17,10 @@ from collections import defaultdict
 from typing import Iterable, Mapping
 
 from pipeline.clean import clean_text
-from pipeline.discover.launch import listing_launch
+from pipeline.discover.combine import combine
 from pipeline.discover.repositories import place
-from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, slug_id, source_rank
-from pipeline.models import CatalogEntry, EnvVar, Listing, SourceRecord
+from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, source_rank
+from pipeline.models import CatalogEntry, Listing
 
 
 def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
@@ -115,92 +114,14 @@ def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = Non
     members: dict[int, list[int]] = defaultdict(list)
     for index in range(len(listings)):
         members[groups.find(index)].append(index)
-    entries = [_merge([(listings[i], keys_of[i]) for i in group], aliases) for group in members.values()]
+    entries = [combine([listings[i] for i in group], _entry_keys([(listings[i], keys_of[i]) for i in group]), aliases)
+               for group in members.values()]
     return sorted(entries, key=lambda e: e.id)
 
 
-def _merge(group: list[tuple[Listing, list[str]]], aliases: dict[str, str]) -> CatalogEntry:
-    group = sorted(group, key=lambda pair: source_rank(pair[0].source))  # stable: a source's own order is kept
-    ordered = [listing for listing, _ in group]
-    keys = list(dict.fromkeys(k for _, keys in group for k in keys))
+def _entry_keys(group: list[tuple[Listing, list[str]]]) -> list[str]:
+    """Every key of a merged server, its canonical key first; the others in source priority, then listing order."""
+    ranked = sorted(group, key=lambda pair: source_rank(pair[0].source))  # stable: a source's own order is kept
+    keys = list(dict.fromkeys(k for _, keys in ranked for k in keys))
     canonical = canonical_key(keys)
-    keys.remove(canonical)
-    values: dict[str, object] = {}
-    provenance: dict[str, str] = {}
-    for listing in ordered:
-        for field, value in _fields(listing, aliases).items():
-            if field not in values and value not in (None, "", []):
-                values[field] = value
-                provenance[field] = listing.source
-    links: dict[str, str] = {}
-    metrics: dict[str, float] = {}
-    attributes: dict[str, object] = {}
-    categories: dict[str, list[str]] = {}
-    for listing in ordered:
-        for name, url in listing.external_links.items():
-            links.setdefault(name, url)
-        for name, number in listing.metrics.items():
-            metrics.setdefault(name, number)
-        for name, value in listing.attributes.items():
-            attributes.setdefault(name, value)
-        if listing.categories:
-            categories.setdefault(listing.source, list(dict.fromkeys(listing.categories)))
-    remotes = values.get("remotes") or []
-    first = min(remotes, key=lambda r: r.transport != "streamable-http") if remotes else None
-    repo = parse_github(values.get("repository"))  # type: ignore[arg-type]
-    # A server with a public endpoint is measured there; otherwise its package is started in the sandbox.
-    launch = None if first and is_public_endpoint(remote_key(first.url) or "") else values.get("launch")
-    if launch is None:
-        provenance.pop("launch", None)
-    return CatalogEntry(
-        id=slug_id(canonical),
-        name=str(values.get("name") or values.get("registry_name") or canonical),
-        description=values.get("description"),  # type: ignore[arg-type]
-        repository=values.get("repository"),  # type: ignore[arg-type]
-        subpath=values.get("subpath"),  # type: ignore[arg-type]
-        homepage=values.get("homepage"),  # type: ignore[arg-type]
-        transport=launch.transport if launch else first.transport if first else "stdio",  # type: ignore[attr-defined]
-        remote_url=first.url if first else None,
-        launch=launch,  # type: ignore[arg-type]
-        env_vars=values.get("env_vars") or [],  # type: ignore[arg-type]
-        external_links=links,
-        repo_key=repo.repo_key if repo else None,
-        registry_name=values.get("registry_name"),  # type: ignore[arg-type]
-        packages=values.get("packages") or [],  # type: ignore[arg-type]
-        remotes=remotes,  # type: ignore[arg-type]
-        metrics=metrics,
-        attributes=attributes,
-        source_categories=categories,
-        provenance=provenance | ({"remote_url": provenance["remotes"]} if "remotes" in provenance else {}),
-        keys=[canonical, *keys],
-        derived_id=True,
-        records=[SourceRecord(source=listing.source, key=listing.key, payload=listing.raw) for listing in ordered],
-    )
-
-
-def _fields(listing: Listing, aliases: dict[str, str]) -> dict[str, object]:
-    ref = parse_github(listing.repository, listing.subfolder)
-    if ref is not None:
-        ref = ref.renamed(aliases)
-        repository, subpath = ref.url, ref.subpath
-    else:
-        repository, subpath = (listing.repository or None), (listing.subfolder or None)
-    return {
-        "name": listing.name.strip() or None,
-        "description": (listing.description or "").strip() or None,
-        "repository": repository,
-        "subpath": subpath,
-        "homepage": listing.homepage,
-        "registry_name": listing.registry_name,
-        "remotes": listing.remotes,
-        "packages": listing.packages,
-        "env_vars": _unique_env(listing.env_vars),
-        "launch": listing_launch(listing.launch, listing.packages),
-    }
-
-
-def _unique_env(variables: list[EnvVar]) -> list[EnvVar]:
-    seen: dict[str, EnvVar] = {}
-    for variable in variables:
-        seen.setdefault(variable.name, variable)
-    return list(seen.values())
+    return [canonical, *(k for k in keys if k != canonical)]

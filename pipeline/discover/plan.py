@@ -25,6 +25,7 @@ from pipeline.models import CatalogEntry
 from pipeline.store import CatalogPlan, CatalogState, classification_of, dumps, iso
 
 _BLANK = (None, "", "[]")
+_ENDPOINT = ("remote_url", "launch", "transport")
 
 
 def plan_catalog(state: CatalogState, entries: Iterable[CatalogEntry], ran: Iterable[str], now: datetime) -> CatalogPlan:
@@ -125,8 +126,8 @@ def _fields(entry: CatalogEntry) -> dict[str, Any]:
 def _provenance(entry: CatalogEntry) -> dict[str, str]:
     """Which source said each field; columns derived from a field share its source."""
     provenance = dict(entry.provenance)
-    if "remotes" in provenance:
-        provenance["transport"] = provenance["remotes"]
+    if "remote_url" in provenance:
+        provenance["transport"] = provenance["remote_url"]
     if "repository" in provenance:
         provenance["repo_key"] = provenance["repository"]
     if entry.launch:  # the server is started from its package: its transport is the launch's
@@ -186,7 +187,7 @@ def _merge_fields(
     merged: dict[str, Any] = {}
     kept = dict(stored_from)
     for field, value in fields.items():
-        if value in _BLANK:
+        if value in _BLANK or field in _ENDPOINT:
             continue
         new_source, old_source = provenance.get(field), stored_from.get(field)
         replace = existing.get(field) in _BLANK or old_source is None
@@ -196,4 +197,16 @@ def _merge_fields(
             merged[field] = value
             if new_source:
                 kept[field] = new_source
+    # The endpoint is one choice (remote URL, or launch, and its transport): the entry's replaces the stored one whole by
+    # the same rule, so a launch chosen now never leaves a stored remote URL behind it, nor a remote a stored launch.
+    new_source = provenance.get("launch") or provenance.get("remote_url")
+    old_source = stored_from.get("launch") or stored_from.get("remote_url")
+    replace = all(existing.get(f) in _BLANK for f in ("remote_url", "launch")) or old_source is None
+    if new_source is not None:
+        replace = replace or old_source in ran or source_rank(new_source) <= source_rank(old_source)
+    if replace and any(fields[f] not in _BLANK for f in ("remote_url", "launch")):
+        merged.update({field: fields[field] for field in _ENDPOINT})
+        for field in _ENDPOINT:
+            kept.pop(field, None)
+        kept.update({field: source for field in _ENDPOINT if (source := provenance.get(field)) and fields[field] not in _BLANK})
     return merged, kept

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pipeline.discover import registry
-from pipeline.discover.base import SourceBatch, mapping, number, paginate, parse_items, read_json_snapshot, text
+from pipeline.discover.base import SourceBatch, listing_date, mapping, number, paginate, parse_items, read_json_snapshot, text
 from pipeline.discover.http import SourceHTTP
 from pipeline.models import Listing, Package, Remote
 
@@ -15,6 +15,7 @@ NAME = "pulsemcp"
 BASE_URL = "https://api.pulsemcp.com"
 MAX_PAGES = 1000
 SERVER_META = "com.pulsemcp/server"
+VERSION_META = "com.pulsemcp/server-version"
 
 
 def parse_pulsemcp(payload: Any, where: str = NAME) -> SourceBatch:
@@ -68,7 +69,9 @@ def _v01(item: dict[str, Any], where: str) -> Listing:
         if (value := number(pulse.get(key))) is not None
     }
     attributes = {"pulsemcp_official": pulse["isOfficial"]} if isinstance(pulse.get("isOfficial"), bool) else {}
-    return listing.model_copy(update={"source": NAME, "metrics": metrics, "attributes": attributes})
+    version = meta.get(VERSION_META) if isinstance(meta.get(VERSION_META), dict) else {}
+    updated = listing_date(version.get("updatedAt"), version.get("publishedAt")) or listing.updated_at
+    return listing.model_copy(update={"source": NAME, "metrics": metrics, "attributes": attributes, "updated_at": updated})
 
 
 def read_snapshot(directory: Path) -> SourceBatch:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.discover.base import SourceBatch, env_var, mapping, paginate, read_json_snapshot, text
+from pipeline.discover.base import SourceBatch, env_var, listing_date, mapping, paginate, read_json_snapshot, text
 from pipeline.discover.http import SourceHTTP
 from pipeline.discover.launch import first_launch
 from pipeline.models import Listing, Package, Remote
@@ -14,13 +14,19 @@ NAME = "official-registry"
 BASE_URL = "https://registry.modelcontextprotocol.io"
 OFFICIAL = "io.modelcontextprotocol.registry/official"
 MAX_PAGES = 2000
+# The 2025-05 seed's `registry_name: unknown` (302 packages of 301 servers) names no registry: its `name` is a GitHub
+# `owner/repo` path or an unchecked guess at a package. Nothing can be installed from it or keyed by it, so it is not
+# a package (deviation 73); the record keeps it, and its environment variables still count.
+NO_REGISTRY = {"unknown"}
 
 
 def parse_registry(payload: Any, where: str = NAME) -> SourceBatch:
     """Listings from a registry payload: a list page (`{"servers": [...], "metadata": ...}`), a flat
     array of list items or of server.json documents, or the 2025-05 seed (snake_case, `version_detail`).
 
-    Only the latest version of each name is listed; deleted servers are not listed at all.
+    Only the latest version of each name is listed; deleted servers are not listed at all. A listing is dated by the
+    registry's `updatedAt`, else `publishedAt` (the 2025-05 seed's `release_date`); the 2026 seed's bare server.json
+    documents are undated.
     """
     batch = SourceBatch()
     items = payload.get("servers") if isinstance(payload, dict) else payload
@@ -72,7 +78,7 @@ def _listing(server: dict[str, Any], meta: dict[str, Any]) -> Listing:
         raw = mapping(raw, "package")
         registry = text(raw.get("registryType")) or text(raw.get("registry_name")) or text(raw.get("registry_type"))
         identifier = text(raw.get("identifier")) or text(raw.get("name"))
-        if registry and identifier:
+        if registry and identifier and registry.lower() not in NO_REGISTRY:
             transport = raw.get("transport") if isinstance(raw.get("transport"), dict) else {}
             packages.append(Package(registry=registry.lower(), identifier=identifier, version=text(raw.get("version")),
                                     transport=text(transport.get("type"))))
@@ -116,6 +122,7 @@ def _listing(server: dict[str, Any], meta: dict[str, Any]) -> Listing:
         env_vars=variables,
         attributes=attributes,
         launch=launch,
+        updated_at=listing_date(meta.get("updatedAt"), meta.get("publishedAt")),
         raw=server,
     )
 

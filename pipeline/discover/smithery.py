@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pipeline.discover.base import SourceBatch, mapping, number, paginate, parse_items, read_json_snapshot, text
+from pipeline.discover.base import SourceBatch, listing_date, mapping, number, paginate, parse_items, read_json_snapshot, text
 from pipeline.discover.http import SourceHTTP
 from pipeline.models import Listing, Remote
 
@@ -45,6 +45,7 @@ def _listing(item: Any) -> Listing:
         metrics=metrics,
         attributes={f"smithery_{k}": v for k, v in attributes.items()},
         weak_repository=f"https://github.com/{bare}" if bare.count("/") == 1 else None,
+        updated_at=listing_date(item.get("createdAt")),
         raw=item,
     )
 

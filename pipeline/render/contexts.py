@@ -106,6 +106,7 @@ def _server_facts(server: Server, observed: Observed) -> ServerFacts:
         registry_name=server.registry_name,
         packages=[f"{p.registry}: {p.identifier}" + (f" {p.version}" if p.version else "") for p in server.packages],
         remotes=[{"transport": r.transport, "url": r.url, "auth_headers": r.auth_headers} for r in server.remotes],
+        env_vars=[{"name": v.name, "secret": v.secret, "required": v.required} for v in server.env_vars],
         popularity=popularity(server.metrics), source_categories=server.source_categories, provenance=provenance_rows(server.provenance),
         listings=observed_listings(observed, server.sources), first_seen_at=server.first_seen_at.isoformat(), is_active=server.is_active,
         listing_only=listing_only(server),

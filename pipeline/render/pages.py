@@ -91,6 +91,12 @@ class Remote(TypedDict):
     auth_headers: list[str]
 
 
+class Variable(TypedDict):
+    name: str
+    secret: bool
+    required: bool | None
+
+
 class Popularity(TypedDict):
     label: str
     key: str
@@ -125,7 +131,8 @@ class ServerFacts(Context):
     verified_publisher: str | None = Field(description="seed 000 verified publisher (a known organisation)")
     registry_name: str | None
     packages: list[str]
-    remotes: list[Remote]
+    remotes: list[Remote] = Field(description="every endpoint the sources list, the one probed (remote_url) first")
+    env_vars: list[Variable] = Field(description="every environment variable the sources list")
     popularity: list[Popularity]
     source_categories: dict[str, list[str]]
     provenance: list[Provenance] = Field(description="which source each field came from")
