@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from pipeline.clean import clean_text
+from pipeline.discover.joins import package_keys, smithery_keys, without_shared_keys
 from pipeline.discover.launch import listing_launch
 from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, slug_id, source_rank
 from pipeline.models import CatalogEntry, EnvVar, Listing, SourceRecord
@@ -45,6 +46,7 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
         keys.append(repo)
     keys += remotes
     keys.append(f"{listing.source}:{listing.key.lower()}")
+    keys += package_keys(listing) + smithery_keys(listing)  # deviations 72, 72b
     return list(dict.fromkeys(clean_text(key) for key in keys))
 
 
@@ -106,6 +108,7 @@ def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = Non
     members: dict[int, list[int]] = defaultdict(list)
     for index in range(len(listings)):
         members[groups.find(index)].append(index)
+    keys_of = without_shared_keys(listings, keys_of, list(members.values()))
     entries = [_merge([(listings[i], keys_of[i]) for i in group], aliases) for group in members.values()]
     return sorted(entries, key=lambda e: e.id)
 
