@@ -7,9 +7,9 @@ registry name (both namespaces are the owner's login) or by publishing the npm p
 `@owner/slug` (Smithery's 2025 list named servers after their npm package). Those listings carry
 the key `smithery:<owner>/<slug>`, the Smithery listing's own key.
 
-A key that ends up in two servers (the union-find never joins two GitHub repositories) identifies
-neither: it stays only with the one server whose listing states it as its own, if there is one.
-Pure.
+A key that listings of two GitHub repositories carry (the union-find never joins two repositories)
+joins nothing, and a key that still ends up in two servers identifies neither: it stays only with
+the one server whose listing states it as its own, if there is one. Pure.
 """
 
 from __future__ import annotations
@@ -34,8 +34,20 @@ def smithery_keys(listing: Listing) -> list[str]:
     registry = (listing.registry_name or "").lower()
     if registry.startswith("io.github.") and registry.count("/") == 1:
         names.append("@" + registry.removeprefix("io.github."))
-    names += [p.identifier for p in listing.packages if p.registry == "npm" and p.identifier.startswith("@")]
+    # only npm names take the form `@scope/name`, whatever registry the 2025-05 seed labels them with (`unknown`, `docker`)
+    names += [p.identifier for p in listing.packages if p.identifier.strip().startswith("@") and package_key("npm", p.identifier)]
     return [clean_text(smithery_key(name)) for name in names if name]
+
+
+def keys_of_two_repositories(keys_of: list[list[str]]) -> set[str]:
+    """Keys that listings of two different GitHub repositories carry (a listing's first key is its repository,
+    if it has one): such a key joins nothing, so a listing without a repository is not joined to either by it."""
+    repositories: dict[str, set[str]] = defaultdict(set)
+    for keys in keys_of:
+        if keys[0].startswith("github:"):
+            for key in keys:
+                repositories[key].add(keys[0])
+    return {key for key, repos in repositories.items() if len(repos) > 1}
 
 
 def without_shared_keys(listings: list[Listing], keys_of: list[list[str]], groups: list[list[int]]) -> list[list[str]]:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from pipeline.clean import clean_text
-from pipeline.discover.joins import package_keys, smithery_keys, without_shared_keys
+from pipeline.discover.joins import keys_of_two_repositories, package_keys, smithery_keys, without_shared_keys
 from pipeline.discover.launch import listing_launch
 from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, slug_id, source_rank
 from pipeline.models import CatalogEntry, EnvVar, Listing, SourceRecord
@@ -99,8 +99,11 @@ def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = Non
             listings[index] = listing.model_copy(update={"repository": listing.weak_repository})
     groups = _Groups([keys[0] if keys[0].startswith("github:") else None for keys in keys_of])
     owner_of: dict[str, int] = {}
+    ambiguous = keys_of_two_repositories(keys_of)  # deviation 72b
     for index, keys in enumerate(keys_of):
         for key in keys:
+            if key in ambiguous:
+                continue
             if key in owner_of:
                 groups.union(owner_of[key], index)
             else:
