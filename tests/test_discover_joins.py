@@ -207,6 +207,15 @@ def test_a_package_shared_by_two_repositories_joins_neither_and_names_neither():
     assert sorted(str(e.repo_key) for e in entries) == ["None", "github:o/new-name", "github:o/old-name"]
 
 
+def test_two_repositories_sharing_a_package_stay_apart_run_after_run(db):
+    both = [listing("official-registry", f"io.github.o/{name}", registry_name=f"io.github.o/{name}", repository=f"https://github.com/o/{name}",
+                    packages=[pypi("tool")]) for name in ("old-name", "new-name")]
+    for _ in range(2):
+        report = discover(db, ("official-registry", both))
+        assert sorted(row["id"] for row in db.query("select id from servers where is_active = 1")) == ["o--new-name", "o--old-name"]
+        assert report.counts["merged"] == 0 and not list(db.query("select key from server_keys where key = 'pypi:tool'"))
+
+
 def test_other_listings_name_a_smithery_server_by_endpoint_page_registry_name_or_npm_package():
     smithery = [listing("smithery", name) for name in ("acme/hosted", "acme/paged", "acme/named", "acme/packaged", "acme/seeded", "bare",
                                                          "acme/other")]
