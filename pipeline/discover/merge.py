@@ -1,7 +1,8 @@
 """Deduplication (seed 000): listings from every source merged into one catalog entry per server.
 
 Each listing has identity keys: its repository (normalised GitHub URL plus subpath, renames
-followed), its official-registry name, its remote URLs, and its source's own id. Listings that
+followed), its official-registry name, its remote URLs, its source's own id, its npm and PyPI
+packages and the Smithery names it carries (pipeline.discover.joins). Listings that
 share any key are one server (union-find). The entry's canonical key is the best of its keys:
 GitHub repository first, then, for hosted-only servers, the remote URL, then the registry name,
 then the rest. Field values come from the highest-priority source that has one (the official
@@ -46,7 +47,7 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
         keys.append(repo)
     keys += remotes
     keys.append(f"{listing.source}:{listing.key.lower()}")
-    keys += package_keys(listing) + smithery_keys(listing)  # deviations 72, 72b
+    keys += package_keys(listing) + smithery_keys(listing)  # deviations 29, 72
     return list(dict.fromkeys(clean_text(key) for key in keys))
 
 
