@@ -192,6 +192,47 @@ def pypi_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+# npm's own name grammar (validate-npm-package-name), lower case: npm refuses capitals in new names,
+# so two spellings of one name differing in case are one package misspelled.
+_NPM_NAME = re.compile(r"^(?:@[a-z0-9~-][a-z0-9._~-]*/)?[a-z0-9~-][a-z0-9._~-]*$")
+_PYPI_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")  # PEP 508
+
+
+def package_key(registry: str, identifier: str) -> str | None:
+    """A published package as an identity key, its version ignored: `npm:<name>` (lower case) or
+    `pypi:<PEP 503 name>`. None for a name its registry would refuse (the 2025-05 registry seed
+    lists GitHub `owner/repo` paths as npm and PyPI packages) and for every other registry: OCI and
+    Docker names carry tags and mirrors, and Docker rebuilds other vendors' servers under `mcp/`;
+    `mcpb` identifiers are release-file URLs; `unknown` is no registry at all."""
+    name = identifier.strip()
+    if registry == "npm" and len(name) <= 214 and _NPM_NAME.match(name.lower()):
+        return f"npm:{name.lower()}"
+    if registry == "pypi" and _PYPI_NAME.match(name):
+        return f"pypi:{pypi_name(name)}"
+    return None
+
+
+def smithery_key(qualified_name: str) -> str:
+    """Smithery's qualified name (`@owner/slug`, or a bare `slug`) as a key: no `@`, lower case."""
+    return f"smithery:{qualified_name.strip().removeprefix('@').lower()}"
+
+
+def smithery_name_in_url(url: str | None) -> str | None:
+    """The qualified name a Smithery URL carries: `https://server.smithery.ai/@owner/slug/mcp` (a
+    hosted endpoint) or `https://smithery.ai/server/@owner/slug` (its page). None for any other URL."""
+    normal = normalise_url(url)
+    if not normal:
+        return None
+    host, _, path = normal.split("://", 1)[1].partition("/")
+    segments = [unquote(s) for s in path.split("/") if s]
+    if host == "smithery.ai" and segments[:1] == ["server"]:
+        segments = segments[1:]
+    elif host != "server.smithery.ai":
+        return None
+    name = segments[:2] if segments[:1] and segments[0].startswith("@") else segments[:1]
+    return "/".join(name) if name and len(name[-1]) <= 100 and not name[-1].startswith("@") else None
+
+
 def package_folder(name: str) -> str:
     """A package name as the folder the installer keeps it in (and the analyzer reads it from)."""
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)

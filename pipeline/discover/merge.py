@@ -1,13 +1,14 @@
 """Deduplication (seed 000): listings from every source merged into one catalog entry per server.
 
 Each listing has identity keys: its repository (normalised GitHub URL plus subpath, renames
-followed), its official-registry name, its remote URLs, and its source's own id. Which servers a
-repository holds is decided first (pipeline.discover.repositories: a root listing joins the
-repository's one folder; several registry servers of one repository stay several). Listings that
-share any key are then one server (union-find), never across two of those servers. The entry's
-canonical key is the best of its keys: GitHub repository first, then, for hosted-only servers, the
-remote URL, then the registry name, then the rest. Each group's fields are combined into one entry
-by pipeline.discover.combine.
+followed), its official-registry name, its remote URLs, its source's own id, its npm and PyPI
+packages and the Smithery names it carries (pipeline.discover.joins). Which servers a repository
+holds is decided first (pipeline.discover.repositories: a root listing joins the repository's one
+folder; several registry servers of one repository stay several). Listings that share any key are
+then one server (union-find), never across two of those servers, and a key that two of them carry
+joins nothing. The entry's canonical key is the best of its keys: GitHub repository first, then,
+for hosted-only servers, the remote URL, then the registry name, then the rest. Each group's
+fields are combined into one entry by pipeline.discover.combine.
 Pure: the same listings, aliases and known keys always give the same entries.
 """
 
@@ -18,6 +19,7 @@ from typing import Iterable, Mapping
 
 from pipeline.clean import clean_text
 from pipeline.discover.combine import combine
+from pipeline.discover.joins import keys_of_two_identities, package_keys, smithery_keys, without_shared_keys
 from pipeline.discover.repositories import place
 from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, source_rank
 from pipeline.models import CatalogEntry, Listing
@@ -48,6 +50,7 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
         keys.append(repo)
     keys += remotes
     keys.append(f"{listing.source}:{listing.key.lower()}")
+    keys += package_keys(listing) + smithery_keys(listing)  # deviations 29, 72
     return list(dict.fromkeys(clean_text(key) for key in keys))
 
 
@@ -101,12 +104,16 @@ def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = Non
         if guess is not None and not listing.repository and (key := guess.renamed(aliases).key) in strong:
             keys.insert(0, key)
             listings[index] = listing.model_copy(update={"repository": listing.weak_repository})
-    groups = _Groups(place(listings, keys_of))
+    identities = place(listings, keys_of)
+    groups = _Groups(identities)
     owner_of: dict[str, int] = {}
     stored = [[f"stored:{known_keys[k]}" for k in keys if k in known_keys] for keys in keys_of]
+    ambiguous = keys_of_two_identities(keys_of, identities)  # deviation 72b
     for shared in (keys_of, stored):  # what this run's listings share first, then what the stored catalog joined
         for index, keys in enumerate(shared):
             for key in keys:
+                if key in ambiguous:
+                    continue
                 if key in owner_of:
                     groups.union(owner_of[key], index)
                 else:
@@ -114,6 +121,7 @@ def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = Non
     members: dict[int, list[int]] = defaultdict(list)
     for index in range(len(listings)):
         members[groups.find(index)].append(index)
+    keys_of = without_shared_keys(listings, keys_of, list(members.values()))
     entries = [combine([listings[i] for i in group], _entry_keys([(listings[i], keys_of[i]) for i in group]), aliases)
                for group in members.values()]
     return sorted(entries, key=lambda e: e.id)

@@ -16,7 +16,9 @@ MAX_PAGES = 1000
 
 def parse_smithery(payload: Any, where: str = NAME) -> SourceBatch:
     """Listings from a list page or dump. List items carry no repository: `@owner/repo` in the
-    qualified name is only a guess (`weak_repository`), joined when another source names that repo."""
+    qualified name is only a guess (`weak_repository`), joined when another source names that repo.
+    The qualified name is the listing's key; other sources' listings that name it carry the same key
+    (pipeline.discover.joins, deviation 29)."""
     return parse_items(payload if isinstance(payload, dict) else None, "servers", where, _listing)
 
 
