@@ -34,8 +34,11 @@ def smithery_keys(listing: Listing) -> list[str]:
     registry = (listing.registry_name or "").lower()
     if registry.startswith("io.github.") and registry.count("/") == 1:
         names.append("@" + registry.removeprefix("io.github."))
-    # only npm names take the form `@scope/name`, whatever registry the 2025-05 seed labels them with (`unknown`, `docker`)
-    names += [p.identifier for p in listing.packages if p.identifier.strip().startswith("@") and package_key("npm", p.identifier)]
+    # only npm names take the form `@scope/name`, whatever registry the 2025-05 seed labels them with (`docker`, or
+    # `unknown`, which is no package and kept as an unchecked name)
+    unchecked = listing.attributes.get("unchecked_package_names") or []
+    names += [name for name in (*(p.identifier for p in listing.packages), *unchecked)
+              if isinstance(name, str) and name.strip().startswith("@") and package_key("npm", name)]
     return [clean_text(smithery_key(name)) for name in names if name]
 
 

@@ -73,12 +73,14 @@ def _split(item: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 def _listing(server: dict[str, Any], meta: dict[str, Any]) -> Listing:
     name = server["name"].strip()
     repository = server.get("repository") if isinstance(server.get("repository"), dict) else {}
-    packages, variables = [], []
+    packages, variables, unchecked = [], [], []
     for raw in server.get("packages") or []:
         raw = mapping(raw, "package")
         registry = text(raw.get("registryType")) or text(raw.get("registry_name")) or text(raw.get("registry_type"))
         identifier = text(raw.get("identifier")) or text(raw.get("name"))
-        if registry and identifier and registry.lower() not in NO_REGISTRY:
+        if registry and identifier and registry.lower() in NO_REGISTRY:
+            unchecked.append(identifier)  # still names a Smithery server when npm-shaped (deviation 29)
+        elif registry and identifier:
             transport = raw.get("transport") if isinstance(raw.get("transport"), dict) else {}
             packages.append(Package(registry=registry.lower(), identifier=identifier, version=text(raw.get("version")),
                                     transport=text(transport.get("type"))))
@@ -103,6 +105,8 @@ def _listing(server: dict[str, Any], meta: dict[str, Any]) -> Listing:
         attributes["registry_published_at"] = str(meta["publishedAt"])
     if text(server.get("version")) or isinstance(server.get("version_detail"), dict):
         attributes["version"] = text(server.get("version")) or text(server["version_detail"].get("version"))
+    if unchecked:
+        attributes["unchecked_package_names"] = unchecked[:20]
     if name.startswith("io.github."):
         attributes["registry_namespace_verified"] = "github"
     launch, refused = first_launch(server.get("packages") or [])
