@@ -125,7 +125,8 @@ def test_the_2025_05_seed_never_beats_a_newer_registry_record(catalog):
         if newer_packages:
             assert not seed_packages & {(p["registry"], p["identifier"]) for p in stored["packages"]}, server_id
     assert shared == 30
-    stripe = row(catalog, "stripe--agent-toolkit--tools--modelcontextprotocol")  # the seed: io.github.stripe/agent-toolkit, package 'unknown' stripe/agent-toolkit
+    # the seed: io.github.stripe/agent-toolkit, package 'unknown' stripe/agent-toolkit
+    stripe = row(catalog, "stripe--agent-toolkit--tools--modelcontextprotocol")
     assert stripe["description"] == "MCP server integrating with Stripe - tools for customers, products, payments, and more."
     assert stripe["attributes"]["version"] == "0.2.4"
     assert [p["identifier"] for p in stripe["packages"]] == ["mcp/stripe"]  # the Docker image of its folder; the seed's 'unknown' is gone
