@@ -138,7 +138,7 @@ JOINED_BY_PACKAGE = {
     "npm:datagraph-city-mcp-server": {"io.github.kevinkells/datagraph", "io.github.team-earth/datagraph"},
     "npm:in-memoria": {"io.github.pi22by7/in-memoria", "me.pi22by7/in-memoria"},
 }
-APART_BY_REPOSITORY = {  # one package, two GitHub repositories: never merged (deviation 27), the key identifies neither
+UNDER_TWO_REPOSITORIES = {  # one package, two GitHub repositories: one server under both names (deviation 72)
     "pypi:mcp-plots": {"io.github.MR901/mcp-plots", "io.github.MR901/plots-mcp"},
     "npm:krs-poland-mcp-server": {"io.github.pkolawa/krs-poland-mcp-server", "io.github.pkolawa/mcp-krs-poland"},
     "npm:@ai-capabilities-suite/mcp-debugger-server": {"io.github.Digital-Defiance/mcp-debugger", "io.github.DigitalDefiance/ts-mcp-debugger"},
@@ -148,13 +148,12 @@ APART_BY_REPOSITORY = {  # one package, two GitHub repositories: never merged (d
 @needs_fixtures
 def test_the_eight_registry_pairs_that_share_a_package(catalog):
     _, where, keys = catalog
-    assert registry_packages() == JOINED_BY_PACKAGE | APART_BY_REPOSITORY
-    for package, names in JOINED_BY_PACKAGE.items():
+    assert registry_packages() == JOINED_BY_PACKAGE | UNDER_TWO_REPOSITORIES
+    for package, names in (JOINED_BY_PACKAGE | UNDER_TWO_REPOSITORIES).items():
         servers = {where[("official-registry", name)] for name in names}
         assert len(servers) == 1 and keys[package] in servers, package
-    for package, names in APART_BY_REPOSITORY.items():
-        assert len({where[("official-registry", name)] for name in names}) == 2, package
-        assert package not in keys, package
+    for package, names in UNDER_TWO_REPOSITORIES.items():  # both repositories stay keys of the one server
+        assert len([k for k, server in keys.items() if k.startswith("github:") and server == keys[package] and "#" not in k]) >= 2, package
 
 
 @needs_fixtures
@@ -197,23 +196,31 @@ def test_one_package_is_one_server_whatever_its_names_and_versions():
     assert python.repo_key == "github:a/py" and "pypi:py-tool" in python.keys
 
 
-def test_a_package_shared_by_two_repositories_joins_neither_and_names_neither():
+def test_two_repositories_that_publish_one_package_are_one_server_the_newest_naming_it():
     entries = merge_listings([
-        listing("official-registry", "io.github.o/old-name", repository="https://github.com/o/old-name", packages=[pypi("tool")]),
-        listing("official-registry", "io.github.o/new-name", repository="https://github.com/o/new-name", packages=[pypi("tool")]),
-        listing("official-registry", "com.o/tool", packages=[pypi("tool")]),  # which of the two would it be? neither
+        listing("official-registry", "io.github.o/old-name", repository="https://github.com/o/old-name", packages=[pypi("tool")],
+                updated_at="2025-06-01T00:00:00Z"),
+        listing("official-registry", "io.github.o/new-name", repository="https://github.com/o/new-name", packages=[pypi("tool")],
+                updated_at="2025-11-01T00:00:00Z"),
+        listing("official-registry", "com.o/tool", registry_name="com.o/tool", packages=[pypi("tool")]),
+        listing("awesome-mcp-servers", "o/other", repository="https://github.com/o/other", packages=[pypi("other")]),
     ])
-    assert len(entries) == 3 and all("pypi:tool" not in e.keys for e in entries)
-    assert sorted(str(e.repo_key) for e in entries) == ["None", "github:o/new-name", "github:o/old-name"]
+    assert len(entries) == 2
+    (tool,) = [e for e in entries if "pypi:tool" in e.keys]
+    assert {"github:o/old-name", "github:o/new-name", "registry:com.o/tool"} <= set(tool.keys)
+    assert tool.repo_key == "github:o/new-name"  # the newest listing's repository (deviation 73)
 
 
-def test_two_repositories_sharing_a_package_stay_apart_run_after_run(db):
+def test_two_repositories_sharing_a_package_stay_one_server_run_after_run(db):
     both = [listing("official-registry", f"io.github.o/{name}", registry_name=f"io.github.o/{name}", repository=f"https://github.com/o/{name}",
                     packages=[pypi("tool")]) for name in ("old-name", "new-name")]
+    ids = []
     for _ in range(2):
-        report = discover(db, ("official-registry", both))
-        assert sorted(row["id"] for row in db.query("select id from servers where is_active = 1")) == ["o--new-name", "o--old-name"]
-        assert report.counts["merged"] == 0 and not list(db.query("select key from server_keys where key = 'pypi:tool'"))
+        discover(db, ("official-registry", both))
+        ids.append([row["id"] for row in db.query("select id from servers where is_active = 1")])
+        stored = {row["key"]: row["server_id"] for row in db.query("select key, server_id from server_keys")}
+        assert stored["pypi:tool"] == stored["github:o/old-name"] == stored["github:o/new-name"] == ids[-1][0]
+    assert len(ids[0]) == 1 and ids[0] == ids[1]
 
 
 def test_other_listings_name_a_smithery_server_by_endpoint_page_registry_name_or_npm_package():

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import re
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -238,7 +239,7 @@ def independent_repo(url, aliases):
     return repo
 
 
-def independent_counts() -> dict[str, set[str]]:
+def independent_counts() -> tuple[dict[str, set[str]], list[set[str]]]:
     """Unique repositories per source, read straight from the snapshot files without the adapters."""
     root = SOURCE_FIXTURES
     aliases: dict[str, str] = {}
@@ -247,6 +248,7 @@ def independent_counts() -> dict[str, set[str]]:
             if row.get("updated_github_id") and row["updated_github_id"].lower() != row["github_id"].lower():
                 aliases[row["github_id"].lower()] = row["updated_github_id"].lower()
     per_source: dict[str, set[str]] = {}
+    publishers: dict[str, set[str]] = {}  # an npm or PyPI package -> the repositories whose registry entries publish it
 
     def add(source, url):
         repo = independent_repo(url, dict(aliases))
@@ -265,6 +267,12 @@ def independent_counts() -> dict[str, set[str]]:
                 latest[server["name"]] = server
         for server in latest.values():
             add("official-registry", (server.get("repository") or {}).get("url"))
+            repo = independent_repo((server.get("repository") or {}).get("url"), dict(aliases))
+            for package in server.get("packages") or []:
+                kind = (package.get("registryType") or package.get("registry_name") or "").lower()
+                name = (package.get("identifier") or package.get("name") or "").strip().lower()
+                if repo and kind in ("npm", "pypi") and name and ("/" not in name or name.startswith("@")):
+                    publishers.setdefault(f"{kind}:{re.sub(r'[-_.]+', '-', name) if kind == 'pypi' else name}", set()).add(repo)
     readme = (root / "awesome-mcp-servers" / "README.md").read_text(encoding="utf-8")
     section = readme.split("\n## Server Implementations", 1)[1].split("\n## ", 1)[0]
     for line in section.splitlines():
@@ -274,17 +282,33 @@ def independent_counts() -> dict[str, set[str]]:
         add("best-of-mcp-servers", f"https://github.com/{project['github_id']}")
     for path in (root / "docker-mcp-catalog" / "servers").glob("*/server.yaml"):
         add("docker-mcp-catalog", (yaml.safe_load(path.read_text()).get("source") or {}).get("project"))
-    return per_source
+    return per_source, [repos for repos in publishers.values() if len(repos) > 1]
+
+
+def one_of(classes: list[set[str]]):
+    """Repositories that publish one package are one server under either name (deviation 72): each stands for its class."""
+    named: dict[str, str] = {}
+    for repos in classes:
+        joined = set(repos).union(*(c for c in classes if c & repos))
+        for repo in joined:
+            named[repo] = min(joined)
+    return lambda repo: named.get(repo, repo)
 
 
 @needs_fixtures
 def test_catalog_from_snapshots_agrees_with_an_independent_count(db):
     report = run_discover(db, sources=snapshot_sources(SOURCE_FIXTURES), now=NOW, progress=Progress("discover", 9, stream=io.StringIO()))
-    expected = independent_counts()
+    named, classes = independent_counts()
+    assert len(classes) >= 3  # pkolawa's krs-poland, MR901's plots and Digital Defiance's debugger each under two repositories
+    same = one_of(classes)
+    expected = {source: {same(repo) for repo in repos} for source, repos in named.items()}
     catalog: dict[str, set[str]] = {}
     for row in db.query("select repo_key, sources from servers where is_active = 1 and repo_key is not null"):
         for source in json.loads(row["sources"]):
-            catalog.setdefault(row["repo_key"].removeprefix("github:"), set()).add(source)
+            catalog.setdefault(same(row["repo_key"].removeprefix("github:")), set()).add(source)
+    servers_of = Counter(same(r["repo_key"].removeprefix("github:")) for r in db.query(
+        "select distinct repo_key from servers where is_active = 1 and repo_key is not null"))
+    assert all(servers_of[same(next(iter(repos)))] == 1 for repos in classes)  # one repository key per package
     union = set().union(*expected.values())
     assert set(catalog) == union and len(union) > 3000
     for source, repos in expected.items():  # every repository shows every source that names it

@@ -75,7 +75,8 @@ def normal_url(url: str) -> str:
     parts = urlsplit(url.strip())
     scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
     port = "" if parts.port in (None, 443 if scheme == "https" else 80) else f":{parts.port}"
-    return f"{scheme}://{host}{port}{parts.path.rstrip('/')}"
+    query = f"?{parts.query}" if parts.query else ""  # part of the endpoint: huggingface.co/mcp?login is not huggingface.co/mcp
+    return f"{scheme}://{host}{port}{parts.path.rstrip('/')}{query}"
 
 
 # ------------------------------------------------------------------ the catalog built from the real snapshots

@@ -18,6 +18,7 @@ The entry's identity keys, canonical key first, are the identity side's (pipelin
 from __future__ import annotations
 
 from typing import Callable, Hashable, TypeVar
+from urllib.parse import urlsplit
 
 from pipeline.discover.launch import listing_launch
 from pipeline.identity import is_public_endpoint, normalise_url, parse_github, pypi_name, remote_key, slug_id, source_rank
@@ -170,8 +171,14 @@ def _unique(items: list[tuple[T, str]], identity: Callable[[T], Hashable]) -> li
     return list(seen.values())
 
 
-def _remote_identity(remote: Remote) -> str:
-    return remote_key(remote.url) or remote.url.strip()
+def _remote_identity(remote: Remote) -> tuple[str, str]:
+    """A remote by its normalised URL and its query: the query is no identity of a server, but it is part of the
+    endpoint (huggingface.co/mcp and huggingface.co/mcp?login answer differently), so both are kept."""
+    try:
+        query = urlsplit(remote.url.strip()).query
+    except ValueError:  # a malformed URL (an unclosed IPv6 bracket) is kept by its text alone
+        query = ""
+    return remote_key(remote.url) or remote.url.strip(), query
 
 
 def _package_identity(package: Package) -> tuple[str, str]:

@@ -7,8 +7,9 @@ registry name (both namespaces are the owner's login) or by publishing the npm p
 `@owner/slug` (Smithery's 2025 list named servers after their npm package). Those listings carry
 the key `smithery:<owner>/<slug>`, the Smithery listing's own key.
 
-A key that listings of two GitHub repositories carry (the union-find never joins two repositories)
-joins nothing, and a key that still ends up in two servers identifies neither: it stays only with
+Two repositories that publish one npm or PyPI package are one server (a package name belongs to one
+publisher). Any other key that listings of two GitHub repositories carry (the union-find never joins two
+repositories) joins nothing, and a key that still ends up in two servers identifies neither: it stays only with
 the one server whose listing states it as its own, if there is one. Pure.
 """
 
@@ -40,6 +41,31 @@ def smithery_keys(listing: Listing) -> list[str]:
     names += [name for name in (*(p.identifier for p in listing.packages), *unchecked)
               if isinstance(name, str) and name.strip().startswith("@") and package_key("npm", name)]
     return [clean_text(smithery_key(name)) for name in names if name]
+
+
+def one_identity_per_package(keys_of: list[list[str]], identities: list[str | None]) -> list[str | None]:
+    """Identities with those that publish one npm or PyPI package made one (the smallest of them stands for all).
+
+    A registry's package name belongs to one publisher, so two repositories that list the same package are one
+    server under two repository names (a repository renamed or moved, the older name still listed somewhere)."""
+    parent: dict[str, str] = {}
+
+    def root(identity: str) -> str:
+        while parent.get(identity, identity) != identity:
+            identity = parent[identity]
+        return identity
+
+    first: dict[str, str] = {}
+    for keys, identity in zip(keys_of, identities):
+        if not identity:
+            continue
+        for key in keys:
+            if key.startswith(("npm:", "pypi:")):
+                if key not in first:
+                    first[key] = identity
+                elif (a := root(first[key])) != (b := root(identity)):
+                    parent[max(a, b)] = min(a, b)
+    return [root(identity) if identity else None for identity in identities]
 
 
 def keys_of_two_identities(keys_of: list[list[str]], identities: list[str | None]) -> set[str]:

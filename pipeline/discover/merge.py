@@ -19,7 +19,7 @@ from typing import Iterable, Mapping
 
 from pipeline.clean import clean_text
 from pipeline.discover.combine import combine
-from pipeline.discover.joins import keys_of_two_identities, package_keys, smithery_keys, without_shared_keys
+from pipeline.discover.joins import keys_of_two_identities, one_identity_per_package, package_keys, smithery_keys, without_shared_keys
 from pipeline.discover.repositories import place
 from pipeline.identity import is_public_endpoint, parse_github, remote_key, repository_key, source_rank
 from pipeline.models import CatalogEntry, Listing
@@ -98,13 +98,14 @@ def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = Non
     known_keys = known_keys or {}
     keys_of = [listing_keys(listing, aliases) for listing in listings]
     strong = {k for keys in keys_of for k in keys} | set(known_keys)
+    strong |= {k.split("#", 1)[0] for k in strong if k.startswith("github:")}  # a root guess meets a repository listed by a folder (71b)
     listings = list(listings)
     for index, (listing, keys) in enumerate(zip(listings, keys_of)):
         guess = parse_github(listing.weak_repository)
         if guess is not None and not listing.repository and (key := guess.renamed(aliases).key) in strong:
             keys.insert(0, key)
             listings[index] = listing.model_copy(update={"repository": listing.weak_repository})
-    identities = place(listings, keys_of)
+    identities = one_identity_per_package(keys_of, place(listings, keys_of))  # deviation 72
     groups = _Groups(identities)
     owner_of: dict[str, int] = {}
     stored = [[f"stored:{known_keys[k]}" for k in keys if k in known_keys] for keys in keys_of]
