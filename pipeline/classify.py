@@ -17,38 +17,60 @@ WEIGHTS = {"name": 3, "repository": 2, "namespace": 2, "description": 1}
 # Seed 000's fourteen categories, in tie-break order. Keywords are whole words (or word prefixes
 # ending in "*"), matched case-insensitively after splitting camelCase and separators.
 CATEGORIES: dict[str, list[str]] = {
-    "AI/ML": ["ai", "llm", "llms", "openai", "anthropic", "claude", "gpt", "gemini", "ollama", "huggingface", "embedding*",
-              "ml", "machine", "inference", "rag", "mistral", "replicate", "langchain", "vector*", "transformers"],
+    "AI/ML": ["ai", "llm", "llms", "openai", "anthropic", "claude", "gpt", "gemini", "ollama", "huggingface", "embedding*", "ml", "machine",
+              "inference", "rag", "mistral", "replicate", "langchain", "vector*", "transformers", "completions", "hyperparameter*", "optuna",
+              "manus", "bedrock", "chat-completions", "hugging-face"],
     "Database": ["database*", "db", "sql", "postgres*", "mysql", "sqlite", "mongo*", "redis", "supabase", "neo4j", "clickhouse", "duckdb",
                  "snowflake", "bigquery", "dynamodb", "cassandra", "prisma", "firestore", "elasticsearch", "pinecone", "qdrant", "weaviate",
-                 "milvus", "chroma", "mariadb", "oracle", "cockroach*", "planetscale", "neon", "turso"],
+                 "milvus", "chroma", "mariadb", "cockroach*", "planetscale", "neon", "turso", "tables", "schemas", "oracledb", "oracle-database",
+                 "valkey", "instantdb", "schemacrawler"],
     "DevTools": ["git", "github", "gitlab", "bitbucket", "code", "coding", "developer*", "dev", "devtools", "ide", "vscode", "lint*", "test*",
-                 "debug*", "compiler", "npm", "pypi", "docker", "kubernetes", "k8s", "terraform", "ci", "cd", "jenkins", "sentry", "jira",
-                 "linear", "repo", "repository", "repositories", "shell", "terminal", "filesystem", "files", "file", "openapi",
-                 "swagger", "postman", "figma"],
-    "Cloud": ["cloud", "aws", "azure", "gcp", "google-cloud", "s3", "lambda", "cloudflare", "vercel", "netlify", "heroku", "digitalocean",
-              "fly", "render", "serverless", "ec2", "cloudrun", "workers", "hosting", "cdn"],
-    "Communication": ["slack", "discord", "email", "mail", "gmail", "outlook", "telegram", "whatsapp", "teams", "sms", "twilio", "chat",
-                      "message*", "messaging", "matrix", "zoom", "mastodon", "bluesky", "twitter", "linkedin", "reddit", "notification*"],
-    "Productivity": ["notion", "calendar", "todo*", "task*", "asana", "trello", "clickup", "monday", "obsidian", "evernote", "note*",
-                     "docs", "document*", "sheets", "spreadsheet*", "excel", "word", "office", "drive", "dropbox", "airtable", "confluence",
-                     "productivity", "memory", "timezone*", "reminder*", "pdf"],
-    "Search": ["search*", "brave", "google", "bing", "duckduckgo", "tavily", "exa", "perplexity", "serp*", "kagi", "web", "crawl*",
-               "scrap*", "fetch", "wikipedia", "arxiv", "lookup"],
-    "Monitoring": ["monitor*", "observability", "logs", "logging", "log", "metrics", "grafana", "prometheus", "datadog", "newrelic",
-                   "pagerduty", "opsgenie", "uptime", "alert*", "trace*", "tracing", "splunk", "incident*"],
-    "Data": ["data", "dataset*", "analytics", "csv", "json", "etl", "pipeline*", "warehouse", "dbt", "pandas", "kaggle", "tableau",
-             "looker", "metabase", "weather", "geo*", "maps", "finance-data", "statistics", "census"],
+                 "debug*", "compiler", "npm", "pypi", "docker", "ci", "cd", "jenkins", "jira", "linear", "repo", "repository", "repositories",
+                 "shell", "terminal", "filesystem", "files", "file", "openapi", "swagger", "postman", "figma", "codebase*", "programming",
+                 "develop*", "scaffold*", "ides", "jetbrains", "intellij", "pycharm", "webstorm", "xcode", "android", "ios", "simulator*",
+                 "homebrew", "brew", "nuget", "dotnet", "security", "vulnerabilit*", "malware", "reverse", "reversing", "decompil*", "disassembl*",
+                 "binary", "ghidra", "ida", "pentest*", "exploit*", "mitre", "semgrep", "sonarqube", "snyk", "leetcode", "bitrise", "browserstack",
+                 "circleci", "gitea", "atomgit", "authentication", "descope", "auth0", "okta", "identity"],
+    "Cloud": ["cloud", "aws", "azure", "gcp", "google-cloud", "s3", "lambda", "cloudflare", "vercel", "netlify", "heroku", "digitalocean", "fly",
+              "render", "serverless", "ec2", "cloudrun", "workers", "hosting", "cdn", "kubernetes", "k8s", "helm", "terraform", "pulumi",
+              "infrastructure", "iac", "bucket*", "aks", "eks", "gke", "awslabs"],
+    "Communication": ["slack", "discord", "email", "mail", "gmail", "outlook", "telegram", "whatsapp", "msteams", "microsoft-teams", "sms",
+                      "twilio", "chat", "message*", "messaging", "matrix", "zoom", "mastodon", "bluesky", "twitter", "linkedin", "reddit",
+                      "notification*", "social", "nostr", "xiaohongshu", "rednote", "weibo", "instagram", "facebook", "tiktok", "wechat", "feishu",
+                      "dingtalk", "mattermost"],
+    "Productivity": ["notion", "calendar", "todo*", "task*", "asana", "trello", "clickup", "monday", "obsidian", "evernote", "note", "notes",
+                     "notetaking", "docs", "document*", "sheets", "spreadsheet*", "excel", "word", "office", "drive", "dropbox", "airtable",
+                     "confluence", "productivity", "memory", "timezone*", "reminder*", "pdf", "knowledge", "memories", "workspace*", "convert*",
+                     "conversion", "markdown", "crm", "erp", "odoo", "tana", "datetime", "logseq", "zotero", "anki", "miro", "composio", "zapier",
+                     "n8n", "atlassian"],
+    "Search": ["search*", "brave", "google", "bing", "duckduckgo", "tavily", "exa", "perplexity", "serp*", "kagi", "web", "crawl*", "scrap*",
+               "fetch", "wikipedia", "arxiv", "lookup", "stackoverflow", "stack-overflow", "dictionary", "encyclopedia", "website*", "searxng",
+               "apify", "firecrawl", "baidu"],
+    "Monitoring": ["monitor*", "observability", "logs", "logging", "log", "metrics", "grafana", "prometheus", "datadog", "newrelic", "pagerduty",
+                   "opsgenie", "uptime", "alert*", "trace*", "tracing", "splunk", "incident*", "siem", "wazuh", "telemetry", "reliability",
+                   "outage*", "downtime", "kibana", "posthog", "sentry"],
+    "Data": ["data", "dataset*", "analytics", "csv", "etl", "pipeline*", "warehouse", "dbt", "pandas", "kaggle", "tableau", "looker", "metabase",
+             "weather", "geo*", "maps", "finance-data", "statistics", "census", "jupyter", "notebook", "notebooks", "databricks", "kafka",
+             "streaming", "gis", "location", "geocoding"],
     "Finance": ["finance", "financial", "stripe", "paypal", "payment*", "bank*", "crypto*", "bitcoin", "ethereum", "blockchain", "wallet*",
-                "trading", "stock*", "invoice*", "accounting", "quickbooks", "xero", "plaid", "coinbase", "defi", "solana", "tax"],
-    "Media": ["image*", "video*", "audio", "music", "spotify", "youtube", "podcast*", "photo*", "media", "tts", "speech", "voice",
-              "dall-e", "midjourney", "stable-diffusion", "elevenlabs", "transcri*", "ffmpeg", "canva", "svg"],
-    "E-commerce": ["shop*", "ecommerce", "e-commerce", "commerce", "shopify", "woocommerce", "amazon", "ebay", "etsy", "cart", "product*",
-                   "order*", "inventory", "magento", "bigcommerce", "retail", "store"],
+                "trading", "stock*", "invoice*", "accounting", "quickbooks", "xero", "plaid", "coinbase", "defi", "solana", "tax", "market",
+                "markets", "prices", "onchain", "on-chain", "dex", "backtest*", "quant*", "chainlink", "binance", "quantconnect"],
+    "Media": ["image*", "video*", "audio", "music", "spotify", "youtube", "podcast*", "photo*", "media", "tts", "speech", "voice", "dall-e",
+              "midjourney", "stable-diffusion", "elevenlabs", "transcri*", "ffmpeg", "canva", "svg", "reaper", "daw", "drum*", "sampler", "midi",
+              "synth*", "comfyui"],
+    "E-commerce": ["shop*", "ecommerce", "e-commerce", "commerce", "shopify", "woocommerce", "amazon", "ebay", "etsy", "cart", "product*", "order*",
+                   "inventory", "magento", "bigcommerce", "retail", "store", "merchant*", "pos", "sales"],
     "Browser": ["browser*", "playwright", "puppeteer", "selenium", "chrome", "chromium", "firefox", "headless", "webdriver", "browse",
                 "browserbase", "screenshot*"],
 }
 OTHER = "Other"
+# What a reader files under Other although it has a subject: games, sport, the smart home, marketing. Matched like a
+# category's keywords and last in the tie-break order.
+OTHER_KEYWORDS = ["game", "games", "gaming", "esports", "sport*", "fitness", "workout*", "strava", "smart-home", "home-assistant",
+                  "homeassistant", "hue", "openhue", "lights", "iot", "qr", "seo", "marketing", "advertis*", "ads"]
+# Words nearly every MCP listing uses about its context ("for AI assistants", "give LLMs your data", "on AWS"): they
+# decide a category only when no other keyword matched.
+WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare"}
 
 # Keyword → platform label (seed 000: "postgres" → PostgreSQL, "openai" → OpenAI, ...).
 PLATFORMS: dict[str, str] = {
@@ -57,9 +79,11 @@ PLATFORMS: dict[str, str] = {
     "duckdb": "DuckDB", "snowflake": "Snowflake", "bigquery": "BigQuery", "dynamodb": "DynamoDB", "cassandra": "Cassandra",
     "elasticsearch": "Elasticsearch", "opensearch": "OpenSearch", "pinecone": "Pinecone", "qdrant": "Qdrant", "weaviate": "Weaviate",
     "milvus": "Milvus", "chroma": "Chroma", "chromadb": "Chroma", "firestore": "Firebase", "firebase": "Firebase", "neon": "Neon",
-    "turso": "Turso", "planetscale": "PlanetScale", "prisma": "Prisma", "oracle": "Oracle", "mssql": "SQL Server",
+    "turso": "Turso", "planetscale": "PlanetScale", "prisma": "Prisma", "oracledb": "Oracle", "oracle-database": "Oracle", "oracle-db": "Oracle",
+    "mssql": "SQL Server",
     "openai": "OpenAI", "gpt": "OpenAI", "chatgpt": "OpenAI", "anthropic": "Anthropic", "claude": "Anthropic", "gemini": "Google Gemini",
-    "ollama": "Ollama", "huggingface": "Hugging Face", "mistral": "Mistral", "replicate": "Replicate", "perplexity": "Perplexity",
+    "ollama": "Ollama", "huggingface": "Hugging Face", "hugging-face": "Hugging Face", "mistral": "Mistral", "replicate": "Replicate",
+    "perplexity": "Perplexity",
     "langchain": "LangChain", "llamaindex": "LlamaIndex", "cohere": "Cohere", "groq": "Groq", "deepseek": "DeepSeek",
     "github": "GitHub", "gitlab": "GitLab", "bitbucket": "Bitbucket", "git": "Git", "docker": "Docker", "kubernetes": "Kubernetes",
     "k8s": "Kubernetes", "helm": "Helm", "terraform": "Terraform", "jenkins": "Jenkins", "sentry": "Sentry", "jira": "Jira",
@@ -67,7 +91,8 @@ PLATFORMS: dict[str, str] = {
     "aws": "AWS", "s3": "AWS", "lambda": "AWS", "ec2": "AWS", "bedrock": "AWS", "azure": "Azure", "gcp": "Google Cloud",
     "cloudflare": "Cloudflare", "vercel": "Vercel", "netlify": "Netlify", "heroku": "Heroku", "digitalocean": "DigitalOcean",
     "slack": "Slack", "discord": "Discord", "gmail": "Gmail", "outlook": "Microsoft Outlook", "telegram": "Telegram",
-    "whatsapp": "WhatsApp", "teams": "Microsoft Teams", "twilio": "Twilio", "zoom": "Zoom", "mastodon": "Mastodon",
+    "whatsapp": "WhatsApp", "msteams": "Microsoft Teams", "microsoft-teams": "Microsoft Teams", "twilio": "Twilio", "zoom": "Zoom",
+    "mastodon": "Mastodon",
     "bluesky": "Bluesky", "twitter": "X (Twitter)", "linkedin": "LinkedIn", "reddit": "Reddit",
     "notion": "Notion", "asana": "Asana", "trello": "Trello", "clickup": "ClickUp", "obsidian": "Obsidian", "evernote": "Evernote",
     "airtable": "Airtable", "confluence": "Confluence", "dropbox": "Dropbox", "gdrive": "Google Drive", "drive": "Google Drive",
@@ -86,40 +111,150 @@ PLATFORMS: dict[str, str] = {
 }
 
 
+# Platform keywords written as two words ("stack-overflow") match as adjacent words.
+PLATFORMS.update({
+    "stackoverflow": "Stack Overflow", "stack-overflow": "Stack Overflow", "jupyter": "Jupyter", "databricks": "Databricks",
+    "kafka": "Kafka", "pulumi": "Pulumi", "ansible": "Ansible", "jetbrains": "JetBrains", "intellij": "JetBrains", "pycharm": "JetBrains",
+    "xcode": "Xcode", "ghidra": "Ghidra", "ida-pro": "IDA Pro", "binaryninja": "Binary Ninja", "binary-ninja": "Binary Ninja",
+    "semgrep": "Semgrep", "sonarqube": "SonarQube", "snyk": "Snyk", "apify": "Apify", "firecrawl": "Firecrawl", "jina": "Jina AI",
+    "searxng": "SearXNG", "serpapi": "SerpApi", "baidu": "Baidu", "csdn": "CSDN", "composio": "Composio", "zapier": "Zapier",
+    "n8n": "n8n", "browserstack": "BrowserStack", "homebrew": "Homebrew", "nuget": "NuGet", "cursor": "Cursor", "unity": "Unity",
+    "unity3d": "Unity", "unreal": "Unreal Engine", "godot": "Godot", "blender": "Blender", "strava": "Strava", "valkey": "Valkey",
+    "nostr": "Nostr", "chainlink": "Chainlink", "odoo": "Odoo", "xiaohongshu": "Xiaohongshu", "rednote": "Xiaohongshu",
+    "google-ads": "Google Ads", "philips-hue": "Philips Hue", "comfyui": "ComfyUI", "optuna": "Optuna", "leetcode": "LeetCode",
+    "wazuh": "Wazuh", "awslabs": "AWS", "amazon-bedrock": "AWS", "amazon-location": "AWS", "amazon-s3": "AWS", "amazon-q": "AWS",
+    "amazon-nova": "AWS", "amazon-sagemaker": "AWS", "amazon-kendra": "AWS", "amazon-rds": "AWS", "amazon-cloudwatch": "AWS",
+    "openrouter": "OpenRouter", "xai": "xAI", "grok": "xAI",
+    "qwen": "Qwen", "midjourney": "Midjourney", "wandb": "Weights & Biases", "mlflow": "MLflow",
+    "kibana": "Kibana", "loki": "Grafana", "posthog": "PostHog", "mixpanel": "Mixpanel", "google-analytics": "Google Analytics",
+    "honeycomb": "Honeycomb", "dynatrace": "Dynatrace", "binance": "Binance", "coingecko": "CoinGecko", "coinmarketcap": "CoinMarketCap",
+    "polymarket": "Polymarket", "uniswap": "Uniswap",
+    "yfinance": "Yahoo Finance", "yahoo-finance": "Yahoo Finance", "wordpress": "WordPress",
+    "webflow": "Webflow", "contentful": "Contentful", "strapi": "Strapi", "mailchimp": "Mailchimp", "sendgrid": "SendGrid", "resend": "Resend",
+    "instagram": "Instagram", "facebook": "Facebook",
+    "tiktok": "TikTok", "pinterest": "Pinterest", "twitch": "Twitch", "steam": "Steam", "hackernews": "Hacker News",
+    "hacker-news": "Hacker News", "pubmed": "PubMed", "zotero": "Zotero", "anki": "Anki", "logseq": "Logseq", "miro": "Miro",
+    "calendly": "Calendly", "ticktick": "TickTick", "mattermost": "Mattermost", "wechat": "WeChat", "feishu": "Feishu",
+    "lark": "Feishu", "dingtalk": "DingTalk", "bilibili": "Bilibili", "weibo": "Weibo", "douyin": "TikTok", "onedrive": "OneDrive",
+    "sharepoint": "SharePoint", "google-drive": "Google Drive", "google-calendar": "Google Calendar", "google-maps": "Google Maps",
+    "mapbox": "Mapbox", "openstreetmap": "OpenStreetMap", "osm": "OpenStreetMap", "home-assistant": "Home Assistant",
+    "homeassistant": "Home Assistant", "okta": "Okta", "hashicorp-vault": "HashiCorp Vault", "apache-spark": "Apache Spark",
+    "pyspark": "Apache Spark", "auth0": "Auth0", "circleci": "CircleCI",
+    "argocd": "Argo CD", "openshift": "OpenShift", "flyio": "Fly.io", "alibaba": "Alibaba Cloud",
+    "aliyun": "Alibaba Cloud", "gcloud": "Google Cloud", "google-cloud": "Google Cloud", "kafka-connect": "Kafka",
+    "rabbitmq": "RabbitMQ", "airflow": "Airflow", "trino": "Trino", "redshift": "AWS",
+    "cloudwatch": "AWS", "azure-devops": "Azure", "teamcity": "TeamCity", "github-actions": "GitHub", "gitea": "Gitea",
+    "bitrise": "Bitrise", "quantconnect": "QuantConnect", "manus": "Manus", "schemacrawler": "SchemaCrawler", "tradingview": "TradingView",
+    "jira-cloud": "Jira", "atlassian": "Atlassian",
+    "youtrack": "YouTrack", "typesense": "Typesense", "meilisearch": "Meilisearch",
+    "algolia": "Algolia", "lancedb": "LanceDB", "pgvector": "PostgreSQL", "kubectl": "Kubernetes", "helm": "Helm",
+})
+# "atlassian" is the vendor of Jira and Confluence: it names them, not a platform of its own, when either is named.
+_VENDOR_OF = {"Atlassian": ("Jira", "Confluence")}
+
+# Words that name the AI client a server is used from ("Discord MCP server for Claude", "works in Cursor"). In a
+# description they say where the server runs, not what it is for: they count only in the name, repository or namespace.
+CLIENTS = {"claude", "chatgpt", "cursor", "windsurf", "copilot", "cline", "codex"}
+
+# A registry name's reverse-DNS prefix is scaffolding around one meaningful part. A code host's domain
+# (io.github.<owner>) says only where the publisher signed in: the owner is the meaning. A republisher's domain
+# (ai.smithery/<owner>-<name>) says where a copy is hosted: nothing in it is. Any other domain is its vendor's
+# (com.stripe, dev.composio.rube): its labels after the top-level one are the meaning, less the generic ones.
+CODE_HOSTS = {"github", "gitlab", "bitbucket", "codeberg"}
+REPUBLISHERS = {"smithery", "waystation", "alpic", "mcphub", "glama", "pulsemcp", "klavis-hosted"}
+SCAFFOLD = {"mcp", "mcps", "server", "servers", "api", "app", "apps", "www", "staging", "prod", "remote", "io", "registry", "hub"}
+
+
 @dataclass(frozen=True)
 class Classification:
     category: str
     platforms: tuple[str, ...]
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_SPLIT = re.compile(r"[^a-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+_REVERSE_DNS = re.compile(r"^[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+/")
+_MCP_AFFIX = re.compile(r"^mcp(?=[a-z]{3})|(?<=[a-z]{3})mcp$")
+
+
+def _vocabulary() -> frozenset[str]:
+    single = {k.rstrip("*") for keywords in CATEGORIES.values() for k in keywords if "-" not in k}
+    return frozenset(single | {k for k in PLATFORMS if "-" not in k})
+
+
+_VOCABULARY = _vocabulary()
+_LONGEST = 4  # pieces a brand spans at most once camelCase is split ("Postgre|SQL", "Eleven|Labs")
+
+
+def _pieces(token: str) -> list[str]:
+    """One separator-free token as lower-case words: camelCase split, except where the split breaks a known word."""
+    parts = [p.lower() for p in _CAMEL.sub(" ", token).split()]
+    out, i = [], 0
+    while i < len(parts):
+        for j in range(min(len(parts), i + _LONGEST), i + 1, -1):
+            if "".join(parts[i:j]) in _VOCABULARY:  # GitHub, OpenAI, PostgreSQL, YouTube, LinkedIn stay whole
+                out.append("".join(parts[i:j]))
+                i = j
+                break
+        else:
+            out.append(parts[i])
+            i += 1
+    return [w for p in out for w in _MCP_AFFIX.sub(" ", p).split()]  # "discordmcp" → discord, "mcpvault" → vault
 
 
 def words(text: str | None) -> list[str]:
-    """Lower-case word tokens: camelCase, kebab-case, snake_case, paths and URLs all split."""
+    """Lower-case word tokens: camelCase (brand names kept whole), kebab-case, snake_case, paths and URLs all split."""
     if not text:
         return []
-    return [w for w in _SPLIT.split(_CAMEL.sub(" ", text).lower()) if w]
+    return [w for token in _SEPARATORS.split(text) if token for w in _pieces(token)]
+
+
+def _singular(token: str) -> str:
+    if token.endswith("es") and len(token) > 4 and token[:-2] in _EXACT:
+        return token[:-2]
+    return token[:-1] if token.endswith("s") and len(token) > 3 else token
 
 
 def _matcher(keywords: list[str]):
-    exact = {k for k in keywords if not k.endswith("*")}
-    # hyphenated keywords ("google-cloud") match as adjacent words
-    exact_tokens = {k for k in exact if "-" not in k}
-    phrases = [tuple(k.split("-")) for k in exact if "-" in k]
+    exact_tokens = {k for k in keywords if not k.endswith("*")}
     prefixes = tuple(k[:-1] for k in keywords if k.endswith("*"))
 
-    def count(tokens: list[str]) -> int:
-        hits = sum(1 for t in tokens if t in exact_tokens or (prefixes and t.startswith(prefixes)))
-        for phrase in phrases:
-            hits += sum(1 for i in range(len(tokens) - len(phrase) + 1) if tuple(tokens[i : i + len(phrase)]) == phrase)
-        return hits
+    def count(tokens: list[str]) -> tuple[int, int]:
+        """(strong, weak) hits: a plural counts as its keyword; a prefix never claims another keyword ("browserstack")."""
+        strong = weak = 0
+        for t in tokens:
+            word = t if t in exact_tokens else _singular(t)
+            if word in exact_tokens or (prefixes and t not in _EXACT and t.startswith(prefixes)):
+                if word in WEAK:
+                    weak += 1
+                else:
+                    strong += 1
+        return strong, weak
 
     return count
 
 
-_MATCHERS = {category: _matcher(keywords) for category, keywords in CATEGORIES.items()}
+_EXACT = {k for keywords in [*CATEGORIES.values(), OTHER_KEYWORDS] for k in keywords if not k.endswith("*")} | set(PLATFORMS)
+_MATCHERS = {category: _matcher(keywords) for category, keywords in [*CATEGORIES.items(), (OTHER, OTHER_KEYWORDS)]}
+# Keywords written with a hyphen ("google-cloud", "google-ads") are two adjacent words, read as one: neither counts alone.
+_PHRASES = {tuple(k.split("-")) for k in _EXACT if "-" in k}
+
+
+def _joined(tokens: list[str]) -> list[str]:
+    out, i = [], 0
+    while i < len(tokens):
+        if i + 1 < len(tokens) and (tokens[i], tokens[i + 1]) in _PHRASES:
+            out.append(f"{tokens[i]}-{tokens[i + 1]}")
+            i += 2
+        else:
+            out.append(tokens[i])
+            i += 1
+    return out
+
+
+def _platform_hits(tokens: list[str], in_description: bool) -> set[str]:
+    """The platform keywords among the tokens; in a description, an AI client (CLIENTS) is where the server runs, not what it is for."""
+    return {t for t in tokens if t in PLATFORMS and not (in_description and t in CLIENTS)}
 
 
 def repository_path(repository: str | None, subpath: str | None) -> str:
@@ -131,34 +266,87 @@ def repository_path(repository: str | None, subpath: str | None) -> str:
 
 
 def namespace(package: str | None) -> str:
-    """A registry namespace: the npm scope, the reverse-DNS prefix of the official registry, else empty."""
-    if not package:
+    """The meaningful part of a registry namespace (see CODE_HOSTS above), else empty.
+
+    `package` is an official-registry name (`<reverse-DNS>/<name>`), an npm or OCI package, or a download URL.
+    """
+    if not package or "://" in package:
+        return ""  # a download URL: its repository is read as the repository
+    head, _, rest = package.partition("/")
+    if not rest:
         return ""
-    if package.startswith("@") and "/" in package:
-        return package[1:].split("/", 1)[0]
-    if "/" in package:
-        return package.split("/", 1)[0]
-    return ""
+    if head.startswith("@"):
+        return head[1:]  # npm scope
+    if "." not in head:
+        return head  # owner/name
+    if "/" in rest:
+        return rest.split("/", 1)[0]  # an image on a registry host (docker.io/<owner>/<image>): the owner
+    labels = [label.lower() for label in head.split(".")[1:]]  # reverse DNS, less its top-level label
+    if labels and labels[0] in CODE_HOSTS:
+        return labels[1] if len(labels) > 1 else ""
+    if labels and labels[0] in REPUBLISHERS:
+        return ""
+    return " ".join(label for label in labels if label not in SCAFFOLD)
+
+
+def own_name(text: str | None) -> str:
+    """A name without what surrounds it: a reverse-DNS prefix or owner ("io.github.x/", "owner/"), image tag, download path."""
+    if not text:
+        return ""
+    text = text.strip().rsplit("/", 1)[-1]
+    return text.rsplit(".", 1)[0] if text.endswith((".mcpb", ".dxt", ".zip", ".tgz")) else text.split(":", 1)[0]
+
+
+# "a Firebase-like database", "OpenAI-compatible APIs": a product a server is compared with, not one it is for.
+_COMPARED = re.compile(r"[\w.]+-(?:like|compatible|style)\b|[\w.]+(?:\s+[\w.]+)?\s+compatible\b", re.I)
+# "500+ apps like Gmail, Slack and Notion", "(such as Claude)": examples of what a server reaches, to the clause's end.
+_EXAMPLES = re.compile(r"(?<![-\w])(?:like|such as|e\.g\.|including|for example|for instance)\s[^.;:()\n]*", re.I)
+
+
+_URL = re.compile(r"\bhttps?://\S+", re.I)  # a link's host and path are not what the server is about
+_CLIENT_APPS = re.compile(r"\b(?:claude|gemini|codex|vs|cursor)\s+(?:desktop|code|cli|app)\b", re.I)
+
+
+def description_words(text: str | None) -> list[str]:
+    """A description's words, without the products it compares itself with or lists as examples, or the AI client it is used from."""
+    if not text:
+        return []
+    return words(_EXAMPLES.sub(" ", _COMPARED.sub(" ", _CLIENT_APPS.sub(" ", _URL.sub(" ", text)))))
+
+
+def _owner_and_rest(path: str) -> tuple[list[str], list[str]]:
+    """A repository path's owner (a person or organisation: read for platforms only, "supabase/mcp") and the rest."""
+    owner, _, rest = path.partition("/")
+    return _joined(words(owner)), _joined(words(rest))
 
 
 @lru_cache(maxsize=4096)
 def classify(name: str, description: str | None, repository: str | None, subpath: str | None, package: str | None) -> Classification:
+    owner, repo_rest = _owner_and_rest(repository_path(repository, subpath))
     fields = {
-        "name": words(name) + words(package.split("/")[-1] if package else None),
-        "repository": words(repository_path(repository, subpath)),
-        "namespace": words(namespace(package)),
-        "description": words(description),
+        "name": _joined(words(own_name(name)) + words(own_name(package))),
+        "repository": repo_rest,
+        "namespace": _joined(words(namespace(package))),
+        "description": _joined(description_words(description)),
     }
-    best, best_score = OTHER, 0
+    scores = {category: [0, 0] for category in _MATCHERS}
     for category, count in _MATCHERS.items():
-        value = sum(WEIGHTS[field] * count(tokens) for field, tokens in fields.items())
-        if value > best_score:
-            best, best_score = category, value
+        for field, tokens in fields.items():
+            strong, weak = count(tokens)
+            scores[category][0] += WEIGHTS[field] * strong
+            scores[category][1] += WEIGHTS[field] * weak
+    tier = 0 if any(strong for strong, _ in scores.values()) else 1
+    best, best_score = OTHER, 0
+    for category, score in scores.items():
+        if score[tier] > best_score:
+            best, best_score = category, score[tier]
     platform_weight: dict[str, int] = {}
-    for field, tokens in fields.items():
-        for token in set(tokens):
-            label = PLATFORMS.get(token)
-            if label:
-                platform_weight[label] = platform_weight.get(label, 0) + WEIGHTS[field]
+    for field, tokens in [*fields.items(), ("repository", owner)]:
+        for keyword in _platform_hits(tokens, field == "description"):
+            label = PLATFORMS[keyword]
+            platform_weight[label] = platform_weight.get(label, 0) + WEIGHTS[field]
+    for vendor, products in _VENDOR_OF.items():
+        if vendor in platform_weight and any(p in platform_weight for p in products):
+            del platform_weight[vendor]
     platforms = tuple(label for label, _ in sorted(platform_weight.items(), key=lambda kv: (-kv[1], kv[0])))
     return Classification(best, platforms)
