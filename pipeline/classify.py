@@ -186,7 +186,8 @@ _VOCABULARY = _vocabulary()
 _LONGEST = 4  # pieces a brand spans at most once camelCase is split ("Postgre|SQL", "Eleven|Labs")
 
 
-def _pieces(token: str) -> list[str]:
+@lru_cache(maxsize=65536)
+def _pieces(token: str) -> tuple[str, ...]:
     """One separator-free token as lower-case words: camelCase split, except where the split breaks a known word."""
     parts = [p.lower() for p in _CAMEL.sub(" ", token).split()]
     out, i = [], 0
@@ -199,7 +200,7 @@ def _pieces(token: str) -> list[str]:
         else:
             out.append(parts[i])
             i += 1
-    return [w for p in out for w in _MCP_AFFIX.sub(" ", p).split()]  # "discordmcp" → discord, "mcpvault" → vault
+    return tuple(w for p in out for w in _MCP_AFFIX.sub(" ", p).split())  # "discordmcp" → discord, "mcpvault" → vault
 
 
 def words(text: str | None) -> list[str]:
@@ -215,27 +216,23 @@ def _singular(token: str) -> str:
     return token[:-1] if token.endswith("s") and len(token) > 3 else token
 
 
-def _matcher(keywords: list[str]):
-    exact_tokens = {k for k in keywords if not k.endswith("*")}
-    prefixes = tuple(k[:-1] for k in keywords if k.endswith("*"))
-
-    def count(tokens: list[str]) -> tuple[int, int]:
-        """(strong, weak) hits: a plural counts as its keyword; a prefix never claims another keyword ("browserstack")."""
-        strong = weak = 0
-        for t in tokens:
-            word = t if t in exact_tokens else _singular(t)
-            if word in exact_tokens or (prefixes and t not in _EXACT and t.startswith(prefixes)):
-                if word in WEAK:
-                    weak += 1
-                else:
-                    strong += 1
-        return strong, weak
-
-    return count
-
-
 _EXACT = {k for keywords in [*CATEGORIES.values(), OTHER_KEYWORDS] for k in keywords if not k.endswith("*")} | set(PLATFORMS)
-_MATCHERS = {category: _matcher(keywords) for category, keywords in [*CATEGORIES.items(), (OTHER, OTHER_KEYWORDS)]}
+_KEYWORDS = {category: ({k for k in keywords if not k.endswith("*")}, tuple(k[:-1] for k in keywords if k.endswith("*")))
+             for category, keywords in [*CATEGORIES.items(), (OTHER, OTHER_KEYWORDS)]}
+
+
+@lru_cache(maxsize=65536)
+def _hits(token: str) -> tuple[tuple[str, int], ...]:
+    """The categories a word counts for, each with its tier (0 strong, 1 weak): a plural counts as its keyword; a prefix
+    keyword never claims a word that is another keyword ("browserstack" is not browser*)."""
+    found = []
+    for category, (exact, prefixes) in _KEYWORDS.items():
+        word = token if token in exact else _singular(token)
+        if word in exact or (prefixes and token not in _EXACT and token.startswith(prefixes)):
+            found.append((category, 1 if word in WEAK else 0))
+    return tuple(found)
+
+
 # Keywords written with a hyphen ("google-cloud", "google-ads") are two adjacent words, read as one: neither counts alone.
 _PHRASES = {tuple(k.split("-")) for k in _EXACT if "-" in k}
 
@@ -298,20 +295,27 @@ def own_name(text: str | None) -> str:
 
 
 # "a Firebase-like database", "OpenAI-compatible APIs": a product a server is compared with, not one it is for.
-_COMPARED = re.compile(r"[\w.]+-(?:like|compatible|style)\b|[\w.]+(?:\s+[\w.]+)?\s+compatible\b", re.I)
+_COMPARED = re.compile(r"[\w.]+-(?:like|compatible|style)\b|(?<![\w.])[\w.]+(?:\s+[\w.]+)?\s+compatible\b", re.I)
 # "500+ apps like Gmail, Slack and Notion", "(such as Claude)": examples of what a server reaches, to the clause's end.
 _EXAMPLES = re.compile(r"(?<![-\w])(?:like|such as|e\.g\.|including|for example|for instance)\s[^.;:()\n]*", re.I)
 
-
 _URL = re.compile(r"\bhttps?://\S+", re.I)  # a link's host and path are not what the server is about
 _CLIENT_APPS = re.compile(r"\b(?:claude|gemini|codex|vs|cursor)\s+(?:desktop|code|cli|app)\b", re.I)
+
+
+_DESCRIPTION_CUTS = ((_URL, ("http",)), (_CLIENT_APPS, ("desktop", "code", "cli", "app")), (_COMPARED, ("like", "compatible", "style")),
+                     (_EXAMPLES, ("like", "such as", "e.g.", "including", "for example", "for instance")))
 
 
 def description_words(text: str | None) -> list[str]:
     """A description's words, without the products it compares itself with or lists as examples, or the AI client it is used from."""
     if not text:
         return []
-    return words(_EXAMPLES.sub(" ", _COMPARED.sub(" ", _CLIENT_APPS.sub(" ", _URL.sub(" ", text)))))
+    lower = text.lower()  # each pattern runs only where its words occur: most descriptions have none
+    for pattern, marks in _DESCRIPTION_CUTS:
+        if any(mark in lower for mark in marks):
+            text = pattern.sub(" ", text)
+    return words(text)
 
 
 def _owner_and_rest(path: str) -> tuple[list[str], list[str]]:
@@ -329,12 +333,11 @@ def classify(name: str, description: str | None, repository: str | None, subpath
         "namespace": _joined(words(namespace(package))),
         "description": _joined(description_words(description)),
     }
-    scores = {category: [0, 0] for category in _MATCHERS}
-    for category, count in _MATCHERS.items():
-        for field, tokens in fields.items():
-            strong, weak = count(tokens)
-            scores[category][0] += WEIGHTS[field] * strong
-            scores[category][1] += WEIGHTS[field] * weak
+    scores = {category: [0, 0] for category in _KEYWORDS}
+    for field, tokens in fields.items():
+        for token in tokens:
+            for category, tier in _hits(token):
+                scores[category][tier] += WEIGHTS[field]
     tier = 0 if any(strong for strong, _ in scores.values()) else 1
     best, best_score = OTHER, 0
     for category, score in scores.items():
