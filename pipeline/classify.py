@@ -22,15 +22,16 @@ CATEGORIES: dict[str, list[str]] = {
               "manus", "bedrock", "chat-completions", "hugging-face"],
     "Database": ["database*", "db", "sql", "postgres*", "mysql", "sqlite", "mongo*", "redis", "supabase", "neo4j", "clickhouse", "duckdb",
                  "snowflake", "bigquery", "dynamodb", "cassandra", "prisma", "firestore", "elasticsearch", "pinecone", "qdrant", "weaviate",
-                 "milvus", "chroma", "mariadb", "cockroach*", "planetscale", "neon", "turso", "tables", "schemas", "oracledb", "oracle-database",
+                 "milvus", "chroma", "mariadb", "cockroach*", "planetscale", "neon", "turso", "tables", "oracledb", "oracle-database",
                  "valkey", "instantdb", "schemacrawler"],
     "DevTools": ["git", "github", "gitlab", "bitbucket", "code", "coding", "developer*", "dev", "devtools", "ide", "vscode", "lint*", "test*",
                  "debug*", "compiler", "npm", "pypi", "docker", "ci", "cd", "jenkins", "jira", "linear", "repo", "repository", "repositories",
                  "shell", "terminal", "filesystem", "files", "file", "openapi", "swagger", "postman", "figma", "codebase*", "programming",
-                 "develop*", "scaffold*", "ides", "jetbrains", "intellij", "pycharm", "webstorm", "xcode", "android", "ios", "simulator*",
-                 "homebrew", "brew", "nuget", "dotnet", "security", "vulnerabilit*", "malware", "reverse", "reversing", "decompil*", "disassembl*",
+                 "scaffold*", "ides", "jetbrains", "intellij", "pycharm", "webstorm", "xcode", "android", "ios", "simulator*",
+                 "homebrew", "brew", "nuget", "dotnet", "security", "vulnerabilit*", "malware", "reverse-engineering", "reversing",
+                 "decompil*", "disassembl*",
                  "binary", "ghidra", "ida", "pentest*", "exploit*", "mitre", "semgrep", "sonarqube", "snyk", "leetcode", "bitrise", "browserstack",
-                 "circleci", "gitea", "atomgit", "authentication", "descope", "auth0", "okta", "identity"],
+                 "circleci", "gitea", "atomgit", "authentication", "descope", "auth0", "okta"],
     "Cloud": ["cloud", "aws", "azure", "gcp", "google-cloud", "s3", "lambda", "cloudflare", "vercel", "netlify", "heroku", "digitalocean", "fly",
               "render", "serverless", "ec2", "cloudrun", "workers", "hosting", "cdn", "kubernetes", "k8s", "helm", "terraform", "pulumi",
               "infrastructure", "iac", "bucket*", "aks", "eks", "gke", "awslabs"],
@@ -51,7 +52,7 @@ CATEGORIES: dict[str, list[str]] = {
                    "outage*", "downtime", "kibana", "posthog", "sentry"],
     "Data": ["data", "dataset*", "analytics", "csv", "etl", "pipeline*", "warehouse", "dbt", "pandas", "kaggle", "tableau", "looker", "metabase",
              "weather", "geo*", "maps", "finance-data", "statistics", "census", "jupyter", "notebook", "notebooks", "databricks", "kafka",
-             "streaming", "gis", "location", "geocoding"],
+             "gis", "location", "geocoding"],
     "Finance": ["finance", "financial", "stripe", "paypal", "payment*", "bank*", "crypto*", "bitcoin", "ethereum", "blockchain", "wallet*",
                 "trading", "stock*", "invoice*", "accounting", "quickbooks", "xero", "plaid", "coinbase", "defi", "solana", "tax", "market",
                 "markets", "prices", "onchain", "on-chain", "dex", "backtest*", "quant*", "chainlink", "binance", "quantconnect"],
@@ -70,7 +71,7 @@ OTHER_KEYWORDS = ["game", "games", "gaming", "esports", "sport*", "fitness", "wo
                   "homeassistant", "hue", "openhue", "lights", "iot", "qr", "seo", "marketing", "advertis*", "ads"]
 # Words nearly every MCP listing uses about its context ("for AI assistants", "give LLMs your data", "on AWS"): they
 # decide a category only when no other keyword matched.
-WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare"}
+WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare", "security"}
 
 # Keyword → platform label (seed 000: "postgres" → PostgreSQL, "openai" → OpenAI, ...).
 PLATFORMS: dict[str, str] = {

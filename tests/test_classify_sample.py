@@ -17,9 +17,9 @@ from pipeline.store.catalog import classification_of
 from tests.support import NOW, SOURCE_FIXTURES
 
 SAMPLE = json.loads((Path(__file__).parent / "data" / "classification_sample.json").read_text())["servers"]
-# Measured on this branch: 134/150 categories, 138/150 platform sets. The target is 90% on both; categories stop
-# short (the misses printed below are mostly listings that say nothing specific, or an AI client's marketing text).
-CATEGORY_FLOOR, PLATFORM_FLOOR = 0.89, 0.90
+# The target. Measured when the sample was made: 135/150 categories and 138/150 platform sets (main: 65 and 80); most
+# misses printed below are listings that say nothing specific or name products only as the tools they are built with.
+CATEGORY_FLOOR, PLATFORM_FLOOR = 0.90, 0.90
 
 
 def _row(fields: dict) -> dict:
