@@ -22,53 +22,54 @@ CATEGORIES: dict[str, list[str]] = {
               "manus", "bedrock", "chat-completions", "hugging-face"],
     "Database": ["database*", "db", "sql", "postgres*", "mysql", "sqlite", "mongo*", "redis", "supabase", "neo4j", "clickhouse", "duckdb",
                  "snowflake", "bigquery", "dynamodb", "cassandra", "prisma", "firestore", "elasticsearch", "pinecone", "qdrant", "weaviate",
-                 "milvus", "chroma", "mariadb", "cockroach*", "planetscale", "neon", "turso", "tables", "oracledb", "oracle-database",
-                 "valkey", "instantdb", "schemacrawler"],
+                 "milvus", "chroma", "mariadb", "cockroach*", "planetscale", "neon", "turso", "tables", "oracledb", "oracle-database", "valkey",
+                 "instantdb", "schemacrawler", "memcached", "elasticache", "tablestore"],
     "DevTools": ["git", "github", "gitlab", "bitbucket", "code", "coding", "developer*", "dev", "devtools", "ide", "vscode", "lint*", "test*",
                  "debug*", "compiler", "npm", "pypi", "docker", "ci", "cd", "jenkins", "jira", "linear", "repo", "repository", "repositories",
                  "shell", "terminal", "filesystem", "files", "file", "openapi", "swagger", "postman", "figma", "codebase*", "programming",
-                 "scaffold*", "ides", "jetbrains", "intellij", "pycharm", "webstorm", "xcode", "android", "ios", "simulator*",
-                 "homebrew", "brew", "nuget", "dotnet", "security", "vulnerabilit*", "malware", "reverse-engineering", "reversing",
-                 "decompil*", "disassembl*",
-                 "binary", "ghidra", "ida", "pentest*", "exploit*", "mitre", "semgrep", "sonarqube", "snyk", "leetcode", "bitrise", "browserstack",
-                 "circleci", "gitea", "atomgit", "authentication", "descope", "auth0", "okta"],
+                 "scaffold*", "ides", "jetbrains", "intellij", "pycharm", "webstorm", "xcode", "android", "ios", "simulator*", "homebrew", "brew",
+                 "nuget", "dotnet", "security", "malware", "reverse-engineering", "reversing", "decompil*", "disassembl*", "binary", "ghidra",
+                 "ida", "pentest*", "exploit*", "mitre", "semgrep", "sonarqube", "snyk", "leetcode", "bitrise", "browserstack", "circleci", "gitea",
+                 "atomgit", "authentication", "descope", "auth0", "okta", "dependenc*", "curl", "documentation", "cve*", "vuln*", "nvd",
+                 "cybersecurity", "threat*", "shodan", "sonarsource"],
     "Cloud": ["cloud", "aws", "azure", "gcp", "google-cloud", "s3", "lambda", "cloudflare", "vercel", "netlify", "heroku", "digitalocean", "fly",
               "render", "serverless", "ec2", "cloudrun", "workers", "hosting", "cdn", "kubernetes", "k8s", "helm", "terraform", "pulumi",
-              "infrastructure", "iac", "bucket*", "aks", "eks", "gke", "awslabs"],
+              "infrastructure", "iac", "bucket*", "aks", "eks", "gke", "awslabs", "cloud-run", "deploy*"],
     "Communication": ["slack", "discord", "email", "mail", "gmail", "outlook", "telegram", "whatsapp", "msteams", "microsoft-teams", "sms",
                       "twilio", "chat", "message*", "messaging", "matrix", "zoom", "mastodon", "bluesky", "twitter", "linkedin", "reddit",
                       "notification*", "social", "nostr", "xiaohongshu", "rednote", "weibo", "instagram", "facebook", "tiktok", "wechat", "feishu",
-                      "dingtalk", "mattermost"],
+                      "dingtalk", "mattermost", "telephony", "voip", "phone-call", "phone-calls"],
     "Productivity": ["notion", "calendar", "todo*", "task*", "asana", "trello", "clickup", "monday", "obsidian", "evernote", "note", "notes",
-                     "notetaking", "docs", "document*", "sheets", "spreadsheet*", "excel", "word", "office", "drive", "dropbox", "airtable",
-                     "confluence", "productivity", "memory", "timezone*", "reminder*", "pdf", "knowledge", "memories", "workspace*", "convert*",
-                     "conversion", "markdown", "crm", "erp", "odoo", "tana", "datetime", "logseq", "zotero", "anki", "miro", "composio", "zapier",
-                     "n8n", "atlassian"],
+                     "notetaking", "docs", "document", "documents", "sheets", "spreadsheet*", "excel", "word", "office", "drive", "dropbox",
+                     "airtable", "confluence", "productivity", "memory", "timezone*", "reminder*", "pdf", "knowledge", "memories", "workspace*",
+                     "convert*", "conversion", "markdown", "crm", "erp", "odoo", "tana", "datetime", "logseq", "zotero", "anki", "miro", "composio",
+                     "zapier", "n8n", "atlassian", "gsuite", "g-suite", "google-workspace"],
     "Search": ["search*", "brave", "google", "bing", "duckduckgo", "tavily", "exa", "perplexity", "serp*", "kagi", "web", "crawl*", "scrap*",
                "fetch", "wikipedia", "arxiv", "lookup", "stackoverflow", "stack-overflow", "dictionary", "encyclopedia", "website*", "searxng",
                "apify", "firecrawl", "baidu"],
     "Monitoring": ["monitor*", "observability", "logs", "logging", "log", "metrics", "grafana", "prometheus", "datadog", "newrelic", "pagerduty",
                    "opsgenie", "uptime", "alert*", "trace*", "tracing", "splunk", "incident*", "siem", "wazuh", "telemetry", "reliability",
-                   "outage*", "downtime", "kibana", "posthog", "sentry"],
+                   "outage*", "downtime", "kibana", "posthog", "sentry", "zabbix", "nagios", "checkmk"],
     "Data": ["data", "dataset*", "analytics", "csv", "etl", "pipeline*", "warehouse", "dbt", "pandas", "kaggle", "tableau", "looker", "metabase",
-             "weather", "geo*", "maps", "finance-data", "statistics", "census", "jupyter", "notebook", "notebooks", "databricks", "kafka",
-             "gis", "location", "geocoding"],
+             "weather", "geo*", "maps", "finance-data", "statistics", "census", "jupyter", "notebook", "notebooks", "databricks", "kafka", "gis",
+             "location", "geocoding", "chart*", "visualiz*", "datawrapper", "plot*"],
     "Finance": ["finance", "financial", "stripe", "paypal", "payment*", "bank*", "crypto*", "bitcoin", "ethereum", "blockchain", "wallet*",
                 "trading", "stock*", "invoice*", "accounting", "quickbooks", "xero", "plaid", "coinbase", "defi", "solana", "tax", "market",
-                "markets", "prices", "onchain", "on-chain", "dex", "backtest*", "quant*", "chainlink", "binance", "quantconnect"],
+                "markets", "prices", "onchain", "on-chain", "dex", "backtest*", "quant*", "chainlink", "binance", "quantconnect", "liquidity",
+                "pancakeswap", "multiversx"],
     "Media": ["image*", "video*", "audio", "music", "spotify", "youtube", "podcast*", "photo*", "media", "tts", "speech", "voice", "dall-e",
               "midjourney", "stable-diffusion", "elevenlabs", "transcri*", "ffmpeg", "canva", "svg", "reaper", "daw", "drum*", "sampler", "midi",
-              "synth*", "comfyui"],
+              "synth*", "comfyui", "blender"],
     "E-commerce": ["shop*", "ecommerce", "e-commerce", "commerce", "shopify", "woocommerce", "amazon", "ebay", "etsy", "cart", "product*", "order*",
                    "inventory", "magento", "bigcommerce", "retail", "store", "merchant*", "pos", "sales"],
-    "Browser": ["browser*", "playwright", "puppeteer", "selenium", "chrome", "chromium", "firefox", "headless", "webdriver", "browse",
-                "browserbase", "screenshot*"],
+    "Browser": ["browser*", "playwright", "puppeteer", "selenium", "chrome", "chromium", "firefox", "headless", "webdriver", "browserbase",
+                "screenshot*"],
 }
 OTHER = "Other"
 # What a reader files under Other although it has a subject: games, sport, the smart home, marketing. Matched like a
 # category's keywords and last in the tie-break order.
-OTHER_KEYWORDS = ["game", "games", "gaming", "esports", "sport*", "fitness", "workout*", "strava", "smart-home", "home-assistant",
-                  "homeassistant", "hue", "openhue", "lights", "iot", "qr", "seo", "marketing", "advertis*", "ads"]
+OTHER_KEYWORDS = ["game", "games", "gaming", "unreal", "unity", "godot", "esports", "sport*", "fitness", "workout*", "strava", "smart-home",
+                  "home-assistant", "homeassistant", "hue", "openhue", "lights", "iot", "qr", "seo", "marketing", "advertis*", "ads"]
 # Words nearly every MCP listing uses about its context ("for AI assistants", "give LLMs your data", "on AWS"): they
 # decide a category only when no other keyword matched.
 WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare", "security"}
@@ -150,6 +151,17 @@ PLATFORMS.update({
     "youtrack": "YouTrack", "typesense": "Typesense", "meilisearch": "Meilisearch",
     "algolia": "Algolia", "lancedb": "LanceDB", "pgvector": "PostgreSQL", "kubectl": "Kubernetes", "helm": "Helm",
 })
+# "Google BigQuery", "Amazon ElastiCache": a vendor's name before its product names the product, not the vendor's other platforms.
+for _product in ("bigquery", "gemini", "sheets", "drive", "maps", "analytics", "ads", "cloud", "firebase", "firestore", "gmail", "meet",
+                 "search", "colab", "tasks", "keep", "photos", "forms", "translate"):
+    PLATFORMS.setdefault(f"google-{_product}", PLATFORMS.get(_product, "Google"))
+PLATFORMS.update({f"google-{k}": label for k, label in (("docs", "Google Docs"), ("calendar", "Google Calendar"), ("workspace", "Google Workspace"),
+                                                      ("chat", "Google Chat"), ("scholar", "Google Scholar"), ("slides", "Google Slides"))})
+PLATFORMS.update({f"amazon-{k}": "AWS" for k in (
+    "location", "bedrock", "s3", "q", "nova", "sagemaker", "kendra", "rds", "cloudwatch", "elasticache", "dynamodb", "sqs", "sns",
+    "opensearch", "neptune", "timestream", "keyspaces", "memorydb", "documentdb", "athena", "redshift", "aurora", "ec2", "ecs", "eks")})
+PLATFORMS.update({"cloud-run": "Google Cloud", "gsuite": "Google Workspace", "g-suite": "Google Workspace", "zabbix": "Zabbix",
+                  "nagios": "Nagios", "memcached": "Memcached", "shodan": "Shodan", "datawrapper": "Datawrapper", "alibabacloud": "Alibaba Cloud"})
 # "atlassian" is the vendor of Jira and Confluence: it names them, not a platform of its own, when either is named.
 _VENDOR_OF = {"Atlassian": ("Jira", "Confluence")}
 
@@ -297,6 +309,8 @@ def own_name(text: str | None) -> str:
 
 # "a Firebase-like database", "OpenAI-compatible APIs": a product a server is compared with, not one it is for.
 _COMPARED = re.compile(r"[\w.]+-(?:like|compatible|style)\b|(?<![\w.])[\w.]+(?:\s+[\w.]+)?\s+compatible\b", re.I)
+# "powered by LanceDB", "built with FastMCP": what a server is made of, to the clause's end.
+_BUILT_WITH = re.compile(r"\b(?:powered by|built (?:with|on)|based on)\s[^.;:()\n]*", re.I)
 # "500+ apps like Gmail, Slack and Notion", "(such as Claude)": examples of what a server reaches, to the clause's end.
 _EXAMPLES = re.compile(r"(?<![-\w])(?:like|such as|e\.g\.|including|for example|for instance)\s[^.;:()\n]*", re.I)
 
@@ -305,6 +319,7 @@ _CLIENT_APPS = re.compile(r"\b(?:claude|gemini|codex|vs|cursor)\s+(?:desktop|cod
 
 
 _DESCRIPTION_CUTS = ((_URL, ("http",)), (_CLIENT_APPS, ("desktop", "code", "cli", "app")), (_COMPARED, ("like", "compatible", "style")),
+                     (_BUILT_WITH, ("powered by", "built with", "built on", "based on")),
                      (_EXAMPLES, ("like", "such as", "e.g.", "including", "for example", "for instance")))
 
 
