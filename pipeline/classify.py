@@ -19,7 +19,7 @@ WEIGHTS = {"name": 3, "repository": 2, "namespace": 2, "description": 1}
 CATEGORIES: dict[str, list[str]] = {
     "AI/ML": ["ai", "llm", "llms", "openai", "anthropic", "claude", "gpt", "gemini", "ollama", "huggingface", "embedding*", "ml", "machine",
               "inference", "rag", "mistral", "replicate", "langchain", "vector*", "transformers", "completions", "hyperparameter*", "optuna",
-              "manus", "bedrock", "chat-completions", "hugging-face"],
+              "manus", "bedrock", "chat-completions", "hugging-face", "crewai", "fastgpt"],
     "Database": ["database*", "db", "sql", "postgres*", "mysql", "sqlite", "mongo*", "redis", "supabase", "neo4j", "clickhouse", "duckdb",
                  "snowflake", "bigquery", "dynamodb", "cassandra", "prisma", "firestore", "elasticsearch", "pinecone", "qdrant", "weaviate",
                  "milvus", "chroma", "mariadb", "cockroach*", "planetscale", "neon", "turso", "tables", "oracledb", "oracle-database", "valkey",
@@ -31,22 +31,23 @@ CATEGORIES: dict[str, list[str]] = {
                  "nuget", "dotnet", "security", "malware", "reverse-engineering", "reversing", "decompil*", "disassembl*", "binary", "ghidra",
                  "ida", "pentest*", "exploit*", "mitre", "semgrep", "sonarqube", "snyk", "leetcode", "bitrise", "browserstack", "circleci", "gitea",
                  "atomgit", "authentication", "descope", "auth0", "okta", "dependenc*", "curl", "documentation", "cve*", "vuln*", "nvd",
-                 "cybersecurity", "threat*", "shodan", "sonarsource"],
+                 "cybersecurity", "threat*", "shodan", "sonarsource", "graphql", "sandbox*", "development", "codecommit", "codebuild",
+                 "codepipeline"],
     "Cloud": ["cloud", "aws", "azure", "gcp", "google-cloud", "s3", "lambda", "cloudflare", "vercel", "netlify", "heroku", "digitalocean", "fly",
               "render", "serverless", "ec2", "cloudrun", "workers", "hosting", "cdn", "kubernetes", "k8s", "helm", "terraform", "pulumi",
-              "infrastructure", "iac", "bucket*", "aks", "eks", "gke", "awslabs", "cloud-run", "deploy*"],
+              "infrastructure", "iac", "bucket*", "aks", "eks", "gke", "awslabs", "cloud-run", "deploy*", "cloudformation", "cdk"],
     "Communication": ["slack", "discord", "email", "mail", "gmail", "outlook", "telegram", "whatsapp", "msteams", "microsoft-teams", "sms",
                       "twilio", "chat", "message*", "messaging", "matrix", "zoom", "mastodon", "bluesky", "twitter", "linkedin", "reddit",
                       "notification*", "social", "nostr", "xiaohongshu", "rednote", "weibo", "instagram", "facebook", "tiktok", "wechat", "feishu",
-                      "dingtalk", "mattermost", "telephony", "voip", "phone-call", "phone-calls"],
+                      "dingtalk", "mattermost", "telephony", "voip", "phone-call", "phone-calls", "imessage"],
     "Productivity": ["notion", "calendar", "todo*", "task*", "asana", "trello", "clickup", "monday", "obsidian", "evernote", "note", "notes",
                      "notetaking", "docs", "document", "documents", "sheets", "spreadsheet*", "excel", "word", "office", "drive", "dropbox",
                      "airtable", "confluence", "productivity", "memory", "timezone*", "reminder*", "pdf", "knowledge", "memories", "workspace*",
                      "convert*", "conversion", "markdown", "crm", "erp", "odoo", "tana", "datetime", "logseq", "zotero", "anki", "miro", "composio",
-                     "zapier", "n8n", "atlassian", "gsuite", "g-suite", "google-workspace"],
+                     "zapier", "n8n", "atlassian", "gsuite", "g-suite", "google-workspace", "presentation*", "slides", "keynote", "powerpoint"],
     "Search": ["search*", "brave", "google", "bing", "duckduckgo", "tavily", "exa", "perplexity", "serp*", "kagi", "web", "crawl*", "scrap*",
                "fetch", "wikipedia", "arxiv", "lookup", "stackoverflow", "stack-overflow", "dictionary", "encyclopedia", "website*", "searxng",
-               "apify", "firecrawl", "baidu"],
+               "apify", "firecrawl", "baidu", "research", "webresearch"],
     "Monitoring": ["monitor*", "observability", "logs", "logging", "log", "metrics", "grafana", "prometheus", "datadog", "newrelic", "pagerduty",
                    "opsgenie", "uptime", "alert*", "trace*", "tracing", "splunk", "incident*", "siem", "wazuh", "telemetry", "reliability",
                    "outage*", "downtime", "kibana", "posthog", "sentry", "zabbix", "nagios", "checkmk"],
@@ -56,7 +57,8 @@ CATEGORIES: dict[str, list[str]] = {
     "Finance": ["finance", "financial", "stripe", "paypal", "payment*", "bank*", "crypto*", "bitcoin", "ethereum", "blockchain", "wallet*",
                 "trading", "stock*", "invoice*", "accounting", "quickbooks", "xero", "plaid", "coinbase", "defi", "solana", "tax", "market",
                 "markets", "prices", "onchain", "on-chain", "dex", "backtest*", "quant*", "chainlink", "binance", "quantconnect", "liquidity",
-                "pancakeswap", "multiversx"],
+                "pancakeswap", "multiversx", "smart-contract", "smart-contracts", "web3", "nft", "nfts", "solidity", "evm", "invest*", "okx",
+                "openzeppelin"],
     "Media": ["image*", "video*", "audio", "music", "spotify", "youtube", "podcast*", "photo*", "media", "tts", "speech", "voice", "dall-e",
               "midjourney", "stable-diffusion", "elevenlabs", "transcri*", "ffmpeg", "canva", "svg", "reaper", "daw", "drum*", "sampler", "midi",
               "synth*", "comfyui", "blender"],
@@ -160,8 +162,27 @@ PLATFORMS.update({f"google-{k}": label for k, label in (("docs", "Google Docs"),
 PLATFORMS.update({f"amazon-{k}": "AWS" for k in (
     "location", "bedrock", "s3", "q", "nova", "sagemaker", "kendra", "rds", "cloudwatch", "elasticache", "dynamodb", "sqs", "sns",
     "opensearch", "neptune", "timestream", "keyspaces", "memorydb", "documentdb", "athena", "redshift", "aurora", "ec2", "ecs", "eks")})
+PLATFORMS.update({"codecommit": "AWS", "codebuild": "AWS", "codepipeline": "AWS", "cloudformation": "AWS", "okx": "OKX",
+                  "openzeppelin": "OpenZeppelin", "crewai": "CrewAI", "fastgpt": "FastGPT", "imessage": "iMessage", "kintone": "kintone"})
 PLATFORMS.update({"cloud-run": "Google Cloud", "gsuite": "Google Workspace", "g-suite": "Google Workspace", "zabbix": "Zabbix",
                   "nagios": "Nagios", "memcached": "Memcached", "shodan": "Shodan", "datawrapper": "Datawrapper", "alibabacloud": "Alibaba Cloud"})
+# The category of a platform whose keywords no category lists: the product's domain.
+LABEL_CATEGORY = {
+    "AI/ML": ["Cohere", "DeepSeek", "Groq", "LlamaIndex", "MLflow", "OpenRouter", "Qwen", "Weights & Biases", "xAI", "Manus", "CrewAI"],
+    "Database": ["LanceDB", "OpenSearch", "SQL Server", "Trino", "CockroachDB"],
+    "DevTools": ["Cursor", "HashiCorp Vault", "RabbitMQ", "TeamCity", "YouTrack", "Temporal"],
+    "Cloud": ["Alibaba Cloud", "Ansible", "Argo CD", "Fly.io", "OpenShift", "AWS"],
+    "Communication": ["Hacker News", "Intercom", "Mailchimp", "Pinterest", "Resend", "SendGrid", "Zendesk", "iMessage", "LINE"],
+    "Productivity": ["Calendly", "Contentful", "HubSpot", "OneDrive", "SAP", "Salesforce", "ServiceNow", "SharePoint", "Strapi", "TickTick",
+                     "Todoist", "Webflow", "WordPress", "kintone"],
+    "Search": ["Algolia", "CSDN", "Jina AI", "Meilisearch", "PubMed", "SerpApi", "Typesense"],
+    "Monitoring": ["Dynatrace", "Honeycomb"],
+    "Data": ["Airflow", "Apache Spark", "Mapbox", "Mixpanel", "OpenStreetMap"],
+    "Finance": ["CoinGecko", "CoinMarketCap", "Polymarket", "TradingView", "Uniswap", "OKX", "Morningstar", "OpenZeppelin"],
+    "Media": ["Bilibili", "Twitch"],
+    OTHER: ["Steam"],
+}
+LABEL_CATEGORY = {label: category for category, labels in LABEL_CATEGORY.items() for label in labels}
 # "atlassian" is the vendor of Jira and Confluence: it names them, not a platform of its own, when either is named.
 _VENDOR_OF = {"Atlassian": ("Jira", "Confluence")}
 
@@ -229,7 +250,8 @@ def _singular(token: str) -> str:
     return token[:-1] if token.endswith("s") and len(token) > 3 else token
 
 
-_EXACT = {k for keywords in [*CATEGORIES.values(), OTHER_KEYWORDS] for k in keywords if not k.endswith("*")} | set(PLATFORMS)
+_CATEGORY_WORDS = {k for keywords in [*CATEGORIES.values(), OTHER_KEYWORDS] for k in keywords if not k.endswith("*")}
+_EXACT = _CATEGORY_WORDS | set(PLATFORMS)
 _KEYWORDS = {category: ({k for k in keywords if not k.endswith("*")}, tuple(k[:-1] for k in keywords if k.endswith("*")))
              for category, keywords in [*CATEGORIES.items(), (OTHER, OTHER_KEYWORDS)]}
 
@@ -237,13 +259,31 @@ _KEYWORDS = {category: ({k for k in keywords if not k.endswith("*")}, tuple(k[:-
 @lru_cache(maxsize=65536)
 def _hits(token: str) -> tuple[tuple[str, int], ...]:
     """The categories a word counts for, each with its tier (0 strong, 1 weak): a plural counts as its keyword; a prefix
-    keyword never claims a word that is another keyword ("browserstack" is not browser*)."""
+    keyword never claims a word that is another category's keyword ("browserstack" is not browser*); a platform keyword
+    that no category lists counts for its platform's category ("google maps", "okx")."""
     found = []
     for category, (exact, prefixes) in _KEYWORDS.items():
         word = token if token in exact else _singular(token)
-        if word in exact or (prefixes and token not in _EXACT and token.startswith(prefixes)):
+        if word in exact or (prefixes and token not in _CATEGORY_WORDS and token.startswith(prefixes)):
             found.append((category, 1 if word in WEAK else 0))
+    if not found and token in PLATFORMS:
+        found.append((_platform_category(token), 1 if token in WEAK else 0))
     return tuple(found)
+
+
+def _platform_category(keyword: str) -> str:
+    """A platform keyword's category: that of its last word ("amazon-location" → Data), else its label's (LABEL_CATEGORY,
+    else that of the label's one-word keywords), else that of its first word ("ida-pro" → DevTools)."""
+    first, *_, last = keyword.split("-") if "-" in keyword else (keyword, keyword)
+    label = PLATFORMS[keyword]
+    others = [k for k, other in PLATFORMS.items() if other == label and "-" not in k]
+    for candidate in [last, *([] if label in LABEL_CATEGORY else others), first]:
+        found = [category for category, (exact, prefixes) in _KEYWORDS.items() if candidate in exact or (prefixes and candidate.startswith(prefixes))]
+        if found:
+            return found[0]
+        if candidate == last and label in LABEL_CATEGORY:
+            return LABEL_CATEGORY[label]
+    return OTHER
 
 
 # Keywords written with a hyphen ("google-cloud", "google-ads") are two adjacent words, read as one: neither counts alone.
@@ -262,9 +302,13 @@ def _joined(tokens: list[str]) -> list[str]:
     return out
 
 
+_PRODUCT_AFTER = {"api", "apis", "sdk", "models", "model"}  # "Claude API", "ChatGPT models": the product, not the client
+
+
 def _platform_hits(tokens: list[str], in_description: bool) -> set[str]:
     """The platform keywords among the tokens; in a description, an AI client (CLIENTS) is where the server runs, not what it is for."""
-    return {t for t in tokens if t in PLATFORMS and not (in_description and t in CLIENTS)}
+    return {t for i, t in enumerate(tokens) if t in PLATFORMS
+            and not (in_description and t in CLIENTS and (i + 1 == len(tokens) or tokens[i + 1] not in _PRODUCT_AFTER))}
 
 
 def repository_path(repository: str | None, subpath: str | None) -> str:
@@ -312,7 +356,8 @@ _COMPARED = re.compile(r"[\w.]+-(?:like|compatible|style)\b|(?<![\w.])[\w.]+(?:\
 # "powered by LanceDB", "built with FastMCP": what a server is made of, to the clause's end.
 _BUILT_WITH = re.compile(r"\b(?:powered by|built (?:with|on)|based on)\s[^.;:()\n]*", re.I)
 # "500+ apps like Gmail, Slack and Notion", "(such as Claude)": examples of what a server reaches, to the clause's end.
-_EXAMPLES = re.compile(r"(?<![-\w])(?:like|such as|e\.g\.|including|for example|for instance)\s[^.;:()\n]*", re.I)
+_EXAMPLES = re.compile(r"(?<![-\w])(?:like|such as|e\.g\.|including|for example|for instance)\s[^.;:()\n]*"
+                       r"|(?:[\w.+/-]+,\s*)+[\w.+/-]+,?\s+(?:and|or)\s+(?:other|more|many more|others)\b|(?:[\w.+/-]+,\s*)+etc\b", re.I)
 
 _URL = re.compile(r"\bhttps?://\S+", re.I)  # a link's host and path are not what the server is about
 _CLIENT_APPS = re.compile(r"\b(?:claude|gemini|codex|vs|cursor)\s+(?:desktop|code|cli|app)\b", re.I)
@@ -320,7 +365,7 @@ _CLIENT_APPS = re.compile(r"\b(?:claude|gemini|codex|vs|cursor)\s+(?:desktop|cod
 
 _DESCRIPTION_CUTS = ((_URL, ("http",)), (_CLIENT_APPS, ("desktop", "code", "cli", "app")), (_COMPARED, ("like", "compatible", "style")),
                      (_BUILT_WITH, ("powered by", "built with", "built on", "based on")),
-                     (_EXAMPLES, ("like", "such as", "e.g.", "including", "for example", "for instance")))
+                     (_EXAMPLES, ("like", "such as", "e.g.", "including", "for example", "for instance", " other", " more", "etc")))
 
 
 def description_words(text: str | None) -> list[str]:
