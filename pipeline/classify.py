@@ -32,7 +32,7 @@ CATEGORIES: dict[str, list[str]] = {
                  "ida", "pentest*", "exploit*", "mitre", "semgrep", "sonarqube", "snyk", "leetcode", "bitrise", "browserstack", "circleci", "gitea",
                  "atomgit", "authentication", "descope", "auth0", "okta", "dependenc*", "curl", "documentation", "cve*", "vuln*", "nvd",
                  "cybersecurity", "threat*", "shodan", "sonarsource", "graphql", "sandbox*", "development", "codecommit", "codebuild",
-                 "codepipeline"],
+                 "codepipeline", "mock*", "appsec"],
     "Cloud": ["cloud", "aws", "azure", "gcp", "google-cloud", "s3", "lambda", "cloudflare", "vercel", "netlify", "heroku", "digitalocean", "fly",
               "render", "serverless", "ec2", "cloudrun", "workers", "hosting", "cdn", "kubernetes", "k8s", "helm", "terraform", "pulumi",
               "infrastructure", "iac", "bucket*", "aks", "eks", "gke", "awslabs", "cloud-run", "deploy*", "cloudformation", "cdk"],
@@ -44,7 +44,8 @@ CATEGORIES: dict[str, list[str]] = {
                      "notetaking", "docs", "document", "documents", "sheets", "spreadsheet*", "excel", "word", "office", "drive", "dropbox",
                      "airtable", "confluence", "productivity", "memory", "timezone*", "reminder*", "pdf", "knowledge", "memories", "workspace*",
                      "convert*", "conversion", "markdown", "crm", "erp", "odoo", "tana", "datetime", "logseq", "zotero", "anki", "miro", "composio",
-                     "zapier", "n8n", "atlassian", "gsuite", "g-suite", "google-workspace", "presentation*", "slides", "keynote", "powerpoint"],
+                     "zapier", "n8n", "atlassian", "gsuite", "g-suite", "google-workspace", "presentation*", "slides", "keynote", "powerpoint",
+                     "docx", "legal", "agreement*"],
     "Search": ["search*", "brave", "google", "bing", "duckduckgo", "tavily", "exa", "perplexity", "serp*", "kagi", "web", "crawl*", "scrap*",
                "fetch", "wikipedia", "arxiv", "lookup", "stackoverflow", "stack-overflow", "dictionary", "encyclopedia", "website*", "searxng",
                "apify", "firecrawl", "baidu", "research", "webresearch"],
@@ -53,7 +54,8 @@ CATEGORIES: dict[str, list[str]] = {
                    "outage*", "downtime", "kibana", "posthog", "sentry", "zabbix", "nagios", "checkmk"],
     "Data": ["data", "dataset*", "analytics", "csv", "etl", "pipeline*", "warehouse", "dbt", "pandas", "kaggle", "tableau", "looker", "metabase",
              "weather", "geo*", "maps", "finance-data", "statistics", "census", "jupyter", "notebook", "notebooks", "databricks", "kafka", "gis",
-             "location", "geocoding", "chart*", "visualiz*", "datawrapper", "plot*"],
+             "location", "geocoding", "chart*", "visualiz*", "datawrapper", "plot*", "bioinformatics", "genomic*", "transcriptomics", "protein*",
+             "molecul*", "chemistry", "scientific", "government", "parliament*", "legislat*"],
     "Finance": ["finance", "financial", "stripe", "paypal", "payment*", "bank*", "crypto*", "bitcoin", "ethereum", "blockchain", "wallet*",
                 "trading", "stock*", "invoice*", "accounting", "quickbooks", "xero", "plaid", "coinbase", "defi", "solana", "tax", "market",
                 "markets", "prices", "onchain", "on-chain", "dex", "backtest*", "quant*", "chainlink", "binance", "quantconnect", "liquidity",
@@ -65,13 +67,15 @@ CATEGORIES: dict[str, list[str]] = {
     "E-commerce": ["shop*", "ecommerce", "e-commerce", "commerce", "shopify", "woocommerce", "amazon", "ebay", "etsy", "cart", "product*", "order*",
                    "inventory", "magento", "bigcommerce", "retail", "store", "merchant*", "pos", "sales"],
     "Browser": ["browser*", "playwright", "puppeteer", "selenium", "chrome", "chromium", "firefox", "headless", "webdriver", "browserbase",
-                "screenshot*"],
+                "screenshot*", "browsing"],
 }
 OTHER = "Other"
 # What a reader files under Other although it has a subject: games, sport, the smart home, marketing. Matched like a
 # category's keywords and last in the tie-break order.
 OTHER_KEYWORDS = ["game", "games", "gaming", "unreal", "unity", "godot", "esports", "sport*", "fitness", "workout*", "strava", "smart-home",
-                  "home-assistant", "homeassistant", "hue", "openhue", "lights", "iot", "qr", "seo", "marketing", "advertis*", "ads"]
+                  "home-assistant", "homeassistant", "hue", "openhue", "lights", "iot", "qr", "seo", "marketing", "advertis*", "ads", "travel*",
+                  "hotel*", "flight*", "airline*", "tourism", "tripadvisor", "education*", "e-learning", "elearning", "quiz*", "exam", "exams",
+                  "students", "wellness"]
 # Words nearly every MCP listing uses about its context ("for AI assistants", "give LLMs your data", "on AWS"): they
 # decide a category only when no other keyword matched.
 WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare", "security"}
@@ -187,7 +191,7 @@ LABEL_CATEGORY = {label: category for category, labels in LABEL_CATEGORY.items()
 _VENDOR_OF = {"Atlassian": ("Jira", "Confluence")}
 
 # Words that name the AI client a server is used from ("Discord MCP server for Claude", "works in Cursor"). In a
-# description they say where the server runs, not what it is for: they count only in the name, repository or namespace.
+# description they say where the server runs, not what it is for: they are not read there (unless "Claude API", ...).
 CLIENTS = {"claude", "chatgpt", "cursor", "windsurf", "copilot", "cline", "codex"}
 
 # A registry name's reverse-DNS prefix is scaffolding around one meaningful part. A code host's domain
@@ -302,13 +306,15 @@ def _joined(tokens: list[str]) -> list[str]:
     return out
 
 
+_CLIENT_ONLY = {"claude"}
 _PRODUCT_AFTER = {"api", "apis", "sdk", "models", "model"}  # "Claude API", "ChatGPT models": the product, not the client
 
 
-def _platform_hits(tokens: list[str], in_description: bool) -> set[str]:
-    """The platform keywords among the tokens; in a description, an AI client (CLIENTS) is where the server runs, not what it is for."""
+def _platform_hits(tokens: list[str]) -> set[str]:
+    """The platform keywords among the tokens; "claude" names the client a server is used from ("mcp-claude-hackernews"),
+    Anthropic only as "Claude API", "Claude models"."""
     return {t for i, t in enumerate(tokens) if t in PLATFORMS
-            and not (in_description and t in CLIENTS and (i + 1 == len(tokens) or tokens[i + 1] not in _PRODUCT_AFTER))}
+            and not (t in _CLIENT_ONLY and (i + 1 == len(tokens) or tokens[i + 1] not in _PRODUCT_AFTER))}
 
 
 def repository_path(repository: str | None, subpath: str | None) -> str:
@@ -376,7 +382,8 @@ def description_words(text: str | None) -> list[str]:
     for pattern, marks in _DESCRIPTION_CUTS:
         if any(mark in lower for mark in marks):
             text = pattern.sub(" ", text)
-    return words(text)
+    found = words(text)
+    return [w for i, w in enumerate(found) if w not in CLIENTS or (i + 1 < len(found) and found[i + 1] in _PRODUCT_AFTER)]
 
 
 def _owner_and_rest(path: str) -> tuple[list[str], list[str]]:
@@ -406,7 +413,7 @@ def classify(name: str, description: str | None, repository: str | None, subpath
             best, best_score = category, score[tier]
     platform_weight: dict[str, int] = {}
     for field, tokens in [*fields.items(), ("repository", owner)]:
-        for keyword in _platform_hits(tokens, field == "description"):
+        for keyword in _platform_hits(tokens):
             label = PLATFORMS[keyword]
             platform_weight[label] = platform_weight.get(label, 0) + WEIGHTS[field]
     for vendor, products in _VENDOR_OF.items():
