@@ -48,7 +48,7 @@ CATEGORIES: dict[str, list[str]] = {
                      "docx", "legal", "agreement*"],
     "Search": ["search*", "brave", "google", "bing", "duckduckgo", "tavily", "exa", "perplexity", "serp*", "kagi", "web", "crawl*", "scrap*",
                "fetch", "wikipedia", "arxiv", "lookup", "stackoverflow", "stack-overflow", "dictionary", "encyclopedia", "website*", "searxng",
-               "apify", "firecrawl", "baidu", "research", "webresearch"],
+               "apify", "firecrawl", "baidu", "webresearch"],
     "Monitoring": ["monitor*", "observability", "logs", "logging", "log", "metrics", "grafana", "prometheus", "datadog", "newrelic", "pagerduty",
                    "opsgenie", "uptime", "alert*", "trace*", "tracing", "splunk", "incident*", "siem", "wazuh", "telemetry", "reliability",
                    "outage*", "downtime", "kibana", "posthog", "sentry", "zabbix", "nagios", "checkmk"],
@@ -374,12 +374,13 @@ _DESCRIPTION_CUTS = ((_URL, ("http",)), (_CLIENT_APPS, ("desktop", "code", "cli"
                      (_EXAMPLES, ("like", "such as", "e.g.", "including", "for example", "for instance", " other", " more", "etc")))
 
 
-def description_words(text: str | None) -> list[str]:
-    """A description's words, without the products it compares itself with or lists as examples, or the AI client it is used from."""
+def description_words(text: str | None, examples: bool = False) -> list[str]:
+    """A description's words, without links, the AI client it is used from, the products it compares itself with or is
+    built with, and (unless `examples`) the products it lists as examples."""
     if not text:
         return []
     lower = text.lower()  # each pattern runs only where its words occur: most descriptions have none
-    for pattern, marks in _DESCRIPTION_CUTS:
+    for pattern, marks in _DESCRIPTION_CUTS[:-1] if examples else _DESCRIPTION_CUTS:
         if any(mark in lower for mark in marks):
             text = pattern.sub(" ", text)
     found = words(text)
@@ -399,7 +400,7 @@ def classify(name: str, description: str | None, repository: str | None, subpath
         "name": _joined(words(own_name(name)) + words(own_name(package))),
         "repository": repo_rest,
         "namespace": _joined(words(namespace(package))),
-        "description": _joined(description_words(description)),
+        "description": _joined(description_words(description, examples=True)),
     }
     scores = {category: [0, 0] for category in _KEYWORDS}
     for field, tokens in fields.items():
@@ -412,6 +413,7 @@ def classify(name: str, description: str | None, repository: str | None, subpath
         if score[tier] > best_score:
             best, best_score = category, score[tier]
     platform_weight: dict[str, int] = {}
+    fields["description"] = _joined(description_words(description))  # an example is no platform, though it tells the topic
     for field, tokens in [*fields.items(), ("repository", owner)]:
         for keyword in _platform_hits(tokens):
             label = PLATFORMS[keyword]
