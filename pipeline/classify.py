@@ -55,7 +55,7 @@ CATEGORIES: dict[str, list[str]] = {
     "Data": ["data", "dataset*", "analytics", "csv", "etl", "pipeline*", "warehouse", "dbt", "pandas", "kaggle", "tableau", "looker", "metabase",
              "weather", "geo*", "maps", "finance-data", "statistics", "census", "jupyter", "notebook", "notebooks", "databricks", "kafka", "gis",
              "location", "geocoding", "chart*", "visualiz*", "datawrapper", "plot*", "bioinformatics", "genomic*", "transcriptomics", "protein*",
-             "molecul*", "chemistry", "scientific", "government", "parliament*", "legislat*"],
+             "molecul*", "chemistry", "scientific", "government", "parliament*", "legislat*", "transit", "transport", "transportation", "traffic"],
     "Finance": ["finance", "financial", "stripe", "paypal", "payment*", "bank*", "crypto*", "bitcoin", "ethereum", "blockchain", "wallet*",
                 "trading", "stock*", "invoice*", "accounting", "quickbooks", "xero", "plaid", "coinbase", "defi", "solana", "tax", "market",
                 "markets", "prices", "onchain", "on-chain", "dex", "backtest*", "quant*", "chainlink", "binance", "quantconnect", "liquidity",
@@ -72,10 +72,10 @@ CATEGORIES: dict[str, list[str]] = {
 OTHER = "Other"
 # What a reader files under Other although it has a subject: games, sport, the smart home, marketing. Matched like a
 # category's keywords and last in the tie-break order.
-OTHER_KEYWORDS = ["game", "games", "gaming", "unreal", "unity", "godot", "esports", "sport*", "fitness", "workout*", "strava", "smart-home",
-                  "home-assistant", "homeassistant", "hue", "openhue", "lights", "iot", "qr", "seo", "marketing", "advertis*", "ads", "travel*",
-                  "hotel*", "flight*", "airline*", "tourism", "tripadvisor", "education*", "e-learning", "elearning", "quiz*", "exam", "exams",
-                  "students", "wellness"]
+OTHER_KEYWORDS = ["game", "games", "gaming", "dnd", "rpg", "tabletop", "chess", "minecraft", "roblox", "pokemon", "unreal", "unity", "godot",
+                  "esports", "sport*", "fitness", "workout*", "strava", "smart-home", "home-assistant", "homeassistant", "hue", "openhue", "lights",
+                  "iot", "qr", "seo", "marketing", "advertis*", "ads", "travel*", "hotel*", "flight*", "airline*", "tourism", "tripadvisor",
+                  "education*", "e-learning", "elearning", "quiz*", "exam", "exams", "students", "wellness"]
 # Words nearly every MCP listing uses about its context ("for AI assistants", "give LLMs your data", "on AWS"): they
 # decide a category only when no other keyword matched.
 WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare", "security"}
@@ -358,7 +358,7 @@ def own_name(text: str | None) -> str:
 
 
 # "a Firebase-like database", "OpenAI-compatible APIs": a product a server is compared with, not one it is for.
-_COMPARED = re.compile(r"[\w.]+-(?:like|compatible|style)\b|(?<![\w.])[\w.]+(?:\s+[\w.]+)?\s+compatible\b", re.I)
+_COMPARED = re.compile(r"[\w.]+(?:-[\w.]+)*-(?:like|compatible|style)\b|(?<![\w.-])[\w.]+(?:[-\s]+[\w.]+)?\s+compatible\b", re.I)
 # "powered by LanceDB", "built with FastMCP": what a server is made of, to the clause's end.
 _BUILT_WITH = re.compile(r"\b(?:powered by|built (?:with|on)|based on)\s[^.;:()\n]*", re.I)
 # "500+ apps like Gmail, Slack and Notion", "(such as Claude)": examples of what a server reaches, to the clause's end.
