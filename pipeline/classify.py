@@ -360,7 +360,7 @@ def own_name(text: str | None) -> str:
 # "a Firebase-like database", "OpenAI-compatible APIs": a product a server is compared with, not one it is for.
 _COMPARED = re.compile(r"[\w.]+(?:-[\w.]+)*-(?:like|compatible|style)\b|(?<![\w.-])[\w.]+(?:[-\s]+[\w.]+)?\s+compatible\b", re.I)
 # "powered by LanceDB", "built with FastMCP": what a server is made of, to the clause's end.
-_BUILT_WITH = re.compile(r"\b(?:powered by|built (?:with|on)|based on)\s[^.;:()\n]*", re.I)
+_BUILT_WITH = re.compile(r"\b(?:powered by|built (?:with|on))\s[^.;:()\n]*", re.I)
 # "500+ apps like Gmail, Slack and Notion", "(such as Claude)": examples of what a server reaches, to the clause's end.
 _EXAMPLES = re.compile(r"(?<![-\w])(?:like|such as|e\.g\.|including|for example|for instance)\s[^.;:()\n]*"
                        r"|(?:[\w.+/-]+,\s*)+[\w.+/-]+,?\s+(?:and|or)\s+(?:other|more|many more|others)\b|(?:[\w.+/-]+,\s*)+etc\b", re.I)
@@ -370,7 +370,7 @@ _CLIENT_APPS = re.compile(r"\b(?:claude|gemini|codex|vs|cursor)\s+(?:desktop|cod
 
 
 _DESCRIPTION_CUTS = ((_URL, ("http",)), (_CLIENT_APPS, ("desktop", "code", "cli", "app")), (_COMPARED, ("like", "compatible", "style")),
-                     (_BUILT_WITH, ("powered by", "built with", "built on", "based on")),
+                     (_BUILT_WITH, ("powered by", "built with", "built on")),
                      (_EXAMPLES, ("like", "such as", "e.g.", "including", "for example", "for instance", " other", " more", "etc")))
 
 
