@@ -16,6 +16,7 @@ from pipeline.classify_vocabulary import (
     CATEGORIES,
     CLIENTS,
     CODE_HOSTS,
+    HEADINGS,
     LABEL_CATEGORY,
     OTHER,
     OTHER_KEYWORDS,
@@ -26,7 +27,7 @@ from pipeline.classify_vocabulary import (
     WEAK,
 )
 
-WEIGHTS = {"name": 3, "repository": 2, "namespace": 2, "description": 1}
+WEIGHTS = {"name": 3, "heading": 3, "repository": 2, "namespace": 2, "description": 1}
 
 @dataclass(frozen=True)
 class Classification:
@@ -190,10 +191,14 @@ _EXAMPLES = re.compile(r"(?<![-\w])(?:like|such as|e\.g\.|including|for example|
                        r"|(?:[\w.+/-]+,\s*)+[\w.+/-]+,?\s+(?:and|or)\s+(?:other|more|many more|others)\b|(?:[\w.+/-]+,\s*)+etc\b", re.I)
 
 _URL = re.compile(r"\bhttps?://\S+", re.I)  # a link's host and path are not what the server is about
+# "runs in Docker", "deploy via Docker", "dockerized": how a server is packaged, not what it drives.
+_PACKAGED = re.compile(r"\b(?:via|using|in|with|as|through|on)\s+(?:an?\s+|the\s+)?docker(?:\s+(?:containers?|images?|compose))?\b"
+                       r"|\bdockeri[sz]ed\b", re.I)
 _CLIENT_APPS = re.compile(r"\b(?:claude|gemini|codex|vs|cursor)\s+(?:desktop|code|cli|app)\b", re.I)
 
 
-_DESCRIPTION_CUTS = ((_URL, ("http",)), (_CLIENT_APPS, ("desktop", "code", "cli", "app")), (_COMPARED, ("like", "compatible", "style")),
+_DESCRIPTION_CUTS = ((_URL, ("http",)), (_PACKAGED, ("docker",)),
+                     (_CLIENT_APPS, ("desktop", "code", "cli", "app")), (_COMPARED, ("like", "compatible", "style")),
                      (_BUILT_WITH, ("powered by", "built with", "built on")),
                      (_EXAMPLES, ("like", "such as", "e.g.", "including", "for example", "for instance", " other", " more", "etc")))
 
@@ -217,8 +222,14 @@ def _owner_and_rest(path: str) -> tuple[list[str], list[str]]:
     return _joined(words(owner)), _joined(words(rest))
 
 
+def heading_key(heading: str) -> str:
+    """A list heading as HEADINGS reads it: lower case, "&" as "and", every other non-alphanumeric run one space."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", heading.lower().replace("&", " and ")).split())
+
+
 @lru_cache(maxsize=4096)
-def classify(name: str, description: str | None, repository: str | None, subpath: str | None, package: str | None) -> Classification:
+def classify(name: str, description: str | None, repository: str | None, subpath: str | None, package: str | None,
+             headings: tuple[str, ...] = ()) -> Classification:
     owner, repo_rest = _owner_and_rest(repository_path(repository, subpath))
     fields = {
         "name": _joined(words(own_name(name)) + words(own_name(package))),
@@ -231,6 +242,9 @@ def classify(name: str, description: str | None, repository: str | None, subpath
         for token in tokens:
             for category, tier in _hits(token):
                 scores[category][tier] += WEIGHTS[field]
+    for heading in headings:  # a curated list's heading is a reader's label: it counts like a word of the name
+        if category := HEADINGS.get(heading_key(heading)):
+            scores[category][0] += WEIGHTS["heading"]
     tier = 0 if any(strong for strong, _ in scores.values()) else 1
     best, best_score = OTHER, 0
     for category, score in scores.items():

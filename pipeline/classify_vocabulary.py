@@ -19,7 +19,7 @@ CATEGORIES: dict[str, list[str]] = {
                  "scaffold*", "ides", "jetbrains", "intellij", "pycharm", "webstorm", "xcode", "android", "ios", "simulator*", "homebrew", "brew",
                  "nuget", "dotnet", "security", "malware", "reverse-engineering", "reversing", "decompil*", "disassembl*", "binary", "ghidra",
                  "ida", "pentest*", "exploit*", "mitre", "semgrep", "sonarqube", "snyk", "leetcode", "bitrise", "browserstack", "circleci", "gitea",
-                 "atomgit", "authentication", "descope", "auth0", "okta", "dependenc*", "curl", "documentation", "cve*", "vuln*", "nvd",
+                 "atomgit", "authentication", "descope", "auth0", "okta", "dependenc*", "curl", "documentation", "docs", "cve*", "vuln*", "nvd",
                  "cybersecurity", "threat*", "shodan", "sonarsource", "graphql", "sandbox*", "development", "codecommit", "codebuild",
                  "codepipeline", "mock*", "appsec"],
     "Cloud": ["cloud", "aws", "azure", "gcp", "google-cloud", "s3", "lambda", "cloudflare", "vercel", "netlify", "heroku", "digitalocean", "fly",
@@ -30,7 +30,7 @@ CATEGORIES: dict[str, list[str]] = {
                       "notification*", "social", "nostr", "xiaohongshu", "rednote", "weibo", "instagram", "facebook", "tiktok", "wechat", "feishu",
                       "dingtalk", "mattermost", "telephony", "voip", "phone-call", "phone-calls", "imessage"],
     "Productivity": ["notion", "calendar", "todo*", "task*", "asana", "trello", "clickup", "monday", "obsidian", "evernote", "note", "notes",
-                     "notetaking", "docs", "document", "documents", "sheets", "spreadsheet*", "excel", "word", "office", "drive", "dropbox",
+                     "notetaking", "document", "documents", "sheets", "spreadsheet*", "excel", "word", "office", "drive", "dropbox",
                      "airtable", "confluence", "productivity", "memory", "timezone*", "reminder*", "pdf", "knowledge", "memories", "workspace*",
                      "convert*", "conversion", "markdown", "crm", "erp", "odoo", "tana", "datetime", "logseq", "zotero", "anki", "miro", "composio",
                      "zapier", "n8n", "atlassian", "gsuite", "g-suite", "google-workspace", "presentation*", "slides", "keynote", "powerpoint",
@@ -67,7 +67,8 @@ OTHER_KEYWORDS = ["game", "games", "gaming", "dnd", "rpg", "tabletop", "chess", 
                   "education*", "e-learning", "elearning", "quiz*", "exam", "exams", "students", "wellness"]
 # Words nearly every MCP listing uses about its context ("for AI assistants", "give LLMs your data", "on AWS"): they
 # decide a category only when no other keyword matched.
-WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare", "security"}
+WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare", "security",
+        "infrastructure", "deploy", "deployment", "deployments", "hosting"}
 
 # Keyword → platform label (seed 000: "postgres" → PostgreSQL, "openai" → OpenAI, ...).
 PLATFORMS: dict[str, str] = {
@@ -159,6 +160,38 @@ PLATFORMS.update({"codecommit": "AWS", "codebuild": "AWS", "codepipeline": "AWS"
                   "openzeppelin": "OpenZeppelin", "crewai": "CrewAI", "fastgpt": "FastGPT", "imessage": "iMessage", "kintone": "kintone"})
 PLATFORMS.update({"cloud-run": "Google Cloud", "gsuite": "Google Workspace", "g-suite": "Google Workspace", "zabbix": "Zabbix",
                   "nagios": "Nagios", "memcached": "Memcached", "shodan": "Shodan", "datawrapper": "Datawrapper", "alibabacloud": "Alibaba Cloud"})
+# More general words per category, from the frequent words of the snapshots' server names that matched nothing (issue 17).
+for _category, _words in {
+    "AI/ML": ["multimodal", "fine-tuning", "finetun*", "evals"],
+    "Database": ["influxdb", "couchbase", "odbc", "jdbc"],
+    "DevTools": ["ssh", "lsp", "adb", "gdb", "nvim", "neovim", "vim", "emacs", "repl", "interpreter", "regex", "godoc", "laravel", "django",
+                 "flutter", "kotlin", "gradle", "maven", "storybook", "refactor*", "vite"],
+    "Cloud": ["vmware", "esxi", "openstack", "virtual-machine", "virtual-machines"],
+    "Communication": ["ntfy", "newsletter*", "inbox"],
+    "Productivity": ["wiki", "mediawiki", "bookmark*", "cms", "blog*", "planner", "schedul*", "meeting*", "timesheet*", "kanban",
+                     "microsoft-365", "office365", "m365"],
+    "Search": ["scholarly", "scholar", "openalex", "crossref"],
+    "Monitoring": ["healthcheck*"],
+    "Data": ["stata", "matlab", "clinical", "medical", "fhir", "economic*", "earthdata"],
+    "Finance": ["trader", "traders", "portfolio*", "x402", "billing", "budget*", "forex"],
+    "Media": ["ocr", "movie*", "film*", "anime", "manga", "comic*", "gif", "animation*", "nano-banana", "nanobanana"],
+    "E-commerce": ["marketplace*", "coupon*", "mercadolibre", "mercado-libre"],
+    "Browser": ["safari"],
+}.items():
+    CATEGORIES[_category].extend(_words)
+OTHER_KEYWORDS.extend(["mtg", "nba", "mlb", "nfl", "nhl", "astrolog*", "horoscope", "tarot", "bazi", "recipe*", "cooking", "lottery"])
+# Products a reader knows by name (the snapshots' frequent proper nouns): each counts for its product's category (LABEL_CATEGORY).
+PLATFORMS.update({"dify": "Dify", "langfuse": "Langfuse", "opik": "Opik", "mem0": "Mem0", "redmine": "Redmine", "gitee": "Gitee",
+                  "proxmox": "Proxmox", "railway": "Railway", "aiven": "Aiven", "netdata": "Netdata", "victoriametrics": "VictoriaMetrics",
+                  "alpaca": "Alpaca", "hyperliquid": "Hyperliquid", "etherscan": "Etherscan", "ynab": "YNAB", "hedera": "Hedera",
+                  "superset": "Apache Superset", "qgis": "QGIS", "wolfram": "Wolfram Alpha", "wolframalpha": "Wolfram Alpha",
+                  "unsplash": "Unsplash", "tmdb": "TMDB", "ableton": "Ableton Live", "kakao": "Kakao", "kakaotalk": "Kakao", "vapi": "Vapi",
+                  "clockify": "Clockify", "workday": "Workday", "egnyte": "Egnyte", "drupal": "Drupal", "raindrop": "Raindrop.io",
+                  "lovable": "Lovable", "couchbase": "Couchbase", "influxdb": "InfluxDB", "prefect": "Prefect", "pipedream": "Pipedream",
+                  "glean": "Glean", "excalidraw": "Excalidraw", "mintlify": "Mintlify", "sourcegraph": "Sourcegraph",
+                  "nasa": "NASA", "microsoft-365": "Microsoft 365", "office365": "Microsoft 365", "m365": "Microsoft 365",
+                  "ntfy": "ntfy", "matlab": "MATLAB", "stata": "Stata"})
+
 # The category of a platform whose keywords no category lists: the product's domain.
 LABEL_CATEGORY = {
     "AI/ML": ["Cohere", "DeepSeek", "Groq", "LlamaIndex", "MLflow", "OpenRouter", "Qwen", "Weights & Biases", "xAI", "Manus", "CrewAI"],
@@ -175,9 +208,19 @@ LABEL_CATEGORY = {
     "Media": ["Bilibili", "Twitch"],
     OTHER: ["Steam"],
 }
+for _category, _labels in {
+    "AI/ML": ["Dify", "Langfuse", "Opik"], "Database": ["Aiven"], "DevTools": ["Redmine", "Gitee", "Lovable", "Mintlify", "Sourcegraph"],
+    "Cloud": ["Proxmox", "Railway"], "Communication": ["Kakao", "Vapi"],
+    "Productivity": ["Mem0", "Clockify", "Workday", "Egnyte", "Drupal", "Raindrop.io", "Pipedream", "Excalidraw"],
+    "Search": ["Wolfram Alpha", "Glean"], "Monitoring": ["Netdata", "VictoriaMetrics"], "Data": ["Apache Superset", "QGIS", "NASA", "Prefect"],
+    "Finance": ["Alpaca", "Hyperliquid", "Etherscan", "YNAB", "Hedera"], "Media": ["Unsplash", "TMDB", "Ableton Live"],
+}.items():
+    LABEL_CATEGORY[_category].extend(_labels)
 LABEL_CATEGORY = {label: category for category, labels in LABEL_CATEGORY.items() for label in labels}
-# "atlassian" is the vendor of Jira and Confluence: it names them, not a platform of its own, when either is named.
-VENDOR_OF = {"Atlassian": ("Jira", "Confluence")}
+# A vendor or a general name next to its product names the product only: "atlassian" beside Jira or Confluence; "git"
+# beside a Git host ("GitHub repositories and git history" is a GitHub server); "google" beside a Google product.
+VENDOR_OF = {"Atlassian": ("Jira", "Confluence"), "Git": ("GitHub", "GitLab", "Bitbucket", "Gitea"),
+             "Google": tuple(sorted({label for label in PLATFORMS.values() if label.startswith("Google ")} | {"Gmail", "BigQuery", "YouTube"}))}
 
 # Words that name the AI client a server is used from ("Discord MCP server for Claude", "works in Cursor"). In a
 # description they say where the server runs, not what it is for: they are not read there (unless "Claude API", ...).
@@ -190,3 +233,32 @@ CLIENTS = {"claude", "chatgpt", "cursor", "windsurf", "copilot", "cline", "codex
 CODE_HOSTS = {"github", "gitlab", "bitbucket", "codeberg"}
 REPUBLISHERS = {"smithery", "waystation", "alpic", "mcphub", "glama", "pulsemcp", "klavis-hosted"}
 SCAFFOLD = {"mcp", "mcps", "server", "servers", "api", "app", "apps", "www", "staging", "prod", "remote", "io", "registry", "hub"}
+
+# The headings curated lists file a server under (awesome-mcp-servers' sections, best-of-mcp-servers' category titles, the
+# Docker catalog's meta.category), written as `heading_key` reads them, and the category each means. A reader chose the
+# heading; it decides where it names one of ours. Headings that gather unlike servers ("Other Tools and Integrations",
+# "Aggregators", Docker's catch-all "devops", "Customer Data Platforms") or that straddle two of ours ("Travel &
+# Transportation", "Support & Service Management") mean nothing, nor does any heading not listed here.
+HEADINGS: dict[str, str | None] = {
+    # awesome-mcp-servers and best-of-mcp-servers (one vocabulary)
+    "aerospace and astrodynamics": "Data", "aggregators": None, "architecture and design": None, "art and culture": None,
+    "biology medicine and bioinformatics": "Data", "browser automation": "Browser", "cloud platforms": "Cloud", "code execution": "DevTools",
+    "coding agents": "DevTools", "command line": "DevTools", "communication": "Communication", "customer data platforms": None,
+    "data platforms": "Data", "data science tools": "Data", "data visualization": "Data", "databases": "Database", "delivery": "E-commerce",
+    "developer tools": "DevTools", "e commerce": "E-commerce", "education": OTHER, "embedded system": "DevTools",
+    "environment and nature": "Data", "file systems": "DevTools", "finance and fintech": "Finance", "gaming": OTHER,
+    "home automation": OTHER, "knowledge and memory": "Productivity", "legal": "Productivity", "location services": "Data",
+    "marketing": OTHER, "monitoring": "Monitoring", "multimedia process": "Media", "os automation": None,
+    "other tools and integrations": None, "product management": "Productivity", "real estate": None, "research": None,
+    "search and data extraction": "Search", "security": "DevTools", "social media": "Communication", "sports": OTHER,
+    "support and service management": None, "text to speech": "Media", "translation services": None, "travel and transportation": None,
+    "version control": "DevTools", "workplace and productivity": "Productivity", "end to end rag platforms": "AI/ML",
+    # the Docker catalog's meta.category
+    "ai": None, "ai ml": "AI/ML", "analytics": "Data", "automation": None, "blockchain": "Finance", "boating": None, "business": None,
+    "code": "DevTools", "commerce": "E-commerce", "cost management": None, "crm": "Productivity", "data analytics": "Data",
+    "database": "Database", "development": "DevTools", "devops": None, "devtools": "DevTools",
+    "documentation": "DevTools", "ecommerce": "E-commerce", "finance": "Finance", "fintech": "Finance", "games": OTHER,
+    "geospatial": "Data", "healthcare": None, "infrastructure": "Cloud", "integration": None, "iot": OTHER, "knowledge": "Productivity",
+    "maps": "Data", "media": "Media", "messaging": "Communication", "news": None, "payments": "Finance", "productivity": None,
+    "search": "Search", "tools": None, "travel": OTHER, "video": "Media", "web": None, "web scraping": "Search",
+}
