@@ -28,7 +28,7 @@ CATEGORIES: dict[str, list[str]] = {
     "Communication": ["slack", "discord", "email", "mail", "gmail", "outlook", "telegram", "whatsapp", "msteams", "microsoft-teams", "sms",
                       "twilio", "chat", "message*", "messaging", "matrix", "zoom", "mastodon", "bluesky", "twitter", "linkedin", "reddit",
                       "notification*", "social", "nostr", "xiaohongshu", "rednote", "weibo", "instagram", "facebook", "tiktok", "wechat", "feishu",
-                      "dingtalk", "mattermost", "telephony", "voip", "phone-call", "phone-calls", "imessage"],
+                      "dingtalk", "mattermost", "telephony", "voip", "phone-call", "phone-calls", "imessage", "communication"],
     "Productivity": ["notion", "calendar", "todo*", "task*", "asana", "trello", "clickup", "monday", "obsidian", "evernote", "note", "notes",
                      "notetaking", "document", "documents", "sheets", "spreadsheet*", "excel", "word", "office", "drive", "dropbox",
                      "airtable", "confluence", "productivity", "memory", "timezone*", "reminder*", "pdf", "knowledge", "memories", "workspace*",
@@ -68,7 +68,7 @@ OTHER_KEYWORDS = ["game", "games", "gaming", "dnd", "rpg", "tabletop", "chess", 
 # Words nearly every MCP listing uses about its context ("for AI assistants", "give LLMs your data", "on AWS"): they
 # decide a category only when no other keyword matched.
 WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare", "security",
-        "infrastructure", "deploy", "deployment", "deployments", "hosting"}
+        "infrastructure", "deploy", "deployment", "deployments", "hosting", "log"}
 
 # Keyword → platform label (seed 000: "postgres" → PostgreSQL, "openai" → OpenAI, ...).
 PLATFORMS: dict[str, str] = {
@@ -218,8 +218,9 @@ for _category, _labels in {
     LABEL_CATEGORY[_category].extend(_labels)
 LABEL_CATEGORY = {label: category for category, labels in LABEL_CATEGORY.items() for label in labels}
 # A vendor or a general name next to its product names the product only: "atlassian" beside Jira or Confluence; "git"
-# beside a Git host ("GitHub repositories and git history" is a GitHub server); "google" beside a Google product.
-VENDOR_OF = {"Atlassian": ("Jira", "Confluence"), "Git": ("GitHub", "GitLab", "Bitbucket", "Gitea"),
+# beside a Git host ("GitHub repositories and git history" is a GitHub server); "google" beside a Google product; "calendar"
+# beside a calendar product.
+VENDOR_OF = {"Atlassian": ("Jira", "Confluence"), "Calendar": ("Google Calendar", "Microsoft Outlook", "Calendly"), "Git": ("GitHub", "GitLab", "Bitbucket", "Gitea"),
              "Google": tuple(sorted({label for label in PLATFORMS.values() if label.startswith("Google ")} | {"Gmail", "BigQuery", "YouTube"}))}
 
 # Words that name the AI client a server is used from ("Discord MCP server for Claude", "works in Cursor"). In a
@@ -238,16 +239,17 @@ SCAFFOLD = {"mcp", "mcps", "server", "servers", "api", "app", "apps", "www", "st
 # Docker catalog's meta.category), written as `heading_key` reads them, and the category each means. A reader chose the
 # heading; it decides where it names one of ours. Headings that gather unlike servers ("Other Tools and Integrations",
 # "Aggregators", Docker's catch-all "devops", "Customer Data Platforms") or that straddle two of ours ("Travel &
-# Transportation", "Support & Service Management") mean nothing, nor does any heading not listed here.
+# Transportation", "Support & Service Management", "Knowledge & Memory": notes, agent memory and code docs; "Data Science
+# Tools": data and machine learning) mean nothing, nor does any heading not listed here.
 HEADINGS: dict[str, str | None] = {
     # awesome-mcp-servers and best-of-mcp-servers (one vocabulary)
     "aerospace and astrodynamics": "Data", "aggregators": None, "architecture and design": None, "art and culture": None,
     "biology medicine and bioinformatics": "Data", "browser automation": "Browser", "cloud platforms": "Cloud", "code execution": "DevTools",
     "coding agents": "DevTools", "command line": "DevTools", "communication": "Communication", "customer data platforms": None,
-    "data platforms": "Data", "data science tools": "Data", "data visualization": "Data", "databases": "Database", "delivery": "E-commerce",
+    "data platforms": "Data", "data science tools": None, "data visualization": "Data", "databases": "Database", "delivery": "E-commerce",
     "developer tools": "DevTools", "e commerce": "E-commerce", "education": OTHER, "embedded system": "DevTools",
     "environment and nature": "Data", "file systems": "DevTools", "finance and fintech": "Finance", "gaming": OTHER,
-    "home automation": OTHER, "knowledge and memory": "Productivity", "legal": "Productivity", "location services": "Data",
+    "home automation": OTHER, "knowledge and memory": None, "legal": "Productivity", "location services": "Data",
     "marketing": OTHER, "monitoring": "Monitoring", "multimedia process": "Media", "os automation": None,
     "other tools and integrations": None, "product management": "Productivity", "real estate": None, "research": None,
     "search and data extraction": "Search", "security": "DevTools", "social media": "Communication", "sports": OTHER,
