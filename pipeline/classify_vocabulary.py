@@ -220,7 +220,8 @@ LABEL_CATEGORY = {label: category for category, labels in LABEL_CATEGORY.items()
 # A vendor or a general name next to its product names the product only: "atlassian" beside Jira or Confluence; "git"
 # beside a Git host ("GitHub repositories and git history" is a GitHub server); "google" beside a Google product; "calendar"
 # beside a calendar product.
-VENDOR_OF = {"Atlassian": ("Jira", "Confluence"), "Calendar": ("Google Calendar", "Microsoft Outlook", "Calendly"), "Git": ("GitHub", "GitLab", "Bitbucket", "Gitea"),
+VENDOR_OF = {"Atlassian": ("Jira", "Confluence"), "Calendar": ("Google Calendar", "Microsoft Outlook", "Calendly"),
+             "Git": ("GitHub", "GitLab", "Bitbucket", "Gitea"),
              "Google": tuple(sorted({label for label in PLATFORMS.values() if label.startswith("Google ")} | {"Gmail", "BigQuery", "YouTube"}))}
 
 # Words that name the AI client a server is used from ("Discord MCP server for Claude", "works in Cursor"). In a
