@@ -18,6 +18,7 @@ from pipeline.classify_vocabulary import (
     CODE_HOSTS,
     HEADINGS,
     LABEL_CATEGORY,
+    NOISE,
     OTHER,
     OTHER_KEYWORDS,
     PLATFORMS,
@@ -90,7 +91,9 @@ def _hits(token: str) -> tuple[tuple[str, int], ...]:
     """The categories a word counts for, each with its tier (0 strong, 1 weak): a plural counts as its keyword; a prefix
     keyword never claims a word that is another category's keyword ("browserstack" is not browser*); a platform keyword
     that no category lists counts for its platform's category ("google maps", "okx")."""
-    found = []
+    found: list[tuple[str, int]] = []
+    if token in NOISE:
+        return ()
     for category, (exact, prefixes) in _KEYWORDS.items():
         word = token if token in exact else _singular(token)
         if word in exact or (prefixes and token not in _CATEGORY_WORDS and token.startswith(prefixes)):
@@ -185,21 +188,21 @@ def own_name(text: str | None) -> str:
 # "a Firebase-like database", "OpenAI-compatible APIs": a product a server is compared with, not one it is for.
 _COMPARED = re.compile(r"[\w.]+(?:-[\w.]+)*-(?:like|compatible|style)\b|(?<![\w.-])[\w.]+(?:[-\s]+[\w.]+)?\s+compatible\b", re.I)
 # "powered by LanceDB", "built with FastMCP": what a server is made of, to the clause's end.
-_BUILT_WITH = re.compile(r"\b(?:powered by|built (?:with|on))\s[^.;:()\n]*", re.I)
+_BUILT_WITH = re.compile(r"\b(?:powered by|built (?:with|on)|runs? (?:locally |entirely )?(?:with|on))\s[^.;:()\n]*", re.I)
 # "500+ apps like Gmail, Slack and Notion", "(such as Claude)": examples of what a server reaches, to the clause's end.
 _EXAMPLES = re.compile(r"(?<![-\w])(?:like|such as|e\.g\.|including|for example|for instance)\s[^.;:()\n]*"
                        r"|(?:[\w.+/-]+,\s*)+[\w.+/-]+,?\s+(?:and|or)\s+(?:other|more|many more|others)\b|(?:[\w.+/-]+,\s*)+etc\b", re.I)
 
 _URL = re.compile(r"\bhttps?://\S+", re.I)  # a link's host and path are not what the server is about
 # "runs in Docker", "deploy via Docker", "dockerized": how a server is packaged, not what it drives.
-_PACKAGED = re.compile(r"\b(?:via|using|in|with|as|through|on)\s+(?:an?\s+|the\s+)?docker(?:\s+(?:containers?|images?|compose))?\b"
+_PACKAGED = re.compile(r"\b(?:via|using|in|with|as|through|on)\s+(?:an?\s+|the\s+|only\s+)?docker(?:\s+(?:containers?|images?|compose))?\b"
                        r"|\bdockeri[sz]ed\b", re.I)
 _CLIENT_APPS = re.compile(r"\b(?:claude|gemini|codex|vs|cursor)\s+(?:desktop|code|cli|app)\b", re.I)
 
 
 _DESCRIPTION_CUTS = ((_URL, ("http",)), (_PACKAGED, ("docker",)),
                      (_CLIENT_APPS, ("desktop", "code", "cli", "app")), (_COMPARED, ("like", "compatible", "style")),
-                     (_BUILT_WITH, ("powered by", "built with", "built on")),
+                     (_BUILT_WITH, ("powered by", "built with", "built on", "run")),
                      (_EXAMPLES, ("like", "such as", "e.g.", "including", "for example", "for instance", " other", " more", "etc")))
 
 

@@ -21,7 +21,8 @@ CATEGORIES: dict[str, list[str]] = {
                  "ida", "pentest*", "exploit*", "mitre", "semgrep", "sonarqube", "snyk", "leetcode", "bitrise", "browserstack", "circleci", "gitea",
                  "atomgit", "authentication", "descope", "auth0", "okta", "dependenc*", "curl", "documentation", "docs", "cve*", "vuln*", "nvd",
                  "cybersecurity", "threat*", "shodan", "sonarsource", "graphql", "sandbox*", "development", "codecommit", "codebuild",
-                 "codepipeline", "mock*", "appsec"],
+                 "codepipeline", "mock*", "appsec", "web-ui",
+                 "web-app", "web-apps", "web-interface", "web-component", "web-components", "web-development", "webview"],
     "Cloud": ["cloud", "aws", "azure", "gcp", "google-cloud", "s3", "lambda", "cloudflare", "vercel", "netlify", "heroku", "digitalocean", "fly",
               "render", "serverless", "ec2", "cloudrun", "workers", "hosting", "cdn", "kubernetes", "k8s", "helm", "terraform", "pulumi",
               "infrastructure", "iac", "bucket*", "aks", "eks", "gke", "awslabs", "cloud-run", "deploy*", "cloudformation", "cdk"],
@@ -68,7 +69,10 @@ OTHER_KEYWORDS = ["game", "games", "gaming", "dnd", "rpg", "tabletop", "chess", 
 # Words nearly every MCP listing uses about its context ("for AI assistants", "give LLMs your data", "on AWS"): they
 # decide a category only when no other keyword matched.
 WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare", "security",
-        "infrastructure", "deploy", "deployment", "deployments", "hosting", "log"}
+        "infrastructure", "deploy", "deployment", "deployments", "hosting", "log", "file", "files"}
+# Words that count for nothing: "test" names a placeholder listing ("test-mcp-server") more often than a testing tool,
+# which says "tests" or "testing".
+NOISE = {"test"}
 
 # Keyword → platform label (seed 000: "postgres" → PostgreSQL, "openai" → OpenAI, ...).
 PLATFORMS: dict[str, str] = {
@@ -179,6 +183,11 @@ for _category, _words in {
     "Browser": ["safari"],
 }.items():
     CATEGORIES[_category].extend(_words)
+CATEGORIES["Data"].extend(["genetic*", "genome*", "dna", "power-bi", "powerbi"])
+CATEGORIES["Finance"].extend(["vechain", "avalanche", "arbitrum", "cardano", "polkadot", "aptos", "starknet", "bybit", "kucoin", "bitget",
+                              "upbit"])
+CATEGORIES["Productivity"].extend(["attio", "pipedrive", "zoho"])
+CATEGORIES["Search"].extend(["oxylabs", "brightdata", "bright-data", "scrapingbee", "zenrows", "scraperapi", "crawlbase"])
 OTHER_KEYWORDS.extend(["mtg", "nba", "mlb", "nfl", "nhl", "astrolog*", "horoscope", "tarot", "bazi", "recipe*", "cooking", "lottery"])
 # Products a reader knows by name (the snapshots' frequent proper nouns): each counts for its product's category (LABEL_CATEGORY).
 PLATFORMS.update({"dify": "Dify", "langfuse": "Langfuse", "opik": "Opik", "mem0": "Mem0", "redmine": "Redmine", "gitee": "Gitee",
@@ -189,6 +198,8 @@ PLATFORMS.update({"dify": "Dify", "langfuse": "Langfuse", "opik": "Opik", "mem0"
                   "clockify": "Clockify", "workday": "Workday", "egnyte": "Egnyte", "drupal": "Drupal", "raindrop": "Raindrop.io",
                   "lovable": "Lovable", "couchbase": "Couchbase", "influxdb": "InfluxDB", "prefect": "Prefect", "pipedream": "Pipedream",
                   "glean": "Glean", "excalidraw": "Excalidraw", "mintlify": "Mintlify", "sourcegraph": "Sourcegraph",
+                  "power-bi": "Power BI", "powerbi": "Power BI", "attio": "Attio", "pipedrive": "Pipedrive",
+                  "zoho": "Zoho", "oxylabs": "Oxylabs", "brightdata": "Bright Data", "bright-data": "Bright Data",
                   "nasa": "NASA", "microsoft-365": "Microsoft 365", "office365": "Microsoft 365", "m365": "Microsoft 365",
                   "ntfy": "ntfy", "matlab": "MATLAB", "stata": "Stata"})
 
