@@ -18,7 +18,6 @@ from pipeline.classify_vocabulary import (
     CODE_HOSTS,
     HEADINGS,
     LABEL_CATEGORY,
-    NOISE,
     OTHER,
     OTHER_KEYWORDS,
     PLATFORMS,
@@ -92,8 +91,6 @@ def _hits(token: str) -> tuple[tuple[str, int], ...]:
     keyword never claims a word that is another category's keyword ("browserstack" is not browser*); a platform keyword
     that no category lists counts for its platform's category ("google maps", "okx")."""
     found: list[tuple[str, int]] = []
-    if token in NOISE:
-        return ()
     for category, (exact, prefixes) in _KEYWORDS.items():
         word = token if token in exact else _singular(token)
         if word in exact or (prefixes and token not in _CATEGORY_WORDS and token.startswith(prefixes)):

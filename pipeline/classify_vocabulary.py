@@ -69,10 +69,7 @@ OTHER_KEYWORDS = ["game", "games", "gaming", "dnd", "rpg", "tabletop", "chess", 
 # Words nearly every MCP listing uses about its context ("for AI assistants", "give LLMs your data", "on AWS"): they
 # decide a category only when no other keyword matched.
 WEAK = {"ai", "llm", "llms", "claude", "gpt", "chatgpt", "data", "aws", "amazon", "azure", "gcp", "google", "microsoft", "cloudflare", "security",
-        "infrastructure", "deploy", "deployment", "deployments", "hosting", "log", "file", "files"}
-# Words that count for nothing: "test" names a placeholder listing ("test-mcp-server") more often than a testing tool,
-# which says "tests" or "testing".
-NOISE = {"test"}
+        "infrastructure", "deploy", "deployment", "deployments", "hosting", "log"}
 
 # Keyword → platform label (seed 000: "postgres" → PostgreSQL, "openai" → OpenAI, ...).
 PLATFORMS: dict[str, str] = {
