@@ -360,7 +360,8 @@ def test_server_pages_say_where_each_field_came_from(db, tmp_path):
 
 
 def test_classification_matches_whole_words_and_uses_the_registry_namespace(db):
-    from pipeline.classify import PLATFORMS, classify
+    from pipeline.classify import classify
+    from pipeline.classify_vocabulary import PLATFORMS
 
     assert len(PLATFORMS) >= 135  # seed 000: 135+ platform keywords
     assert classify("example-server", "An example of weather lookups", None, None, None).platforms == ()  # no "exa" inside "example"

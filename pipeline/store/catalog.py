@@ -147,14 +147,16 @@ def classification_of(row: dict[str, Any]) -> dict[str, str]:
     """The category and platforms columns for a stored server row.
 
     The registry namespace comes from the official registry name, else the first package's name
-    (an npm scope), else the local catalog's package.
+    (an npm scope), else the local catalog's package. The headings are every curated list's categories for it.
     """
     package = json.loads(row["launch"]).get("package") if row.get("launch") else None
     if row.get("registry_name"):
         package = row["registry_name"]
     elif row.get("packages") and row["packages"] != "[]":
         package = json.loads(row["packages"])[0].get("identifier") or package
-    found = classify(row["name"], row.get("description"), row.get("repository"), row.get("subpath"), package)
+    listed = json.loads(row.get("source_categories") or "{}")
+    headings = tuple(sorted(heading for source in sorted(listed) for heading in listed[source]))
+    found = classify(row["name"], row.get("description"), row.get("repository"), row.get("subpath"), package, headings)
     return {"category": found.category, "platforms": dumps(list(found.platforms))}
 
 
