@@ -4,7 +4,7 @@ python bench/discover_snapshots.py [--fixtures DIR] [--runs 3]
 Target (issue 5): all snapshots in ../shared/fixtures/sources from an empty database in ≤ 20 s.
 Prints the ingest time with, beside it, the calibration loop timed in the same run (bench/calibration.py: figures compare
 across runs and machines), records per second, then the catalog's size by source, unique repositories, listing-only servers
-(methodology deviation 75) and overlaps.
+(methodology deviation 80) and overlaps.
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
 
     import httpx
 
-    # A listing-only server (deviation 75) has no source to fetch: none is tried, no failure recorded (the score stage passes
+    # A listing-only server (deviation 80) has no source to fetch: none is tried, no failure recorded (the score stage passes
     # it over too, so an analysis of it would never count).
     examined = [s for s in servers if not listing_only(s)]
 

@@ -1,4 +1,4 @@
-"""Listing-only servers: a listing names them, but gives nothing the scoreboard can examine (methodology deviation 75).
+"""Listing-only servers: a listing names them, but gives nothing the scoreboard can examine (methodology deviation 80).
 
 Shared by the stages that pass them over (analyze, probe, judge, score) and by the build, which says so on their pages
 and lets a reader hide them on the boards. In the source snapshots most of them come from Smithery's 2025 list dump,

@@ -1,4 +1,4 @@
-"""Which servers a repository holds (deviations 28, 71, 71b, 71c): no over-merges of one monorepository's registry
+"""Which servers a repository holds (deviations 28, 71, 72, 73): no over-merges of one monorepository's registry
 entries, no under-merges of a root link and its one folder, the reference servers once each. From the real snapshots
 and from small crafted listings."""
 

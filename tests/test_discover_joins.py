@@ -1,5 +1,5 @@
-"""Joins beyond the repository: a published package is one server (deviation 72), Smithery's qualified name is
-named by other sources' listings (deviation 29), a key two servers share identifies neither (deviation 72b), and
+"""Joins beyond the repository: a published package is one server (deviation 74), Smithery's qualified name is
+named by other sources' listings (deviation 29), a key two servers share identifies neither (deviation 75), and
 every key is kept in `server_keys`, so a later run finds the stored server by any of them."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_a_smithery_name_never_joins_two_repositories(catalog):
     ddukbg = where[("smithery", "ddukbg/github-enterprise-mcp")]
     containerelic = where[("official-registry", "io.github.ddukbg/github-enterprise-mcp")]
     assert (ddukbg, containerelic) == ("ddukbg--github-enterprise-mcp", "containerelic--github-enterprise-mcp")
-    assert keys["smithery:ddukbg/github-enterprise-mcp"] == ddukbg  # the Smithery listing's own key stays with it (deviation 72b)
+    assert keys["smithery:ddukbg/github-enterprise-mcp"] == ddukbg  # the Smithery listing's own key stays with it (deviation 75)
     # @keboola/keboola-mcp-server: the registry's io.github.keboola/keboola-mcp-server is keboola/mcp-server, another repository
     assert where[("smithery", "keboola/keboola-mcp-server")] != where[("official-registry", "io.github.keboola/keboola-mcp-server")]
 
@@ -138,7 +138,7 @@ JOINED_BY_PACKAGE = {
     "npm:datagraph-city-mcp-server": {"io.github.kevinkells/datagraph", "io.github.team-earth/datagraph"},
     "npm:in-memoria": {"io.github.pi22by7/in-memoria", "me.pi22by7/in-memoria"},
 }
-UNDER_TWO_REPOSITORIES = {  # one package, two GitHub repositories: one server under both names (deviation 72)
+UNDER_TWO_REPOSITORIES = {  # one package, two GitHub repositories: one server under both names (deviation 74)
     "pypi:mcp-plots": {"io.github.MR901/mcp-plots", "io.github.MR901/plots-mcp"},
     "npm:krs-poland-mcp-server": {"io.github.pkolawa/krs-poland-mcp-server", "io.github.pkolawa/mcp-krs-poland"},
     "npm:@ai-capabilities-suite/mcp-debugger-server": {"io.github.Digital-Defiance/mcp-debugger", "io.github.DigitalDefiance/ts-mcp-debugger"},
@@ -208,7 +208,7 @@ def test_two_repositories_that_publish_one_package_are_one_server_the_newest_nam
     assert len(entries) == 2
     (tool,) = [e for e in entries if "pypi:tool" in e.keys]
     assert {"github:o/old-name", "github:o/new-name", "registry:com.o/tool"} <= set(tool.keys)
-    assert tool.repo_key == "github:o/new-name"  # the newest listing's repository (deviation 73)
+    assert tool.repo_key == "github:o/new-name"  # the newest listing's repository (deviation 76)
 
 
 def test_two_repositories_sharing_a_package_stay_one_server_run_after_run(db):

@@ -286,7 +286,7 @@ def independent_counts() -> tuple[dict[str, set[str]], list[set[str]]]:
 
 
 def one_of(classes: list[set[str]]):
-    """Repositories that publish one package are one server under either name (deviation 72): each stands for its class."""
+    """Repositories that publish one package are one server under either name (deviation 74): each stands for its class."""
     named: dict[str, str] = {}
     for repos in classes:
         joined = set(repos).union(*(c for c in classes if c & repos))

@@ -108,7 +108,7 @@ def records(db) -> dict[str, list[tuple[str, str, dict]]]:
 def test_the_2025_05_seed_never_beats_a_newer_registry_record(catalog):
     """29 servers have a record in the 2025-05 seed and a newer one (the 2025-12 dump); on main the seed's description
     won for 24 of them and its version for all 29. A 30th pair meets since a root link joins the repository's one listed
-    folder (deviation 71b: snyk's seed entry names the root of snyk/studio-mcp). Each stored value must be a newer record's."""
+    folder (deviation 72: snyk's seed entry names the root of snyk/studio-mcp). Each stored value must be a newer record's."""
     shared = 0
     for server_id, recs in records(catalog).items():
         registry = [p for source, _, p in recs if source == "official-registry"]

@@ -1,4 +1,4 @@
-"""Listing-only servers (methodology deviations 75 and 75b): a listing names them, with no repository, package or remote
+"""Listing-only servers (methodology deviations 80 and 81): a listing names them, with no repository, package or remote
 endpoint. Nothing of theirs can be measured, and the scoreboard says so: their pages state what the listings say and
 why nothing was measured, with no score, grade, badge or verdict; the ranked boards leave them out with a count and a
 board of their own; the JSON marks every server; and the stages pass them over without recording failures.
@@ -48,7 +48,7 @@ def assert_no_verdict(html: str) -> None:
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html.split("<main>", 1)[1]))
     assert VERDICT_WORDS.search(text) is None, VERDICT_WORDS.search(text)
 
-# The same definition as deviation 75, written against the stored columns rather than through the code under test.
+# The same definition as deviation 80, written against the stored columns rather than through the code under test.
 LISTING_ONLY_SQL = ("coalesce(repository, '') = '' and packages = '[]' and remotes = '[]' and launch is null "
                     "and coalesce(remote_url, '') = ''")
 
@@ -322,7 +322,7 @@ def test_the_board_script_hides_them_by_default_and_a_checkbox_includes_them(ser
 
 @needs_snapshots
 def test_a_server_never_probed_is_not_called_down(snapshot_site):
-    """Deviation 75c: a measured server with no probe run (a repository the probe has no way to start) has no outside-in
+    """Deviation 82: a measured server with no probe run (a repository the probe has no way to start) has no outside-in
     verdict, where the card said Down."""
     site, db, _ = snapshot_site
     never = [r["server_id"] for r in db.query("select server_id from scores where rubric = 'outside-in' and json_extract(extra, '$.runs') = 0")]

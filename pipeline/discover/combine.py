@@ -1,15 +1,15 @@
 """One catalog entry from the listings of one server (pure): whose facts win, what accumulates, which endpoint is probed.
 
-Precedence (methodology deviations 25, 73, 73b): a vendor's own listings before any republication of them by an
+Precedence (methodology deviations 25, 76, 77): a vendor's own listings before any republication of them by an
 aggregator; then by source (pipeline.identity.SOURCE_PRIORITY); then within a source the newest listing first (its
 `updated_at`, the date the source gives it); undated listings after the dated ones of their source, in the source's
 own order. A single-valued field (name, description, repository, homepage, registry name) comes from the first
 listing in that order that has one; links, metrics and attributes accumulate, the first listing's value winning a
 name; each source's categories accumulate over its listings.
 
-Nothing is dropped (deviation 73c): remotes, packages and environment variables accumulate across every listing,
+Nothing is dropped (deviation 78): remotes, packages and environment variables accumulate across every listing,
 deduplicated (a remote by its normalised URL, a package by registry and name, a variable by name), the first in
-precedence keeping its details. The endpoint we measure is chosen from all of them (deviation 73b): a public remote
+precedence keeping its details. The endpoint we measure is chosen from all of them (deviation 77): a public remote
 of the vendor's, else the launch of a package, else a public remote on an aggregator's proxy; it is listed first.
 
 The entry's identity keys, canonical key first, are the identity side's (pipeline.discover.merge).

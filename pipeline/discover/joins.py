@@ -1,4 +1,4 @@
-"""Keys that join listings beyond their repository, registry name and remote URL (deviations 29, 72, 72b).
+"""Keys that join listings beyond their repository, registry name and remote URL (deviations 29, 74, 75).
 
 A published npm or PyPI package is one server wherever it is listed. Smithery's list carries only a
 qualified name (`@owner/slug`); other listings name the same Smithery server by a hosted endpoint

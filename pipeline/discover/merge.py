@@ -50,7 +50,7 @@ def listing_keys(listing: Listing, aliases: dict[str, str]) -> list[str]:
         keys.append(repo)
     keys += remotes
     keys.append(f"{listing.source}:{listing.key.lower()}")
-    keys += package_keys(listing) + smithery_keys(listing)  # deviations 29, 72
+    keys += package_keys(listing) + smithery_keys(listing)  # deviations 29, 74
     return list(dict.fromkeys(clean_text(key) for key in keys))
 
 
@@ -98,18 +98,18 @@ def merge_listings(listings: list[Listing], aliases: dict[str, str] | None = Non
     known_keys = known_keys or {}
     keys_of = [listing_keys(listing, aliases) for listing in listings]
     strong = {k for keys in keys_of for k in keys} | set(known_keys)
-    strong |= {k.split("#", 1)[0] for k in strong if k.startswith("github:")}  # a root guess meets a repository listed by a folder (71b)
+    strong |= {k.split("#", 1)[0] for k in strong if k.startswith("github:")}  # a root guess meets a repository listed by a folder (deviation 72)
     listings = list(listings)
     for index, (listing, keys) in enumerate(zip(listings, keys_of)):
         guess = parse_github(listing.weak_repository)
         if guess is not None and not listing.repository and (key := guess.renamed(aliases).key) in strong:
             keys.insert(0, key)
             listings[index] = listing.model_copy(update={"repository": listing.weak_repository})
-    identities = one_identity_per_package(keys_of, place(listings, keys_of))  # deviation 72
+    identities = one_identity_per_package(keys_of, place(listings, keys_of))  # deviation 74
     groups = _Groups(identities)
     owner_of: dict[str, int] = {}
     stored = [[f"stored:{known_keys[k]}" for k in keys if k in known_keys] for keys in keys_of]
-    ambiguous = keys_of_two_identities(keys_of, identities)  # deviation 72b
+    ambiguous = keys_of_two_identities(keys_of, identities)  # deviation 75
     for shared in (keys_of, stored):  # what this run's listings share first, then what the stored catalog joined
         for index, keys in enumerate(shared):
             for key in keys:

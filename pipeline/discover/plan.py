@@ -4,7 +4,7 @@ An entry keeps the id of any stored server that shares one of its keys, so renam
 spellings of a server update it instead of starting over. A stored server that this run finds to
 be several (a repository's servers that an older rule merged) is kept by one of them: the entry
 whose own id it is, else the first whose keys lead to it; the others become new servers (deviation
-71c). Fields a source leaves empty never blank out what is stored; external links, metrics and attributes accumulate. A source that ran
+73). Fields a source leaves empty never blank out what is stored; external links, metrics and attributes accumulate. A source that ran
 and no longer lists a server stops vouching for it; a server no source vouches for is
 deactivated, never deleted. The store applies the plan in one transaction.
 

@@ -16,7 +16,7 @@ OFFICIAL = "io.modelcontextprotocol.registry/official"
 MAX_PAGES = 2000
 # The 2025-05 seed's `registry_name: unknown` (302 packages of 301 servers) names no registry: its `name` is a GitHub
 # `owner/repo` path or an unchecked guess at a package. Nothing can be installed from it or keyed by it, so it is not
-# a package (deviation 73); the record keeps it, and its environment variables still count.
+# a package (deviation 76); the record keeps it, and its environment variables still count.
 NO_REGISTRY = {"unknown"}
 
 

@@ -1,4 +1,4 @@
-"""Which servers one GitHub repository holds (methodology deviations 26, 71, 71b): decided before listings merge.
+"""Which servers one GitHub repository holds (methodology deviations 26, 71, 72): decided before listings merge.
 
 A listing's location is its GitHub key (repository plus folder). Two rules move or split listings there:
 

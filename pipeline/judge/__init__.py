@@ -47,7 +47,7 @@ def run_judge(
     tiers = store.visibilities(db, [s.id for s in servers], HEADLINE_RUBRIC)
     try:
         for server in servers:
-            if listing_only(server):  # deviation 75: no tools could ever be captured
+            if listing_only(server):  # deviation 80: no tools could ever be captured
                 report.counts["listing_only"] = report.counts.get("listing_only", 0) + 1
                 progress.step(server.id, "not judged: listing only")
                 continue

@@ -54,7 +54,7 @@ def run_probe(
     started = time.monotonic()
     stage = "probe" if kind == "deep" else "monitor"
     report = StageReport(stage=stage)
-    # A listing-only server (deviation 75) has nothing to start or reach, and no analysis of it to find a way in: it is
+    # A listing-only server (deviation 80) has nothing to start or reach, and no analysis of it to find a way in: it is
     # passed over before any is read, and counted apart from servers whose listed ways in cannot be used.
     measurable = [s for s in servers if not listing_only(s)]
     if len(measurable) < len(servers):

@@ -42,7 +42,7 @@ class LeaderboardRow(TypedDict):
     flags: list[FlagLabel]
     last_scored_at: str | None
     listing_only: Annotated[bool, Field(description="a listing names it but no repository, package or remote endpoint: nothing measured "
-                                                    "(methodology deviation 75); such rows have no card and no rank")]
+                                                    "(methodology deviation 80); such rows have no card and no rank")]
     sources: Annotated[list[str], Field(description="the sources listing it")]
     rank: Annotated[int, Field(ge=1)] | None
 

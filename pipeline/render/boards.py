@@ -14,7 +14,7 @@ from pipeline.render.values import VISIBILITY_ICONS, VISIBILITY_ORDER
 
 
 def leaderboard_rows(servers: list[Server], scores: dict[str, dict[str, Any]], probes: dict[str, dict[str, Any]]) -> list[LeaderboardRow]:
-    """One row per active server, ordered by visibility tier, then composite, then id; listing-only servers (deviation 75)
+    """One row per active server, ordered by visibility tier, then composite, then id; listing-only servers (deviation 80)
     last and unranked: nothing of theirs was measured, so they have no place in a ranking.
 
     `probes` holds each server's latest probe summary (era, protocol_version, tool_count, outcome). The probe column says

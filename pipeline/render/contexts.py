@@ -163,7 +163,7 @@ def server_page(
 ) -> ServerPage:
     """A server page: its headline card (`card`), the other rubrics' cards in the rubrics' order, and what was observed.
 
-    A listing-only server's page (deviation 75) is what its listings say and why nothing could be measured: no card, no
+    A listing-only server's page (deviation 80) is what its listings say and why nothing could be measured: no card, no
     badge, and none of the evidence sections (stored evidence from when a listing still named a way in is not current)."""
     if listing_only(server):
         return _listed_page(server, observed, rows_url)

@@ -140,7 +140,7 @@ class ServerFacts(Context):
     first_seen_at: str
     is_active: bool
     listing_only: bool = Field(description="a listing names it, but no repository, package or remote endpoint: nothing could be measured "
-                                           "(methodology deviation 75)")
+                                           "(methodology deviation 80)")
 
 
 class Check(TypedDict):

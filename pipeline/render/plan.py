@@ -81,7 +81,7 @@ def _boards(site: SiteInputs, headline: RubricInfo, others: list[RubricInfo], ro
     """Every board to pre-render (headline, one per category, the listing-only servers', one per other rubric), and each other
     rubric's rows for its JSON."""
     base = {"engine_version": ENGINE_VERSION}
-    # Listing-only servers (deviation 75) are left off the ranked boards, which say how many and link to their own board.
+    # Listing-only servers (deviation 80) are left off the ranked boards, which say how many and link to their own board.
     measured = [r for r in rows if not r["listing_only"]]
     listed = [r for r in rows if r["listing_only"]]
     listed_in: dict[str, int] = {}

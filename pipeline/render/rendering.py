@@ -106,7 +106,7 @@ class Renderer:
         writer.write(f"servers/{server.id}.html", html)
         writer.write(f"api/servers/{server.id}.json", json_file(page, compact=True))
         if page.server.listing_only:
-            return  # nothing measured: no badge, no charts (deviation 75)
+            return  # nothing measured: no badge, no charts (deviation 80)
         card = card or {}
         indicator = card.get("dimension_indicator") or "0/0"
         writer.write(f"badge/{server.id}.svg", score_badge(card.get("composite"), card.get("grade"), indicator))

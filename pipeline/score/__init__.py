@@ -90,7 +90,7 @@ def run_score(
 ) -> StageReport:
     started = time.monotonic()
     report = StageReport(stage="score")
-    # A listing-only server has nothing to score (deviation 75): no cards, not even "unscored" ones; cards from before,
+    # A listing-only server has nothing to score (deviation 80): no cards, not even "unscored" ones; cards from before,
     # when a listing still named something to examine, go too, so no page or board shows them as current.
     listed = [s.id for s in servers if listing_only(s)]
     if listed:

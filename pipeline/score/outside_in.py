@@ -172,7 +172,7 @@ FAILURES = {"timeout": "timed out", "crashed": "crashed", "protocol_error": "pro
 
 def status(facts: Facts) -> tuple[str | None, str]:
     """(verdict, status chip): the chip names the cause whenever the probe classified it. No run, no verdict (deviation
-    75c): a server never probed is not Down."""
+    82): a server never probed is not Down."""
     if facts.never_reached:
         return "Down", facts.failures.wording
     runs = measured_runs(facts)

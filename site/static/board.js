@@ -13,7 +13,7 @@
   var category = table.getAttribute("data-category") || "";
   var prerendered = parseInt(table.getAttribute("data-page"), 10) || 1;  // this pre-rendered page's number
   var PAGE = 100;
-  var LISTED = "listed";  // the board of listing-only servers (methodology deviation 75)
+  var LISTED = "listed";  // the board of listing-only servers (methodology deviation 80)
   // The filters this board offers are the selects its page rendered (the listed-only board has fewer).
   var FILTERS = Array.prototype.map.call(document.querySelectorAll("form.board-controls select"), function (s) {
     return [s.name, s.getAttribute("aria-label")];
