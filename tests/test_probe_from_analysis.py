@@ -72,7 +72,7 @@ def test_an_entry_point_comes_before_an_endpoint():
 
 def test_an_endpoint_from_analysis_meets_the_remote_policy(db, tmp_path):
     """A stored analysis is data too: a private endpoint in it is refused like any catalog URL, never dialled."""
-    run_discover(db, sources=[ListSource("test", [entry("bare")])], now=NOW, progress=quiet(1))
+    run_discover(db, sources=[ListSource("test", [entry("bare", repository="https://github.com/acme/bare")])], now=NOW, progress=quiet(1))
     store.record_analysis(db, analysed([], [DiscoveredEndpoint(url="https://10.0.0.5/mcp", line=1)]).model_copy(update={"server_id": "bare"}))
     report = run_probe(db, servers=store.active_servers(db), installer=Installer(tmp_path / "cache"), settings=Settings(), now=NOW,
                        progress=quiet(1))
@@ -86,7 +86,7 @@ MAIN = "def main():\n    import raw_stdio_mcp.server  # noqa: F401 - the server 
 
 @pytest.mark.skipif(isinstance(SANDBOX, str), reason=f"no bubblewrap sandbox here: {SANDBOX}")
 def test_an_analysis_entry_point_is_installed_and_started_in_the_sandbox(db, tmp_path):
-    run_discover(db, sources=[ListSource("test", [entry("source-only")])], now=NOW, progress=quiet(1))
+    run_discover(db, sources=[ListSource("test", [entry("source-only", repository="https://github.com/acme/source-only")])], now=NOW, progress=quiet(1))
     assert store.active_servers(db)[0].launch is None  # discovery knew no way to start it
     store.record_analysis(db, analysed([
         EntryPoint(command="docker", args=["run", "-i", "acme/raw"], source="README docker run"),
