@@ -27,7 +27,8 @@ import httpx
 import jsonschema
 import pytest
 
-from pipeline.discover import SourceBatch
+from pipeline import store
+from pipeline.discover import SourceBatch, run_discover, snapshot_sources
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.models import AnalysisResult, CatalogEntry, CheckResult, LaunchSpec, ProbeOutcome, ProbeResult, Server, SourceRecord
 from pipeline.progress import Progress
@@ -67,6 +68,15 @@ def faulty_entry(server_id: str, spec: LaunchSpec) -> CatalogEntry:
 
 def quiet(total):
     return Progress("discover", total, stream=io.StringIO())
+
+
+def snapshot_catalog(path: Path):
+    """A database at `path` holding the catalog discovered from every source snapshot; skips the test where they are absent."""
+    if not SOURCE_FIXTURES.is_dir():
+        pytest.skip(f"source snapshots not present at {SOURCE_FIXTURES}")
+    db = store.open_db(path)
+    run_discover(db, sources=snapshot_sources(SOURCE_FIXTURES), now=NOW, progress=Progress("discover", 9, stream=io.StringIO()))
+    return db
 
 
 def glama_item(index: int, **overrides):

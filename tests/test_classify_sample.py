@@ -3,19 +3,15 @@ reverse-DNS scaffolding, and brand names that camelCase splitting used to break.
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
 
-from pipeline import store
 from pipeline.classify import classify, heading_key, namespace, words
 from pipeline.classify_vocabulary import HEADINGS
-from pipeline.discover import run_discover, snapshot_sources
-from pipeline.progress import Progress
 from pipeline.store.catalog import classification_of
-from tests.support import NOW, SOURCE_FIXTURES
+from tests.support import SOURCE_FIXTURES, snapshot_catalog
 
 SAMPLE = json.loads((Path(__file__).parent / "data" / "classification_sample.json").read_text())["servers"]
 # The target is 90% on categories and on platform sets. Measured when the sample was last changed (categories,
@@ -115,8 +111,7 @@ def test_clients_examples_and_comparisons_are_not_platforms():
 
 @pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason="source snapshots absent")
 def test_catalog_from_snapshots_reads_no_topic_from_registry_prefixes(tmp_path):
-    db = store.open_db(tmp_path / "c.db")
-    run_discover(db, sources=snapshot_sources(SOURCE_FIXTURES), now=NOW, progress=Progress("d", 9, stream=io.StringIO()))
+    db = snapshot_catalog(tmp_path / "c.db")
     rows = [dict(r) for r in db.query("select * from servers where registry_name like 'io.github.%'")]
     assert len(rows) > 1000
     only_from_prefix = 0
@@ -151,8 +146,7 @@ def test_a_general_name_beside_a_product_names_the_product_and_packaging_is_no_p
 
 @pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason="source snapshots absent")
 def test_every_heading_of_the_snapshots_is_mapped_and_decides_where_keywords_are_silent(tmp_path):
-    db = store.open_db(tmp_path / "c.db")
-    run_discover(db, sources=snapshot_sources(SOURCE_FIXTURES), now=NOW, progress=Progress("d", 9, stream=io.StringIO()))
+    db = snapshot_catalog(tmp_path / "c.db")
     headings = {heading for row in db.query("select source_categories from servers")
                 for listed in json.loads(row["source_categories"]).values() for heading in listed}
     assert len(headings) > 80 and {h for h in headings if heading_key(h) not in HEADINGS} == set()

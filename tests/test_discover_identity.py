@@ -10,13 +10,12 @@ from datetime import timedelta
 
 import pytest
 
-from pipeline import store
-from pipeline.discover import CallableSource, SourceBatch, run_discover, snapshot_sources
+from pipeline.discover import CallableSource, SourceBatch, run_discover
 from pipeline.discover.merge import merge_listings
 from pipeline.identity import ARCHIVED_REFERENCE_SERVERS, LIVE_REFERENCE_SERVERS
 from pipeline.models import Listing, Package, Remote
 from pipeline.progress import Progress
-from tests.support import NOW, SOURCE_FIXTURES
+from tests.support import NOW, SOURCE_FIXTURES, snapshot_catalog
 
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
 
@@ -159,11 +158,7 @@ def test_listings_the_stored_catalog_joined_stay_joined_when_the_source_that_joi
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory):
-    if not SOURCE_FIXTURES.is_dir():
-        pytest.skip(f"source snapshots not present at {SOURCE_FIXTURES}")
-    db = store.open_db(tmp_path_factory.mktemp("identity") / "catalog.db")
-    run_discover(db, sources=snapshot_sources(SOURCE_FIXTURES), now=NOW, progress=Progress("discover", 9, stream=io.StringIO()))
-    return db
+    return snapshot_catalog(tmp_path_factory.mktemp("identity") / "catalog.db")
 
 
 def held(db, repo: str) -> dict[str, list[str]]:

@@ -10,12 +10,11 @@ import re
 
 import pytest
 
-from pipeline import store
-from pipeline.discover import CallableSource, SourceBatch, run_discover, snapshot_sources
+from pipeline.discover import CallableSource, SourceBatch, run_discover
 from pipeline.discover.merge import merge_listings
 from pipeline.models import Listing, Package, Remote
 from pipeline.progress import Progress
-from tests.support import NOW, SOURCE_FIXTURES
+from tests.support import NOW, SOURCE_FIXTURES, snapshot_catalog
 
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
 
@@ -47,10 +46,7 @@ def discover(db, *batches: tuple[str, list[Listing]]):
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory):
     """The catalog from every snapshot, and where each raw record landed: (source, key) -> server id."""
-    if not SOURCE_FIXTURES.is_dir():
-        pytest.skip(f"source snapshots not present at {SOURCE_FIXTURES}")
-    db = store.open_db(tmp_path_factory.mktemp("joins") / "catalog.db")
-    run_discover(db, sources=snapshot_sources(SOURCE_FIXTURES), now=NOW, progress=Progress("discover", 9, stream=io.StringIO()))
+    db = snapshot_catalog(tmp_path_factory.mktemp("joins") / "catalog.db")
     where = {(r["source"], r["source_key"]): r["server_id"] for r in db.query("select source, source_key, server_id from source_records")}
     keys = {r["key"]: r["server_id"] for r in db.query("select key, server_id from server_keys")}
     yield db, where, keys

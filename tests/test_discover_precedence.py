@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from pipeline import store
-from pipeline.discover import CallableSource, SourceBatch, run_discover, snapshot_sources
+from pipeline.discover import CallableSource, SourceBatch, run_discover
 from pipeline.discover.bestof import combine as bestof_combine
 from pipeline.discover.bestof import parse_projects
 from pipeline.discover.merge import merge_listings
@@ -28,7 +28,7 @@ from pipeline.progress import Progress
 from pipeline.render import run_build
 from pipeline.score import run_score
 from pipeline.score.registry import infos
-from tests.support import NOW, SOURCE_FIXTURES
+from tests.support import NOW, SOURCE_FIXTURES, snapshot_catalog
 
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
 REGISTRY = SOURCE_FIXTURES / "official-registry"
@@ -84,8 +84,7 @@ def normal_url(url: str) -> str:
 
 @pytest.fixture(scope="module")
 def catalog(tmp_path_factory):
-    db = store.open_db(tmp_path_factory.mktemp("precedence") / "scoreboard.db")
-    run_discover(db, sources=snapshot_sources(SOURCE_FIXTURES), now=NOW, progress=Progress("discover", 9, stream=io.StringIO()))
+    db = snapshot_catalog(tmp_path_factory.mktemp("precedence") / "scoreboard.db")
     yield db
     db.close()
 

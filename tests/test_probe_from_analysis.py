@@ -86,7 +86,8 @@ MAIN = "def main():\n    import raw_stdio_mcp.server  # noqa: F401 - the server 
 
 @pytest.mark.skipif(isinstance(SANDBOX, str), reason=f"no bubblewrap sandbox here: {SANDBOX}")
 def test_an_analysis_entry_point_is_installed_and_started_in_the_sandbox(db, tmp_path):
-    run_discover(db, sources=[ListSource("test", [entry("source-only", repository="https://github.com/acme/source-only")])], now=NOW, progress=quiet(1))
+    source_only = entry("source-only", repository="https://github.com/acme/source-only")
+    run_discover(db, sources=[ListSource("test", [source_only])], now=NOW, progress=quiet(1))
     assert store.active_servers(db)[0].launch is None  # discovery knew no way to start it
     store.record_analysis(db, analysed([
         EntryPoint(command="docker", args=["run", "-i", "acme/raw"], source="README docker run"),
