@@ -198,6 +198,19 @@ _NPM_NAME = re.compile(r"^(?:@[a-z0-9~-][a-z0-9._~-]*/)?[a-z0-9~-][a-z0-9._~-]*$
 _PYPI_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")  # PEP 508
 
 
+def package_identity(registry: str, identifier: str) -> tuple[str, str]:
+    """A package across its versions, for deduplication: its registry and name, PyPI names by PEP 503, others
+    case-insensitive, an OCI image without its tag or digest (`docker.io/x/y:1.7.2` and `:1.7.3` are one image)."""
+    registry, name = registry.strip().lower(), identifier.strip()
+    if registry == "pypi":
+        return registry, pypi_name(name)
+    if registry == "oci":
+        name = name.split("@", 1)[0]
+        head, _, tail = name.rpartition("/")
+        name = f"{head}/{tail.split(':', 1)[0]}" if head else tail.split(":", 1)[0]
+    return registry, name.lower()
+
+
 def package_key(registry: str, identifier: str) -> str | None:
     """A published package as an identity key, its version ignored: `npm:<name>` (lower case) or
     `pypi:<PEP 503 name>`. None for a name its registry would refuse (the 2025-05 registry seed

@@ -21,7 +21,7 @@ from typing import Callable, Hashable, TypeVar
 from urllib.parse import urlsplit
 
 from pipeline.discover.launch import listing_launch
-from pipeline.identity import is_public_endpoint, normalise_url, parse_github, pypi_name, remote_key, slug_id, source_rank
+from pipeline.identity import is_public_endpoint, normalise_url, package_identity, parse_github, remote_key, slug_id, source_rank
 from pipeline.models import CatalogEntry, LaunchSpec, Listing, Package, Remote, SourceRecord
 
 # Aggregators that host proxies of other vendors' servers, by domain: their registry namespace is the domain reversed
@@ -182,17 +182,7 @@ def _remote_identity(remote: Remote) -> tuple[str, str]:
 
 
 def _package_identity(package: Package) -> tuple[str, str]:
-    """A package by its registry and name: PyPI names by PEP 503, others case-insensitive; an OCI image without its tag
-    or digest (`docker.io/x/y:1.7.2` and `:1.7.3` are one image)."""
-    registry, name = package.registry.strip().lower(), package.identifier.strip()
-    if registry == "pypi":
-        return registry, pypi_name(name)
-    if registry == "oci":
-        name = name.split("@", 1)[0]
-        slash = name.rfind("/")
-        if ":" in name[slash + 1:]:
-            name = name[:name.rindex(":")]
-    return registry, name.lower()
+    return package_identity(package.registry, package.identifier)
 
 
 def _fields(listing: Listing, aliases: dict[str, str]) -> dict[str, object]:

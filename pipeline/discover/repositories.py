@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pipeline.identity import is_public_endpoint, pypi_name, remote_key
+from pipeline.identity import is_public_endpoint, package_identity, remote_key
 from pipeline.models import Listing, Package
 
 REGISTRY = "official-registry"
@@ -35,7 +35,7 @@ def defines_a_server(listing: Listing) -> bool:
     it names one server of its repository, not the repository."""
     name = (listing.registry_name or "").lower()
     remotes = (remote_key(r.url) for r in listing.remotes)
-    offers = any(_package(p) for p in listing.packages) or any(k and is_public_endpoint(k) for k in remotes)
+    offers = bool(listing.packages) or any(k and is_public_endpoint(k) for k in remotes)
     return listing.source == REGISTRY and "/" in name and not name.startswith(REPUBLISHERS) and "version_detail" not in listing.raw and offers
 
 
@@ -84,19 +84,8 @@ def _server_name(listing: Listing) -> str:
     return (listing.registry_name or "").lower().split("/", 1)[-1]
 
 
-def _package(package: Package) -> str | None:
-    """A package's identity across versions: PyPI names normalised, npm names lower-cased, an image without its tag.
-    The 2025-05 seed's `unknown` packages are repository names, not packages."""
-    name = package.identifier.strip()
-    if package.registry == "unknown" or not name:
-        return None
-    if package.registry == "pypi":
-        name = pypi_name(name)
-    elif package.registry == "oci":
-        name = name.split("@", 1)[0]
-        head, _, tail = name.rpartition("/")
-        name = f"{head}/{tail.split(':', 1)[0]}" if head else tail.split(":", 1)[0]
-    return f"package:{package.registry}:{name.lower()}"
+def _package(package: Package) -> str:
+    return "package:{}:{}".format(*package_identity(package.registry, package.identifier))
 
 
 def _servers_at(listings: list[Listing], keys_of: list[list[str]], entries: list[int]) -> list[list[int]]:
@@ -111,7 +100,7 @@ def _servers_at(listings: list[Listing], keys_of: list[list[str]], entries: list
     owner: dict[str, int] = {}
     for index in entries:
         shared = [k for k in keys_of[index] if not k.startswith("github:")]
-        shared += [key for key in map(_package, listings[index].packages) if key]
+        shared += [_package(p) for p in listings[index].packages]
         if defines_a_server(listings[index]):
             shared.append(f"name:{_server_name(listings[index])}")
         for key in shared:
