@@ -320,3 +320,14 @@ def m006_attempt_history(db: Database) -> None:
     """Failed attempts since a server last answered are counted from its runs (pipeline.outcomes): an index that holds
     what the count reads, so a server probed every five minutes costs an index scan, not its rows."""
     _table(db, "probe_runs").create_index(["server_id", "started_at", "outcome", "kind"], index_name="probe_runs_attempts")
+
+
+@migrations()
+def m007_shard_merges(db: Database) -> None:
+    """Shard databases folded into this one (`scoreboard merge`), so a shard given twice is merged once."""
+    _table(db, "shard_merges").create(
+        {"shard_id": str, "stage": str, "shard": str, "base": str, "engine_version": str, "created_at": str, "merged_at": str, "rows": str},
+        pk="shard_id",
+        not_null={"stage", "shard", "base", "engine_version", "created_at", "merged_at", "rows"},
+    )
+    _table(db, "shard_merges").create_index(["stage", "base", "shard"], unique=True)

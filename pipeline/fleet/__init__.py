@@ -1,0 +1,1 @@
+"""Fleet operations: what runs the stages as a job graph (shards and their merge, cadence, snapshots, status), not a stage."""
