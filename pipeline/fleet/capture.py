@@ -115,6 +115,7 @@ def _copy(main: Path, work: Path) -> dict:
 
 
 def _install_triggers(conn: sqlite3.Connection) -> None:
+    conn.execute("begin")  # one transaction, its schema statements included (each would otherwise be a commit of its own)
     with conn:
         conn.execute("create table _shard_changes (tbl text not null, rid integer not null, new integer not null, primary key (tbl, rid))")
         for table in tables(conn).values():
@@ -135,26 +136,27 @@ def _extract(work: Path, shard_db: Path, stage: str, shard: Shard, base: dict) -
     """Write the shard: the copy's schema, its migrations, the rows the stage touched, shard_rows and the manifest."""
     partial = shard_db.with_name(shard_db.name + ".partial")
     partial.unlink(missing_ok=True)
-    conn = sqlite3.connect(partial)
+    conn = sqlite3.connect(partial, isolation_level=None)  # one explicit transaction: the schema's statements too
     try:
         conn.execute("attach database ? as work", [str(work)])
-        with conn:
-            for (sql,) in conn.execute("select sql from work.sqlite_master where sql is not null and type in ('table', 'index') "
-                                       "and name not like '\\_shard\\_%' escape '\\' order by type = 'index', rowid").fetchall():
-                conn.execute(sql)
-            conn.execute(MANIFEST)
-            conn.execute(ROWS)
-            conn.execute("insert into _sqlite_migrations select * from work._sqlite_migrations")
-            counts: dict[str, int] = {}
-            for table in tables(conn, "work").values():
-                touched = _extract_table(conn, table.name, table.columns)
-                if touched:
-                    counts[table.name] = touched
-            migrations = [r[0] for r in conn.execute("select name from _sqlite_migrations order by id")]
-            conn.execute("insert into shard_manifest values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-                uuid.uuid4().hex, stage, str(shard), shard.index, shard.count, ENGINE_VERSION, json.dumps(migrations),
-                json.dumps(base, sort_keys=True), json.dumps(counts, sort_keys=True), datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            ])
+        conn.execute("begin")
+        for (sql,) in conn.execute("select sql from work.sqlite_master where sql is not null and type in ('table', 'index') "
+                                   "and name not like '\\_shard\\_%' escape '\\' order by type = 'index', rowid").fetchall():
+            conn.execute(sql)
+        conn.execute(MANIFEST)
+        conn.execute(ROWS)
+        conn.execute("insert into _sqlite_migrations select * from work._sqlite_migrations")
+        counts: dict[str, int] = {}
+        for table in tables(conn, "work").values():
+            touched = _extract_table(conn, table.name, table.columns)
+            if touched:
+                counts[table.name] = touched
+        migrations = [r[0] for r in conn.execute("select name from _sqlite_migrations order by id")]
+        conn.execute("insert into shard_manifest values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            uuid.uuid4().hex, stage, str(shard), shard.index, shard.count, ENGINE_VERSION, json.dumps(migrations),
+            json.dumps(base, sort_keys=True), json.dumps(counts, sort_keys=True), datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        ])
+        conn.execute("commit")
     finally:
         conn.close()
     os.replace(partial, shard_db)
