@@ -251,3 +251,27 @@ def test_analyze_from_local_directories_in_shards_is_the_unsharded_analysis(flee
     analysed = rows(main, query)
     assert len(analysed) == 8 and analysed == rows(reference, query)
     assert json.loads(analysed[0][-1])["server_id"] == servers[0]
+
+
+def test_a_shard_of_another_database_is_refused_whole(judged, tmp_path):
+    """A shard that reads well but whose rows this database cannot hold (its servers are not here): nothing of it stays."""
+    _, _, _, _, shards = judged
+    other = tmp_path / "other.db"
+    store.open_db(other).close()
+    before = dump(other)
+    done = in_process("merge", "--db", str(other), *map(str, shards))
+    assert done.returncode == 2 and f"{shards[0]}: FOREIGN KEY constraint failed" in done.stderr
+    assert dump(other) == before
+
+
+def test_a_stage_that_fails_leaves_no_shard(fleet, tmp_path):
+    from pipeline.fleet.capture import captured
+    from pipeline.fleet.shards import Shard
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        with captured(fleet, tmp_path / "judge.db", "judge", Shard(1, 2)) as work:
+            db = store.open_db(work.path)
+            store.start_run(db, "judge", {}, datetime.now(timezone.utc))
+            db.close()
+            raise RuntimeError("disk full")
+    assert list(tmp_path.iterdir()) == []

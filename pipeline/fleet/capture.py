@@ -52,6 +52,9 @@ class Captured:
 def captured(main: Path, shard_db: Path, stage: str, shard: Shard) -> Iterator[Captured]:
     """Yield a private copy of `main` for the stage (its path in `.path` until the end); write the shard when the body ends.
     A body that raises leaves no shard, so a failed shard job gives the merge nothing to fold in."""
+    if shard_db.resolve() == main.resolve():
+        raise ShardFailed(f"{shard_db}: the shard database must be another file than the main database")
+    shard_db.parent.mkdir(parents=True, exist_ok=True)
     work = shard_db.with_name(shard_db.name + ".work")
     result = Captured(path=work)
     started = time.monotonic()
