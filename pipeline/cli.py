@@ -139,6 +139,9 @@ def shardable(stage: str) -> Callable[[Callable], Callable]:
                         interrupted = exc
             except ShardFailed as exc:
                 raise click.ClickException(str(exc)) from exc
+            except click.ClickException as exc:  # the copy is private: its faults are the main database's
+                exc.message = exc.message.replace(str(work.path), f"{settings.db_path} (its private copy)")
+                raise
             echo(work.line(shard, stage))
             if interrupted:
                 raise interrupted

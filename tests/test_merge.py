@@ -275,3 +275,14 @@ def test_a_stage_that_fails_leaves_no_shard(fleet, tmp_path):
             db.close()
             raise RuntimeError("disk full")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_corrupt_main_database_gives_no_shard_and_is_named(fleet, tmp_path):
+    main = copy(fleet, tmp_path, "main.db")
+    data = bytearray(main.read_bytes())
+    data[4096 * 3:4096 * 40] = b"\xff" * (4096 * 37)
+    main.write_bytes(bytes(data))
+    done = in_process("judge", "--db", str(main), "--shard", "1/2", "--shard-db", str(tmp_path / "shard.db"))
+    assert done.returncode == 2 and f"{main}" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert ".work" not in done.stderr, done.stderr
+    assert not [p.name for p in tmp_path.iterdir() if "shard" in p.name]

@@ -106,7 +106,7 @@ def _copy(main: Path, work: Path) -> dict:
                 copy.close()
         finally:
             reader.close()
-        db = store.open_db(work, create=False)
+        db = store.open_db(work, create=False, integrity_check=False)  # the stage's own opening checks the copy
     except (sqlite3.DatabaseError, store.ScoreboardDatabaseError) as exc:
         _remove(work)
         raise ShardFailed(f"{main}: cannot be used as the main database: {str(exc).replace(str(work), 'its copy')}") from exc
