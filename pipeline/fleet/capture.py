@@ -27,7 +27,7 @@ from pipeline.fleet.tables import quoted, tables
 MANIFEST = ("create table shard_manifest (shard_id text primary key, stage text not null, shard text not null, shard_index integer not null, "
             "shard_count integer not null, engine_version text not null, migrations text not null, base text not null, rows text not null, "
             "created_at text not null)")
-ROWS = "create table shard_rows (tbl text not null, rid integer not null, op text not null, old text, primary key (tbl, rid))"
+ROWS = "create table shard_rows (tbl text not null, rid integer not null, op text not null, old text, primary key (tbl, rid, op))"
 
 
 class ShardFailed(Exception):
@@ -125,8 +125,9 @@ def _install_triggers(conn: sqlite3.Connection) -> None:
             name, old, literal = quoted(table.name), quoted(f"_shard_old_{table.name}"), "'" + table.name.replace("'", "''") + "'"
             conn.execute(f"create table {old} as select rowid as _rid, * from {name} where 0")
             conn.execute(f"create unique index {quoted(f'_shard_old_{table.name}_rid')} on {old} (_rid)")
+            # A new row is new even on the rowid of a row the stage deleted (SQLite reuses the highest rowid).
             conn.execute(f"create trigger {quoted(f'_shard_insert_{table.name}')} after insert on {name} begin "
-                         f"insert or ignore into _shard_changes values ({literal}, new.rowid, 1); end")
+                         f"insert or replace into _shard_changes values ({literal}, new.rowid, 1); end")
             for event in ("update", "delete"):
                 # The row as it was in the main database, kept at its first change (a row the stage added has none).
                 conn.execute(f"create trigger {quoted(f'_shard_{event}_{table.name}')} before {event} on {name} begin "
@@ -169,16 +170,18 @@ def _extract(work: Path, shard_db: Path, stage: str, shard: Shard, base: dict) -
 def _extract_table(conn: sqlite3.Connection, name: str, columns: list[str]) -> int:
     """One table's touched rows into the shard; returns how many the shard keeps (a row changed back to what it was is not)."""
     table, old, cols = quoted(name), quoted(f"_shard_old_{name}"), ", ".join(quoted(c) for c in columns)
-    conn.execute(f"insert into main.{table} (rowid, {cols}) select rowid, {cols} from work.{table} "
-                 "where rowid in (select rid from work._shard_changes where tbl = ?)", [name])
-    conn.execute(f"insert into shard_rows select tbl, rid, 'insert', null from work._shard_changes c where tbl = ? and new = 1 "
+    copy = f"insert into main.{table} (rowid, {cols}) select rowid, {cols} from work.{table} "
+    conn.execute(copy + "where rowid in (select rid from work._shard_changes where tbl = ? and new = 1)", [name])
+    conn.execute("insert into shard_rows select tbl, rid, 'insert', null from work._shard_changes c where tbl = ? and new = 1 "
                  f"and exists (select 1 from main.{table} t where t.rowid = c.rid)", [name])
-    for row in conn.execute(f"select _rid, {cols} from work.{old}").fetchall():
-        rid, before = row[0], dict(zip(columns, row[1:]))
-        now = conn.execute(f"select {cols} from main.{table} where rowid = ?", [rid]).fetchone()
+    for row in conn.execute(f"select o._rid, c.new, {', '.join('o.' + quoted(c) for c in columns)} from work.{old} o "
+                            "join work._shard_changes c on c.tbl = ? and c.rid = o._rid", [name]).fetchall():
+        rid, reused, before = row[0], row[1], dict(zip(columns, row[2:]))
+        now = None if reused else conn.execute(f"select {cols} from work.{table} where rowid = ?", [rid]).fetchone()
         if now is not None and dict(zip(columns, now)) == before:
-            conn.execute(f"delete from main.{table} where rowid = ?", [rid])  # changed back: nothing to carry
-            continue
+            continue  # changed back: nothing to carry
+        if now is not None:
+            conn.execute(copy + "where rowid = ?", [rid])
         conn.execute("insert into shard_rows values (?, ?, ?, ?)", [name, rid, "delete" if now is None else "update", json.dumps(before)])
     return conn.execute("select count(*) from shard_rows where tbl = ?", [name]).fetchone()[0]
 

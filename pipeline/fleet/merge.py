@@ -181,12 +181,17 @@ def _apply(db: Database, shard: ShardFile) -> dict[str, int]:
     referenced = {parent for table in ours.values() for parent in table.parents.values()}
     ids: dict[str, dict[int, int]] = {}
     rows: dict[str, int] = {}
-    for name in parents_first(ours, present):
-        rows[name] = _apply_table(db.conn, shard.conn, ours[name], ids, keep_ids=name in referenced)
-    return rows
+    order = parents_first(ours, present)
+    for name in order:
+        rows[name] = _apply_table(db.conn, shard.conn, ours[name], ids, keep_ids=name in referenced, deletes=False)
+    for name in reversed(order):  # a row goes after the rows that hold its id (a pruned probe after its snapshots)
+        rows[name] += _apply_table(db.conn, shard.conn, ours[name], ids, keep_ids=False, deletes=True)
+    return {name: count for name, count in rows.items() if count}
 
 
-def _apply_table(main: sqlite3.Connection, shard: sqlite3.Connection, table: Table, ids: dict[str, dict[int, int]], keep_ids: bool) -> int:
+def _apply_table(main: sqlite3.Connection, shard: sqlite3.Connection, table: Table, ids: dict[str, dict[int, int]], keep_ids: bool,
+                 deletes: bool) -> int:
+    """The shard's rows of one table: its deletions, or else its insertions and changes."""
     cols = table.columns
     name = quoted(table.name)
     mapped = ids.setdefault(table.name, {})
@@ -194,7 +199,8 @@ def _apply_table(main: sqlite3.Connection, shard: sqlite3.Connection, table: Tab
     batch: list[list[Any]] = []
     upsert = _upsert_sql(table)
     for row in shard.execute(f"select r.op, r.old, {', '.join('t.' + quoted(c) for c in cols)} from shard_rows r "
-                             f"left join {name} t on t.rowid = r.rid where r.tbl = ? order by r.rid", [table.name]):
+                             f"left join {name} t on t.rowid = r.rid where r.tbl = ? and (r.op = 'delete') = ? order by r.rid",
+                             [table.name, deletes]):
         op, old, values = row[0], json.loads(row[1]) if row[1] else None, dict(zip(cols, row[2:]))
         count += 1
         for column, parent in table.parents.items():
