@@ -52,6 +52,7 @@ def test_probe_shards_merge_into_a_main_that_moved_on(loopback, tmp_path):
     shards = shard_run("probe", main, tmp_path, 2, "--timeout", "5")
     db = store.open_db(main)
     store.record_probe(db, today_probe("loop-a", 300.0), None)  # main moves on before the merge (a monitor run merged first)
+    store.record_probe(db, today_probe("loop-b", 300.0), None)  # a day main had no row of when the shards started
     db.close()
     done = in_process("merge", "--db", str(main), *map(str, shards))
     assert done.returncode == 0, done.stderr
@@ -62,13 +63,14 @@ def test_probe_shards_merge_into_a_main_that_moved_on(loopback, tmp_path):
     # every snapshot belongs to a probe of its own server, taken when it was captured; every probe to a probe run of its shard
     linked = rows(main, "select s.server_id = p.server_id and s.captured_at = p.started_at from tool_snapshots s join probe_runs p "
                         "on p.id = s.probe_run_id")
-    assert len(linked) == rows(main, "select count(*) from tool_snapshots")[0][0] == 5 and all(ok for (ok,) in linked)
+    assert len(linked) == rows(main, "select count(*) from tool_snapshots")[0][0] == 6 and all(ok for (ok,) in linked)
     runs = rows(main, "select p.server_id, r.stage, json_extract(r.args, '$.shard') from probe_runs p join runs r on r.id = p.run_id")
     assert sorted(runs) == sorted((s, "probe", f"{shard_of(s, 2)}/2") for s in [*LOOPS, "gone"])
 
     day = datetime.now(timezone.utc).date().isoformat()
     rollup = rows(main, f"select runs, ok, latency_hist from probe_daily where server_id = 'loop-a' and day = '{day}' and kind = 'deep'")
     assert [(r, ok, latency.count(json.loads(h))) for r, ok, h in rollup] == [(3, 3, 3)]  # main's two and the shard's one
+    assert rows(main, f"select runs, ok from probe_daily where server_id = 'loop-b' and day = '{day}' and kind = 'deep'") == [(2, 2)]
     assert rows(reference, f"select runs from probe_daily where server_id = 'loop-a' and day = '{day}' and kind = 'deep'") == [(2,)]
     for database in (main, reference):
         gone = rows(database, "select is_active, json_extract(attributes, '$.delisted_at') is not null from servers where id = 'gone'")
