@@ -399,8 +399,9 @@ def build(settings: Settings, site_dir: Path | None) -> None:
 
 @cli.command()
 @click.argument("shard_dbs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--complete", is_flag=True, help="Refuse unless every shard 1..N of each stage run is given (or was merged before).")
 @pass_settings
-def merge(settings: Settings, shard_dbs: tuple[Path, ...]) -> None:
+def merge(settings: Settings, shard_dbs: tuple[Path, ...], complete: bool) -> None:
     """Fold shard databases (a stage's --shard-db) into --db in one transaction; a shard merged before is skipped.
 
     Every shard is checked first: if any is unreadable, corrupt, not a shard, of another schema or engine, or a second
@@ -410,7 +411,7 @@ def merge(settings: Settings, shard_dbs: tuple[Path, ...]) -> None:
 
     db = _open(settings)
     try:
-        report = merge_shards(db, shard_dbs, now=utcnow())
+        report = merge_shards(db, shard_dbs, now=utcnow(), complete=complete)
     except MergeRefused as exc:
         raise click.ClickException(str(exc)) from exc
     for skipped in report.skipped:

@@ -209,6 +209,17 @@ def test_two_shards_claiming_the_same_part_of_one_run_are_refused(judged, tmp_pa
     assert done.returncode == 2 and "shard 2/3 of this judge run was already merged from another shard database" in done.stderr
 
 
+def test_a_complete_merge_refuses_a_run_with_a_shard_missing(judged, tmp_path):
+    _, _, main, _, shards = judged
+    target = copy(main, tmp_path, "target.db")
+    before = dump(target)
+    done = in_process("merge", "--complete", "--db", str(target), str(shards[0]), str(shards[2]))
+    assert done.returncode == 2 and "the judge run in 3 shards (base " in done.stderr and "is incomplete: shard 2/3 missing" in done.stderr
+    assert dump(target) == before
+    assert in_process("merge", "--db", str(target), str(shards[1])).returncode == 0  # as shards arrive, without --complete
+    assert in_process("merge", "--complete", "--db", str(target), *map(str, shards)).returncode == 0  # merged before counts
+
+
 def test_shards_of_one_run_split_two_ways_are_refused(judged, tmp_path):
     folder, _, main, _, shards = judged
     half = shard_run("judge", main, tmp_path, 2, only=(2,))[0]

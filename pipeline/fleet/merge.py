@@ -84,7 +84,8 @@ def read_shard(path: Path) -> ShardFile:
     return ShardFile(path, conn, manifest)
 
 
-def merge_shards(db: Database, paths: Sequence[Path], now: datetime, progress: Progress | None = None) -> MergeReport:
+def merge_shards(db: Database, paths: Sequence[Path], now: datetime, progress: Progress | None = None, complete: bool = False) -> MergeReport:
+    """Fold the shards in; with `complete`, only when every shard 1..N of each stage run is given or was merged before."""
     started = time.monotonic()
     report = MergeReport()
     opened: list[ShardFile] = []
@@ -96,6 +97,8 @@ def merge_shards(db: Database, paths: Sequence[Path], now: datetime, progress: P
             except MergeRefused as refusal:
                 problems.append(str(refusal))
         todo = _to_merge(db, opened, problems, report)
+        if complete:
+            problems += _missing(db, opened)
         if problems:
             raise MergeRefused("\n".join(problems) + "\nnothing was merged; the database is unchanged")
         if not todo:  # every shard was merged before: the database does not change, not even by a runs row
@@ -169,6 +172,21 @@ def _to_merge(db: Database, opened: list[ShardFile], problems: list[str], report
             problems.append(f"shards of one {stage} run split it {' and '.join(str(n) for n in sorted(ns | merged))} ways: "
                             f"{', '.join(str(s.path) for s in todo if s.claim[:2] == (stage, base))}")
     return todo
+
+
+def _missing(db: Database, opened: list[ShardFile]) -> list[str]:
+    """Each stage run whose shards, given here or merged before, leave some of 1..N out: a shard job that failed."""
+    runs: dict[tuple[str, str, int], set[int]] = {}
+    for shard in opened:
+        m = shard.manifest
+        runs.setdefault((m["stage"], m["base"]["fingerprint"], m["shard_count"]), set()).add(m["shard_index"])
+    found = []
+    for (stage, base, n), present in sorted(runs.items()):
+        present |= {int(r[0].split("/")[0]) for r in db.execute("select shard from shard_merges where stage = ? and base = ?", [stage, base])}
+        missing = [f"{i}/{n}" for i in range(1, n + 1) if i not in present]
+        if missing:
+            found.append(f"the {stage} run in {n} shards (base {base}) is incomplete: shard {', '.join(missing)} missing")
+    return found
 
 
 def _apply(db: Database, shard: ShardFile) -> dict[str, int]:
