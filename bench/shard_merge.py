@@ -61,10 +61,11 @@ def main() -> None:
                               progress=Progress("merge", args.shards, stream=io.StringIO()))
         merge_seconds = time.perf_counter() - started
         judgements = db.execute("select count(*) from judgements").fetchone()[0]
+        servers = db.execute("select count(*) from servers where is_active = 1").fetchone()[0]
         db.close()
         speed_after = calibration()
         main_size = main_db.stat().st_size
-    print(f"fleet: {args.servers} servers, main database {main_size / 1e6:.0f} MB; {args.shards} shards of the judge stage")
+    print(f"fleet: {servers} servers, main database {main_size / 1e6:.0f} MB; {args.shards} shards of the judge stage")
     print(f"shard wall time: median {statistics.median(walls):.1f}s, max {max(walls):.1f}s, total {sum(walls):.1f}s "
           f"(of which copying the main database {sum(copies):.1f}s, extraction {sum(extracts):.1f}s)")
     print(f"shard databases: median {statistics.median(sizes) / 1e6:.2f} MB, max {max(sizes) / 1e6:.2f} MB, "
