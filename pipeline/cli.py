@@ -452,6 +452,74 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     echo(f"site written to {target}/index.html")
 
 
+# The scheduled job graph of .github/workflows/ in the order of a day; the first run's discovery starts the database.
+DAY = ("discovery.yml", "analysis.yml", "sandbox-probes.yml", "deep-probes.yml", "fast-probes.yml", "judges.yml")
+
+
+@cli.group()
+def workflows() -> None:
+    """The GitHub Actions job graph of .github/workflows/, run on this machine."""
+
+
+@workflows.command("run")
+@click.argument("names", nargs=-1)
+@click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), required=True,
+              help="Job workspaces, artifacts, the snapshot store and the published site live here.")
+@click.option("--store", type=click.Path(path_type=Path, file_okay=False), help="The snapshot store (default WORKDIR/snapshots).")
+@click.option("--first-run", is_flag=True, help="Dispatch the first workflow with first_run=true: it starts from an empty database.")
+@click.option("--var", "variables", multiple=True, metavar="NAME=VALUE", help="A repository variable (repeatable).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE", help="A workflow_dispatch input of every workflow run (repeatable).")
+@click.option("--dispatch", is_flag=True, help="Run as workflow_dispatch events (default: as their schedule).")
+def workflows_run(names: tuple[str, ...], workdir: Path, store: Path | None, first_run: bool, variables: tuple[str, ...],
+                  inputs: tuple[str, ...], dispatch: bool) -> None:
+    """Run workflows (default: a day's job graph from discovery to judges) with the snapshot store in a local directory."""
+    from pipeline.fleet.runner import Local, WorkflowError, run_workflow
+    from pipeline.fleet.workflow import as_text
+
+    pairs = {"--var": variables, "--input": inputs}
+    bad = [(option, p) for option, given in pairs.items() for p in given if "=" not in p]
+    if bad:
+        raise click.UsageError(f"{bad[0][0]} takes NAME=VALUE, not {bad[0][1]!r}")
+    checkout = _checkout()
+    workdir = workdir.resolve()
+    local_vars = {"SCOREBOARD_STORE": str((store or workdir / "snapshots").resolve()), **dict(v.split("=", 1) for v in variables)}
+    settings = Settings.from_env()
+    local = Local(checkout=checkout, workdir=workdir, vars=local_vars, env={"SCOREBOARD_CACHE": str(settings.cache_dir)}, echo=echo)
+    for number, name in enumerate(names or DAY):
+        given = dict(i.split("=", 1) for i in inputs)
+        first = first_run and number == 0
+        if first:
+            given["first_run"] = "true"
+        try:
+            result = run_workflow(local, name, event="workflow_dispatch" if dispatch or first else "schedule", inputs=given)
+        except WorkflowError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if not result.ok:
+            failed = ", ".join(j.name for j in result.jobs if j.conclusion == "failure")
+            raise click.ClickException(f"{name} failed ({failed}); the published site and snapshot are the last good ones")
+    echo(f"published site: {as_text(local.published_site)}")
+
+
+def _checkout() -> Path:
+    from pipeline.assets import CHECKOUT
+
+    if CHECKOUT is None:
+        raise click.ClickException("the workflows run from a source checkout (.github/workflows/), not from an installed package")
+    return CHECKOUT
+
+
+@workflows.command("check")
+def workflows_check() -> None:
+    """Load every workflow as the local runner would and report what it cannot run."""
+    from pipeline.fleet.runner import WorkflowError, validate
+
+    try:
+        names = validate(_checkout())
+    except WorkflowError as exc:
+        raise click.ClickException(str(exc)) from exc
+    echo(f"{len(names)} workflows load: {', '.join(names)}")
+
+
 def main(argv: list[str] | None = None) -> None:
     # The SDK logs a traceback for every malformed message a server sends; the prober records
     # those as evidence instead, so they need not flood the terminal.
