@@ -18,6 +18,9 @@ EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 _CONTEXT_PATH = re.compile(r"^[A-Za-z_][\w-]*(\.[A-Za-z_][\w-]*)*$")
 _JOB_KEYS = {"name", "runs-on", "needs", "steps", "env", "permissions", "timeout-minutes", "strategy", "concurrency", "environment",
              "uses", "with", "secrets"}
+# The actions with a local equivalent (pipeline.fleet.runner); a step using any other is refused.
+ACTIONS = {"actions/checkout", "actions/setup-python", "actions/setup-node", "actions/upload-artifact", "actions/download-artifact",
+           "actions/upload-pages-artifact", "actions/deploy-pages"}
 _STEP_KEYS = {"name", "id", "uses", "with", "run", "env", "shell", "if", "timeout-minutes"}
 
 
@@ -90,6 +93,8 @@ def load(path: Path) -> Workflow:
                                         f"the local runner does not understand {', '.join(sorted(unknown))}")
                 if ("uses" in step) == ("run" in step):
                     raise WorkflowError(f"{where}: a step has exactly one of `uses` and `run`")
+                if "uses" in step and str(step["uses"]).split("@", 1)[0] not in ACTIONS:
+                    raise WorkflowError(f"{where}: the local runner has no equivalent of {step['uses']}")
                 if step.get("shell", "bash") != "bash":
                     raise WorkflowError(f"{where}: only bash steps run locally, not {step['shell']!r}")
     workflow.order()
