@@ -570,8 +570,10 @@ def workflows() -> None:
 @click.option("--var", "variables", multiple=True, metavar="NAME=VALUE", help="A repository variable (repeatable).")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE", help="A workflow_dispatch input of every workflow run (repeatable).")
 @click.option("--dispatch", is_flag=True, help="Run as workflow_dispatch events (default: as their schedule).")
+@click.option("--checkout", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="Run the workflows and code of this checkout (default: the one this command runs from).")
 def workflows_run(names: tuple[str, ...], workdir: Path, store: Path | None, first_run: bool, variables: tuple[str, ...],
-                  inputs: tuple[str, ...], dispatch: bool) -> None:
+                  inputs: tuple[str, ...], dispatch: bool, checkout: Path | None) -> None:
     """Run workflows (default: a day's job graph from discovery to judges) with the snapshot store in a local directory."""
     from pipeline.fleet.runner import Local, WorkflowError, run_workflow
     from pipeline.fleet.workflow import as_text
@@ -580,7 +582,7 @@ def workflows_run(names: tuple[str, ...], workdir: Path, store: Path | None, fir
     bad = [(option, p) for option, given in pairs.items() for p in given if "=" not in p]
     if bad:
         raise click.UsageError(f"{bad[0][0]} takes NAME=VALUE, not {bad[0][1]!r}")
-    checkout = _checkout()
+    checkout = (checkout or _checkout()).absolute()
     workdir = workdir.resolve()
     local_vars = {"SCOREBOARD_STORE": str((store or workdir / "snapshots").resolve()), **dict(v.split("=", 1) for v in variables)}
     settings = Settings.from_env()
