@@ -50,6 +50,7 @@ class JobResult:
     name: str
     conclusion: str  # success, failure or skipped
     error: str = ""
+    seconds: float = 0.0  # wall time of a job that ran (the bench's per-shard figures)
 
 
 @dataclass
@@ -65,7 +66,7 @@ class WorkflowRun:
     def summary_line(self) -> str:
         counts = {c: sum(j.conclusion == c for j in self.jobs) for c in ("success", "failure", "skipped")}
         return (f"workflow {self.workflow} run {self.run_id}: {'success' if self.ok else 'failure'}; jobs succeeded {counts['success']}, "
-                f"failed {counts['failure']}, skipped {counts['skipped']}")
+                f"failed {counts['failure']}, skipped {counts['skipped']}; {sum(j.seconds for j in self.jobs):.1f}s")
 
 
 class JobFailed(Exception):
@@ -118,6 +119,7 @@ def _run_jobs(local: Local, workflow: Workflow, contexts: Contexts, run_dir: Pat
             if conclusion == "failure":  # fail-fast: the rest of the matrix is cancelled
                 results.append(JobResult(label, "skipped"))
                 continue
+            started = time.monotonic()
             try:
                 if "uses" in job:
                     inner = _call(local, workflow, job, job_contexts, run_dir, label, where)
@@ -126,10 +128,11 @@ def _run_jobs(local: Local, workflow: Workflow, contexts: Contexts, run_dir: Pat
                         conclusion = "failure"
                     continue
                 _run_steps(local, workflow, job, job_contexts, run_dir, label, where, index)
-                results.append(JobResult(label, "success"))
+                results.append(JobResult(label, "success", seconds=time.monotonic() - started))
+                local.echo(f"[{label}] succeeded in {results[-1].seconds:.1f}s")
             except JobFailed as exc:
-                local.echo(f"[{label}] failed: {exc}")
-                results.append(JobResult(label, "failure", str(exc)))
+                results.append(JobResult(label, "failure", str(exc), seconds=time.monotonic() - started))
+                local.echo(f"[{label}] failed after {results[-1].seconds:.1f}s: {exc}")
                 conclusion = "failure"
         concluded[job_id] = conclusion
     return results
