@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -112,9 +112,7 @@ def _run_jobs(local: Local, workflow: Workflow, contexts: Contexts, run_dir: Pat
         combinations = matrix(job, where)
         conclusion = "success"
         for index, combination in enumerate(combinations):
-            job_contexts = Contexts(github=contexts.github, vars=contexts.vars, secrets=contexts.secrets, inputs=contexts.inputs,
-                                    declared_inputs=contexts.declared_inputs, matrix=combination,
-                                    strategy={"job-total": len(combinations), "job-index": index})
+            job_contexts = replace(contexts, matrix=combination, strategy={"job-total": len(combinations), "job-index": index})
             label = prefix + job_id + (f" ({', '.join(as_text(v) for v in combination.values())})" if combination else "")
             if conclusion == "failure":  # fail-fast: the rest of the matrix is cancelled
                 results.append(JobResult(label, "skipped"))
@@ -122,7 +120,7 @@ def _run_jobs(local: Local, workflow: Workflow, contexts: Contexts, run_dir: Pat
             started = time.monotonic()
             try:
                 if "uses" in job:
-                    inner = _call(local, workflow, job, job_contexts, run_dir, label, where)
+                    inner = _call(local, job, job_contexts, run_dir, label, where)
                     results += inner
                     if any(r.conclusion != "success" for r in inner):
                         conclusion = "failure"
@@ -138,7 +136,7 @@ def _run_jobs(local: Local, workflow: Workflow, contexts: Contexts, run_dir: Pat
     return results
 
 
-def _call(local: Local, caller: Workflow, job: dict, contexts: Contexts, run_dir: Path, label: str, where: str) -> list[JobResult]:
+def _call(local: Local, job: dict, contexts: Contexts, run_dir: Path, label: str, where: str) -> list[JobResult]:
     """A job that calls a reusable workflow of this repository: its jobs run in this run, with the inputs and secrets given."""
     target = str(job["uses"])
     if not target.startswith("./"):
@@ -155,8 +153,8 @@ def _call(local: Local, caller: Workflow, job: dict, contexts: Contexts, run_dir
         if unknown:
             raise WorkflowError(f"{where}: {target} declares no secret {', '.join(sorted(unknown))}")
         secrets = {k: as_text(v) for k, v in contexts.substitute(dict(secrets_spec), where).items()}
-    inner = Contexts(github=contexts.github, vars=contexts.vars, secrets=secrets, inputs=typed_inputs(called, "workflow_call", given, where),
-                     declared_inputs=set(called.inputs("workflow_call")))
+    inner = replace(contexts, secrets=secrets, inputs=typed_inputs(called, "workflow_call", given, where),
+                    declared_inputs=set(called.inputs("workflow_call")), matrix={}, strategy={})
     return _run_jobs(local, called, inner, run_dir, prefix=f"{label} / ")
 
 
