@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -706,6 +707,165 @@ def workflows_check() -> None:
     except WorkflowError as exc:
         raise click.ClickException(str(exc)) from exc
     echo(f"{len(names)} workflows load: {', '.join(names)}")
+
+
+# ---------------------------------------------------------------------------- the database between runs, and the live site
+
+
+@cli.group()
+def snapshot() -> None:
+    """The database between runs: restore the newest published snapshot, check a database, publish it.
+
+    STORE is a directory or github-release:OWNER/REPO (the token from GH_TOKEN or GITHUB_TOKEN).
+    """
+
+
+@contextlib.contextmanager
+def _snapshot_store(settings: Settings, spec: str):
+    from pipeline.fleet.github_release import GitHubReleaseStore
+    from pipeline.fleet.snapshot_store import LocalStore, parse_store
+
+    try:
+        kind, where = parse_store(spec)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if kind == "local":
+        yield LocalStore(Path(where))
+        return
+    import ssl
+
+    import httpx
+
+    token = os.environ.get("GH_TOKEN") or settings.github_token
+    # Large files: a long read deadline per chunk, a short one to connect. No proxies from the environment.
+    with httpx.Client(timeout=httpx.Timeout(120.0, connect=10.0), trust_env=False, verify=ssl.create_default_context()) as client:
+        yield GitHubReleaseStore(client, where, api=settings.github_api, token=token)
+
+
+def _snapshot_failed(exc: Exception) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@snapshot.command("restore")
+@click.option("--from", "source", required=True, metavar="STORE", help="Where snapshots are published.")
+@click.option("--first-run", is_flag=True, help="Start with an empty database; refused when STORE holds a snapshot or --db exists.")
+@click.option("--snapshot", "name", help="Restore this snapshot instead of the newest (its name, as the store lists it).")
+@pass_settings
+def snapshot_restore(settings: Settings, source: str, first_run: bool, name: str | None) -> None:
+    """Write the newest snapshot in STORE, verified, to --db (replacing it in one rename). Fails, leaving --db as it was, when
+    there is no snapshot or it cannot be downloaded or verified."""
+    from pipeline.fleet.snapshots import SnapshotError, restore
+
+    if first_run and name:
+        raise click.UsageError("--first-run and --snapshot are alternatives")
+    with _snapshot_store(settings, source) as store_:
+        try:
+            report = restore(store_, settings.db_path, now=utcnow(), first_run=first_run, snapshot=name, log=lambda m: echo(m, err=True))
+        except SnapshotError as exc:
+            raise _snapshot_failed(exc) from exc
+    echo(report.summary_line())
+
+
+@snapshot.command("check")
+@click.option("--against", metavar="PATH|STORE",
+              help="The previous snapshot to compare row counts with: a database file, a manifest, or a STORE (its newest). "
+                   "Default: the snapshot --db was restored from.")
+@pass_settings
+def snapshot_check(settings: Settings, against: str | None) -> None:
+    """Refuse (exit 1, every reason listed) a database that should not be published: damaged, at another schema level, with
+    collapsed row counts, missing score cards, or failed stage runs."""
+    from pipeline.fleet import soundness
+
+    if not settings.db_path.is_file():
+        raise click.ClickException(f"{settings.db_path}: no such database")
+    baseline, baseline_from = _baseline(settings, against) if against else soundness.restored_baseline(settings.db_path)
+    verdict = soundness.check(settings.db_path, baseline, baseline_from, registry.names())
+    for note in verdict.notes:
+        echo(f"note: {note}", err=True)
+    shown = ", ".join(f"{k} {verdict.counts[k]:,}" for k in ("active_servers", "scored_servers", "analyses", "probe_daily") if k in verdict.counts)
+    if verdict.sound:
+        echo(f"check passed: {settings.db_path} ({shown}; schema level {len(verdict.migrations)})")
+        return
+    echo(f"check refused {settings.db_path}: {len(verdict.reasons)} reasons", err=True)
+    for reason in verdict.reasons:
+        echo(f"  - {reason}", err=True)
+    raise SystemExit(1)
+
+
+def _baseline(settings: Settings, against: str) -> tuple[dict[str, int] | None, str]:
+    """The row counts to compare with, from a database file, a manifest file or a store's newest manifest."""
+    from pipeline.fleet import snapshots
+    from pipeline.fleet.snapshot_format import Manifest, inspect_database
+
+    path = Path(against)
+    if path.is_file():
+        if path.name.endswith(".json"):
+            try:
+                return Manifest.model_validate_json(path.read_bytes()).counts, f"the manifest {path}"
+            except ValueError as exc:
+                raise click.ClickException(f"{path}: not a snapshot manifest: {exc}") from exc
+        facts = inspect_database(path, integrity=False)
+        if facts.problems:
+            raise click.ClickException("; ".join(facts.problems))
+        return facts.counts, str(path)
+    with _snapshot_store(settings, against) as store_:
+        try:
+            return snapshots.newest_counts(store_)
+        except snapshots.SnapshotError as exc:
+            raise _snapshot_failed(exc) from exc
+
+
+@snapshot.command("publish")
+@click.option("--to", "target", required=True, metavar="STORE", help="Where snapshots are published.")
+@pass_settings
+def snapshot_publish(settings: Settings, target: str) -> None:
+    """Publish --db as a dated snapshot with its manifest, then prune by the retention policy. Refused unless --db descends from
+    STORE's newest snapshot and passes the soundness check; a failed upload leaves STORE's snapshots as they were."""
+    from pipeline.fleet.snapshots import SnapshotError, publish
+
+    with _snapshot_store(settings, target) as store_:
+        try:
+            report = publish(store_, settings.db_path, now=utcnow(), rubrics=registry.names(), log=lambda m: echo(m, err=True))
+        except SnapshotError as exc:
+            raise _snapshot_failed(exc) from exc
+    echo(report.summary_line())
+
+
+@cli.group()
+def site() -> None:
+    """The live site stays as it was until a new build is complete: stage a copy, build into it, promote it."""
+
+
+@site.command("stage")
+@click.argument("staging", type=click.Path(path_type=Path))
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="The live site (default _site/).")
+@pass_settings
+def site_stage(settings: Settings, staging: Path, site_dir: Path | None) -> None:
+    """Make STAGING a hard-linked copy of the live site, for `scoreboard build --site STAGING` (which then stays incremental)."""
+    from pipeline.fleet.site_swap import SiteSwapError, stage
+
+    try:
+        linked = stage(site_dir or settings.site_dir, staging)
+    except SiteSwapError as exc:
+        raise click.ClickException(str(exc)) from exc
+    echo(f"staged {staging}: {linked:,} files linked from {site_dir or settings.site_dir}")
+
+
+@site.command("promote")
+@click.argument("staging", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="The live site (default _site/).")
+@pass_settings
+def site_promote(settings: Settings, staging: Path, site_dir: Path | None) -> None:
+    """Swap the built STAGING in as the live site; the replaced one is kept as <site>.previous until the next promote."""
+    from pipeline.fleet.site_swap import SiteSwapError, previous_of, promote
+
+    live = site_dir or settings.site_dir
+    try:
+        promote(staging, live)
+    except SiteSwapError as exc:
+        raise click.ClickException(str(exc)) from exc
+    echo(f"promoted {staging} to {live} (the previous site is {previous_of(live)})")
+
 
 
 def main(argv: list[str] | None = None) -> None:
