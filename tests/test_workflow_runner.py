@@ -217,3 +217,25 @@ def test_each_job_starts_from_a_fresh_checkout_without_the_database(tmp_path):
     (root / "data" / "scoreboard.db").write_text("the developer's own database")
     assert run_workflow(local(tmp_path, root), "jobs.yml", event="workflow_dispatch").ok
     assert (root / "data" / "scoreboard.db").read_text() == "the developer's own database"
+
+
+def test_two_expressions_in_one_value_are_each_substituted(tmp_path):
+    workflow = """
+        on: workflow_dispatch
+        jobs:
+          one:
+            runs-on: ubuntu-latest
+            strategy:
+              matrix:
+                shard: [7]
+            steps:
+              - run: echo x > "f-${{ matrix.shard }}-${{ strategy.job-total }}.txt"
+              - uses: actions/upload-artifact@v4
+                with:
+                  name: ${{ matrix.shard }}-${{ strategy.job-total }}
+                  path: f-${{ matrix.shard }}-${{ strategy.job-total }}.txt
+                  if-no-files-found: error
+        """
+    runner = local(tmp_path, checkout(tmp_path, two=workflow))
+    run = run_workflow(runner, "two.yml", event="workflow_dispatch")
+    assert run.ok and (runner.workdir / "runs" / str(run.run_id) / "artifacts" / "7-1" / "f-7-1.txt").exists()

@@ -157,9 +157,9 @@ class Contexts:
             return [self.substitute(v, where) for v in value]
         if not isinstance(value, str):
             return value
-        whole = EXPRESSION.fullmatch(value.strip())
-        if whole:
-            return self.value(whole.group(1), where)
+        found = list(EXPRESSION.finditer(value.strip()))
+        if len(found) == 1 and found[0].span() == (0, len(value.strip())):
+            return self.value(found[0].group(1), where)
         return EXPRESSION.sub(lambda m: as_text(self.value(m.group(1), where)), value)
 
     def condition(self, expression: Any, where: str) -> bool:
