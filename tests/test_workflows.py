@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -143,26 +144,33 @@ def test_restores_are_loud_and_a_first_run_is_only_ever_explicit():
     assert len(restores) == 3 and all(s.get("env", {}).get("FIRST_RUN") in (None, "${{ inputs.first_run }}") for s in restores)
 
 
-def run_restore(store: Path, first_run: str | None, fake_bin: Path) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "GITHUB_REPOSITORY": "owner/repo", "SCOREBOARD_STORE": str(store) if store else ""}
-    if first_run is not None:
-        env["FIRST_RUN"] = first_run
-    return subprocess.run([str(REPO / ".github/scripts/snapshot"), "restore"], cwd=fake_bin, env=env, capture_output=True, text=True, timeout=30)
+def snapshot_script(workspace: Path, action: str, **env: str) -> subprocess.CompletedProcess:
+    """.github/scripts/snapshot in a workspace whose .venv/bin/scoreboard is this checkout's CLI."""
+    bin_dir = workspace / ".venv" / "bin"
+    if not bin_dir.exists():
+        bin_dir.mkdir(parents=True)
+        (bin_dir / "scoreboard").write_text(f'#!/bin/sh\nPYTHONPATH="{REPO}" exec "{sys.executable}" -m pipeline.cli "$@"\n')
+        (bin_dir / "scoreboard").chmod(0o755)
+    environment = {"PATH": "/usr/bin:/bin", "HOME": str(workspace), "SCOREBOARD_DB": "data/scoreboard.db", **env}
+    return subprocess.run([str(REPO / ".github/scripts/snapshot"), action], cwd=workspace, env=environment, capture_output=True, text=True,
+                          timeout=120)
 
 
-@pytest.mark.parametrize("first_run, store, expected", [
-    (None, "", "snapshot restore --from github-release:owner/repo"),
-    ("false", "/stores/here", "snapshot restore --from /stores/here"),
-    ("", "/stores/here", "snapshot restore --from /stores/here"),
-    ("true", "/stores/here", "snapshot restore --from /stores/here --first-run"),
-])
-def test_the_snapshot_script_passes_first_run_only_when_asked(tmp_path, first_run, store, expected):
-    # The script's own logic, with a .venv/bin/scoreboard that prints its arguments (the real commands run in test_workflows_local).
-    (tmp_path / ".venv" / "bin").mkdir(parents=True)
-    (tmp_path / ".venv" / "bin" / "scoreboard").write_text('#!/bin/sh\necho "$@"\n')
-    (tmp_path / ".venv" / "bin" / "scoreboard").chmod(0o755)
-    result = run_restore(Path(store) if store else None, first_run, tmp_path)
-    assert result.stdout.strip() == expected
+def test_the_snapshot_script_restores_loudly_and_starts_empty_only_when_asked(tmp_path):
+    store, workspace = tmp_path / "store", tmp_path / "job"
+    store.mkdir()
+    workspace.mkdir()
+    missing = snapshot_script(workspace, "restore", SCOREBOARD_STORE=str(store))
+    assert missing.returncode != 0 and not (workspace / "data" / "scoreboard.db").exists()
+    assert snapshot_script(workspace, "restore", SCOREBOARD_STORE=str(store), FIRST_RUN="false").returncode != 0
+    assert snapshot_script(workspace, "restore", SCOREBOARD_STORE=str(store), FIRST_RUN="true").returncode == 0
+    assert snapshot_script(workspace, "publish", SCOREBOARD_STORE=str(store)).returncode == 0
+    (workspace / "data" / "scoreboard.db").unlink()
+    again = snapshot_script(workspace, "restore", SCOREBOARD_STORE=str(store))
+    assert again.returncode == 0 and (workspace / "data" / "scoreboard.db").exists()
+    # Neither a store nor the repository: no guess, a clear stop.
+    unset = snapshot_script(workspace, "restore")
+    assert unset.returncode != 0 and "GITHUB_REPOSITORY is not set" in unset.stderr
 
 
 def validate_step(workflow: str) -> str:
