@@ -17,9 +17,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-ENGINE_DB = Path("artifacts") / "database" / "scoreboard.db"
-
-
 def scoreboard(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True, cwd=REPO, timeout=timeout)
 
@@ -50,28 +47,30 @@ def day(tmp_path_factory, installed):
     return work, result.stdout
 
 
-def latest_database(work: Path) -> Path:
-    """The database the last run's merge checked and handed to its publish job."""
-    runs = sorted((p for p in (work / "runs").iterdir() if (p / ENGINE_DB).exists()), key=lambda p: int(p.name))
-    return runs[-1] / ENGINE_DB
+def restored(work: Path, target: Path) -> Path:
+    """The newest published snapshot, as the next run restores it."""
+    result = scoreboard("--db", str(target), "snapshot", "restore", "--from", str(work / "snapshots"))
+    assert result.returncode == 0, tail(result)
+    return target
 
 
-def test_a_day_of_the_job_graph_runs_end_to_end_with_shards_and_merges(day):
+def test_a_day_of_the_job_graph_runs_end_to_end_with_shards_and_merges(day, tmp_path):
     work, output = day
     for workflow, jobs in JOBS.items():
         assert f"{workflow} run " in output and f": success; jobs succeeded {jobs}, failed 0, skipped 0" in output, workflow
     assert output.count("[shard (4) / shard] started") == 2 and output.count("[shard (2) / shard] started") == 4
     site = work / "published-site"
     assert digest(work / "snapshots"), "every run published a snapshot to the local store"
-    with sqlite3.connect(latest_database(work)) as db:
+    with sqlite3.connect(restored(work, tmp_path / "scoreboard.db")) as db:
         active = db.execute("select count(*) from servers where is_active = 1").fetchone()[0]
         scored = db.execute("select count(distinct server_id) from scores").fetchone()[0]
         probed = db.execute("select count(distinct server_id) from probe_runs").fetchone()[0]
         analysed = db.execute("select count(distinct server_id) from analyses").fetchone()[0]
-        stages = {s for (s,) in db.execute("select distinct stage from runs")}
+        stages = {s for (s,) in db.execute("select distinct stage from runs where status = 'ok'")}
         ids = [i for (i,) in db.execute("select id from servers")]
     assert active == scored == probed == analysed == 9
-    assert {"discover", "analyze", "probe", "judge", "score", "build"} <= stages
+    # Every stage's own run, the build's too (the last commit before the database is handed to the publish job).
+    assert {"discover", "analyze", "probe", "monitor", "judge", "merge", "score", "build", "restore"} <= stages
     assert all((site / "servers" / f"{server_id}.html").exists() for server_id in ids)
     assert (site / "index.html").exists()
 
@@ -108,7 +107,7 @@ def test_a_restore_that_fails_stops_the_publish(day, tmp_path):
     work, _ = day
     # A store with no snapshot, and no first_run: the restore fails loudly instead of starting from an empty database.
     output = run_stopped(work, "--store", str(tmp_path / "empty-store"), "fast-probes.yml")
-    assert "Restore the last published snapshot" in output and "publish / publish] skipped" in output
+    assert "(Restore the last published snapshot): exit code" in output and "[publish] skipped" in output
     assert digest(tmp_path / "empty-store") == {}
 
 
@@ -129,7 +128,7 @@ def test_a_shard_that_fails_stops_the_publish(day, tmp_path):
     checkout = with_fault(tmp_path, "shard.yml", "# shellcheck disable=SC2086", '          if [ "$SHARD" = 2 ]; then exit 3; fi')
     output = run_stopped(work, "--checkout", str(checkout), "fast-probes.yml")
     assert "[shard (2) / shard] failed" in output
-    assert "publish / merge] skipped" in output
+    assert "[publish] skipped" in output
 
 
 def test_a_truncated_shard_database_stops_the_publish(day, tmp_path):
