@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -108,6 +109,49 @@ def pass_settings(command: Callable) -> Callable:
 
     return with_settings
 server_option = click.option("--server", "server_ids", multiple=True, help="Only this server id (repeatable).")
+budget_option = click.option("--budget", type=click.FloatRange(min=0), metavar="SECONDS",
+                             help="Wall-clock budget: no new work once spent; what was done is kept, what was not is counted skipped_budget.")
+due_option = click.option("--due", is_flag=True, help="Only the servers the cadence says are due (pipeline.fleet.cadence), oldest first.")
+transport_option = click.option("--transport", type=click.Choice(["remote", "stdio"]),
+                                help="Only remote servers, or only those we start (stdio and packages, in the sandbox).")
+
+
+def _select(db: Database, stage: str, server_ids: tuple[str, ...], due: bool = False, transport: str | None = None,
+            shard: shards.Shard | None = None) -> list:
+    """The servers a stage works on: those named (else every active one), of the transport asked for, oldest examined first
+    (so a run its budget cut short is taken up where it stopped), only the due ones with --due."""
+    from pipeline.fleet import cadence
+
+    servers = _servers(db, server_ids, shard)
+    if transport is not None:
+        servers = [s for s in servers if s.is_local == (transport == "stdio")]
+    last, now = store.last_examined(db, stage), utcnow()
+    if not due:
+        return cadence.oldest_first(servers, last, lambda s: s.id)
+    if stage == "analyze":
+        return cadence.due_for_analysis(servers, last, now)
+    if stage == "monitor":
+        return cadence.due_for_monitor(servers, last, now)
+    if stage == "probe":
+        return cadence.due_for_probe(servers, last, now, store.sandboxed_versions(db))
+    return cadence.due_for_judging(servers, last, now)
+
+
+def probe_options(command: Callable) -> Callable:
+    """The options probe and monitor share: how many at once, the connect deadline, which servers, the budget."""
+    for option in reversed([
+        click.option("--concurrency", type=click.IntRange(min=1), help="Remote servers probed at once, one connection each (SCOREBOARD_CONCURRENCY)"),
+        click.option("--connect-timeout", type=click.FloatRange(min=0.1), help="Seconds to open one connection (SCOREBOARD_CONNECT_TIMEOUT)."),
+        due_option, transport_option, budget_option,
+    ]):
+        command = option(command)
+    return command
+
+
+def _deadline(budget: float | None):
+    from pipeline.fleet.budget import Deadline
+
+    return Deadline(budget)
 
 
 def shardable(stage: str) -> Callable[[Callable], Callable]:
@@ -172,9 +216,10 @@ def whole_catalog(command: Callable) -> Callable:
 @click.option("--online", is_flag=True,
               help="Fetch every registered source live (credentials from GITHUB_TOKEN, SMITHERY_API_KEY, PULSEMCP_API_KEY, …).")
 @click.option("--sources", "source_names", help="Comma-separated sources to read (default: every one available, plus `local`).")
+@budget_option
 @pass_settings
 @whole_catalog
-def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, online: bool, source_names: str | None) -> None:
+def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, online: bool, source_names: str | None, budget: float | None) -> None:
     """Read the sources and merge their servers into the catalog (the embedded local catalog by default); whole-catalog."""
     from pipeline.discover import run_discover
     from pipeline.discover.http import USER_AGENT, SourceHTTP, source_client
@@ -192,8 +237,10 @@ def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, on
             sources, downloads = _discovery_sources(settings, catalog, snapshot, online, names, http)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from exc
-        args = {"catalog": str(catalog), "snapshot": str(snapshot) if snapshot else None, "online": online, "sources": [s.name for s in sources]}
-        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow()))
+        args = {"catalog": str(catalog), "snapshot": str(snapshot) if snapshot else None, "online": online, "sources": [s.name for s in sources],
+                "budget": budget}
+        deadline = _deadline(budget)
+        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow(), deadline=deadline))
 
 
 def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, names: list[str] | None, http: SourceHTTP):
@@ -225,16 +272,29 @@ def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None,
 @cli.command()
 @server_option
 @click.option("--source", "sources", multiple=True, metavar="ID=DIR", help="Analyse this server from a local directory (repeatable).")
+@due_option
+@click.option("--oldest", metavar="N|auto", help="The freshness sweep: analyse afresh (unchanged or not) the N servers whose analysis is "
+              "oldest; auto: an eighth of the fleet, so a weekly sweep refreshes it every 8 weeks.")
+@budget_option
 @pass_settings
 @shardable("analyze")
-def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str, ...], shard: shards.Shard | None) -> None:
+def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str, ...], due: bool, oldest: str | None, budget: float | None,
+            shard: shards.Shard | None) -> None:
     """Analyse each server's source: its GitHub repository, else its npm or PyPI package (or the installed one)."""
+    from pipeline.fleet import cadence
+
     bad = [s for s in sources if "=" not in s or not Path(s.split("=", 1)[1]).is_dir()]
     if bad:
         raise click.UsageError(f"--source takes ID=DIR with an existing directory, not {bad[0]!r}")
+    if oldest is not None and not (oldest == "auto" or oldest.isdigit()):
+        raise click.UsageError(f"--oldest takes a number of servers or auto, not {oldest!r}")
     db = _open(settings)
-    _analyze(db, settings, servers=_servers(db, server_ids, shard), directories={k: Path(v) for k, v in (s.split("=", 1) for s in sources)},
-             args={"servers": list(server_ids), "shard": str(shard) if shard else None})
+    servers = _select(db, "analyze", server_ids, due and oldest is None, shard=shard)
+    if oldest is not None:
+        servers = cadence.oldest(servers, store.last_analysed(db), cadence.sweep_size(len(servers)) if oldest == "auto" else int(oldest))
+    _analyze(db, settings, servers=servers, directories={k: Path(v) for k, v in (s.split("=", 1) for s in sources)},
+             args={"servers": list(server_ids), "due": due, "oldest": oldest, "budget": budget, "shard": str(shard) if shard else None},
+             budget=budget, fresh=oldest is not None)
 
 
 def _install(settings: Settings, specs: list) -> dict:
@@ -251,8 +311,10 @@ def _install(settings: Settings, specs: list) -> dict:
     return results
 
 
-def _analyze(db: Database, settings: Settings, servers: list, directories: dict[str, Path] | None = None, args: dict | None = None) -> None:
-    """Fetch and analyse concurrently; the previous analyses let unchanged sources cost one cheap call."""
+def _analyze(db: Database, settings: Settings, servers: list, directories: dict[str, Path] | None = None, args: dict | None = None,
+             budget: float | None = None, fresh: bool = False) -> None:
+    """Fetch and analyse concurrently; the previous analyses let unchanged sources cost one cheap call (`fresh`: not asked,
+    every source is fetched and analysed again, as the freshness sweep does)."""
     import ssl
 
     import httpx
@@ -260,10 +322,12 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
     # A listing-only server (deviation 80) has no source to fetch: none is tried, no failure recorded (the score stage passes
     # it over too, so an analysis of it would never count).
     examined = [s for s in servers if not listing_only(s)]
+    deadline = _deadline(budget)
 
     def analysed(_: int) -> StageReport:
         report = run_analyze(db, servers=fetch_order(examined), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
-                             previous=lambda server_id: _latest_analysis(db, server_id), resolve=resolves_public if settings.analyze_dns else None)
+                             previous=(lambda _: None) if fresh else (lambda server_id: _latest_analysis(db, server_id)),
+                             resolve=resolves_public if settings.analyze_dns else None, deadline=deadline)
         if len(examined) < len(servers):
             report.counts["listing_only"] = len(servers) - len(examined)
         return report
@@ -314,18 +378,19 @@ def _exit_unmet(probe_result: ProbeResult) -> None:
 @server_option
 @click.option("--stdio", "stdio_command", help='Probe one local server started by this command, e.g. --stdio "python server.py".')
 @click.option("--json", "as_json", is_flag=True, help="With TARGET or --stdio: print the full evidence as JSON.")
-@click.option("--concurrency", type=int, help="Servers probed at once.")
 @click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")
+@probe_options
 @pass_settings
 @shardable("probe")
 def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], stdio_command: str | None, as_json: bool,
-          concurrency: int | None, call_timeout: float | None, shard: shards.Shard | None) -> None:
+          call_timeout: float | None, concurrency: int | None, connect_timeout: float | None, due: bool, transport: str | None,
+          budget: float | None, shard: shards.Shard | None) -> None:
     """Deep-probe each catalog server live: handshake, lists, basic checks.
 
     With TARGET (an MCP URL) or --stdio COMMAND: probe that one server, which need not be in the catalog,
     store nothing, and print what the prober saw.
     """
-    settings = settings.model_copy(update={k: v for k, v in {"concurrency": concurrency, "call_timeout": call_timeout}.items() if v})
+    settings = _probe_settings(settings, concurrency, connect_timeout, call_timeout=call_timeout)
     if target or stdio_command:
         import json
         import shlex
@@ -340,36 +405,76 @@ def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], s
         echo(json.dumps(store.cleaned_json(seen), indent=2, sort_keys=True) if as_json else render_probe(seen, target))
         _exit_unmet(seen)
         return
-    _probe(_open(settings), settings, server_ids, "deep", shard)
+    _probe(_open(settings), settings, server_ids, "deep", due, transport, budget, shard)
 
 
-def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str, shard: shards.Shard | None) -> None:
-    servers = _servers(db, server_ids, shard)
+def _probe_settings(settings: Settings, concurrency: int | None, connect_timeout: float | None, **more: float | None) -> Settings:
+    given = {"concurrency": concurrency, "connect_timeout": connect_timeout, **more}
+    return settings.model_copy(update={k: v for k, v in given.items() if v})
+
+
+def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str, due: bool = False, transport: str | None = None,
+           budget: float | None = None, shard: shards.Shard | None = None) -> None:
+    stage = "probe" if kind == "deep" else "monitor"
+    servers = _select(db, stage, server_ids, due, transport, shard)
     installer = Installer.from_settings(settings)
     run = run_probe if kind == "deep" else run_monitor
-    stage = "probe" if kind == "deep" else "monitor"
-    _stage(db, stage, {"servers": list(server_ids), "shard": str(shard) if shard else None},
-           lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+    deadline = _deadline(budget)
+    args = {"servers": list(server_ids), "due": due, "transport": transport, "budget": budget, "concurrency": settings.concurrency,
+            "shard": str(shard) if shard else None}
+    _stage(db, stage, args, lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id,
+                                                deadline=deadline))
 
 
 @cli.command()
 @server_option
+@probe_options
 @pass_settings
 @shardable("monitor")
-def monitor(settings: Settings, server_ids: tuple[str, ...], shard: shards.Shard | None) -> None:
-    """Fast-probe each server (connect, handshake, ping) for reliability."""
-    _probe(_open(settings), settings, server_ids, "fast", shard)
+def monitor(settings: Settings, server_ids: tuple[str, ...], concurrency: int | None, connect_timeout: float | None, due: bool,
+            transport: str | None, budget: float | None, shard: shards.Shard | None) -> None:
+    """Fast-probe each server (connect, handshake, ping) for reliability; raw fast runs older than 48 hours are then pruned
+    (their daily rollups stay)."""
+    settings = _probe_settings(settings, concurrency, connect_timeout)
+    _probe(_open(settings), settings, server_ids, "fast", due, transport, budget, shard)
 
 
 @cli.command()
 @server_option
+@due_option
+@budget_option
 @pass_settings
 @shardable("judge")
-def judge(settings: Settings, server_ids: tuple[str, ...], shard: shards.Shard | None) -> None:
+def judge(settings: Settings, server_ids: tuple[str, ...], due: bool, budget: float | None, shard: shards.Shard | None) -> None:
     """Rate tool schemas for interpretability (offline judge unless LLM keys are configured)."""
     db = _open(settings)
-    servers = _servers(db, server_ids, shard)
-    _stage(db, "judge", {"shard": str(shard)} if shard else {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
+    servers = _select(db, "judge", server_ids, due, shard=shard)
+    deadline = _deadline(budget)
+    _stage(db, "judge", {"due": due, "budget": budget, "shard": str(shard) if shard else None},
+           lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow(), deadline=deadline))
+
+
+@cli.command()
+@click.argument("server_id")
+@click.option("--requested-by", help="Who asked (an issue number, a login): recorded with the request.")
+@pass_settings
+def rescore(settings: Settings, server_id: str, requested_by: str | None) -> None:
+    """A priority rescore of one server: analyse it afresh, deep-probe it, judge and score it. At most once per 24 hours
+    per server (seed 000); a refused request is recorded too, and exits 1."""
+    from pipeline.fleet import cadence
+
+    db = _open(settings)
+    server = _servers(db, (server_id,))[0]
+    now = utcnow()
+    refusal = cadence.rescore_refusal(store.last_rescore(db, server_id), now)
+    store.record_rescore(db, server_id, now, requested_by, "refused" if refusal else "accepted")
+    if refusal:
+        echo(f"rescore refused: {refusal}", err=True)
+        raise SystemExit(1)
+    _analyze(db, settings, [server], args={"rescore": server_id}, fresh=True)
+    _probe(db, settings, (server_id,), "deep")
+    _stage(db, "judge", {"rescore": server_id}, lambda _: run_judge(db, servers=[server], providers=[OfflineJudge()], now=utcnow()))
+    _stage(db, "score", {"rescore": server_id}, lambda _: run_score(db, servers=[server], now=utcnow()))
 
 
 @cli.command()
@@ -536,6 +641,235 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
                                                                       site_url=settings.site_url, datasette_url=settings.datasette_url))
     echo(f"site written to {target}/index.html")
+
+
+# The scheduled job graph of .github/workflows/ in the order of a day; the first run's discovery starts the database.
+DAY = ("discovery.yml", "analysis.yml", "sandbox-probes.yml", "deep-probes.yml", "fast-probes.yml", "judges.yml")
+
+
+@cli.group()
+def workflows() -> None:
+    """The GitHub Actions job graph of .github/workflows/, run on this machine."""
+
+
+@workflows.command("run")
+@click.argument("names", nargs=-1)
+@click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), required=True,
+              help="Job workspaces, artifacts, the snapshot store and the published site live here.")
+@click.option("--store", type=click.Path(path_type=Path, file_okay=False), help="The snapshot store (default WORKDIR/snapshots).")
+@click.option("--first-run", is_flag=True, help="Dispatch the first workflow with first_run=true: it starts from an empty database.")
+@click.option("--var", "variables", multiple=True, metavar="NAME=VALUE", help="A repository variable (repeatable).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=VALUE", help="A workflow_dispatch input of every workflow run (repeatable).")
+@click.option("--dispatch", is_flag=True, help="Run as workflow_dispatch events (default: as their schedule).")
+@click.option("--checkout", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="Run the workflows and code of this checkout (default: the one this command runs from).")
+def workflows_run(names: tuple[str, ...], workdir: Path, store: Path | None, first_run: bool, variables: tuple[str, ...],
+                  inputs: tuple[str, ...], dispatch: bool, checkout: Path | None) -> None:
+    """Run workflows (default: a day's job graph from discovery to judges) with the snapshot store in a local directory."""
+    from pipeline.fleet.runner import Local, WorkflowError, run_workflow
+    from pipeline.fleet.workflow import as_text
+
+    pairs = {"--var": variables, "--input": inputs}
+    bad = [(option, p) for option, given in pairs.items() for p in given if "=" not in p]
+    if bad:
+        raise click.UsageError(f"{bad[0][0]} takes NAME=VALUE, not {bad[0][1]!r}")
+    checkout = (checkout or _checkout()).absolute()
+    workdir = workdir.resolve()
+    local_vars = {"SCOREBOARD_STORE": str((store or workdir / "snapshots").resolve()), **dict(v.split("=", 1) for v in variables)}
+    settings = Settings.from_env()
+    local = Local(checkout=checkout, workdir=workdir, vars=local_vars, env={"SCOREBOARD_CACHE": str(settings.cache_dir)}, echo=echo)
+    for number, name in enumerate(names or DAY):
+        given = dict(i.split("=", 1) for i in inputs)
+        first = first_run and number == 0
+        if first:
+            given["first_run"] = "true"
+        try:
+            result = run_workflow(local, name, event="workflow_dispatch" if dispatch or first else "schedule", inputs=given)
+        except WorkflowError as exc:
+            raise click.ClickException(str(exc)) from exc
+        if not result.ok:
+            failed = ", ".join(j.name for j in result.jobs if j.conclusion == "failure")
+            raise click.ClickException(f"{name} failed ({failed}); the published site and snapshot are the last good ones")
+    echo(f"published site: {as_text(local.published_site)}")
+
+
+def _checkout() -> Path:
+    from pipeline.assets import CHECKOUT
+
+    if CHECKOUT is None:
+        raise click.ClickException("the workflows run from a source checkout (.github/workflows/), not from an installed package")
+    return CHECKOUT
+
+
+@workflows.command("check")
+def workflows_check() -> None:
+    """Load every workflow as the local runner would and report what it cannot run."""
+    from pipeline.fleet.runner import WorkflowError, validate
+
+    try:
+        names = validate(_checkout())
+    except WorkflowError as exc:
+        raise click.ClickException(str(exc)) from exc
+    echo(f"{len(names)} workflows load: {', '.join(names)}")
+
+
+# ---------------------------------------------------------------------------- the database between runs, and the live site
+
+
+@cli.group()
+def snapshot() -> None:
+    """The database between runs: restore the newest published snapshot, check a database, publish it.
+
+    STORE is a directory or github-release:OWNER/REPO (the token from GH_TOKEN or GITHUB_TOKEN).
+    """
+
+
+@contextlib.contextmanager
+def _snapshot_store(settings: Settings, spec: str):
+    from pipeline.fleet.github_release import GitHubReleaseStore
+    from pipeline.fleet.snapshot_store import LocalStore, parse_store
+
+    try:
+        kind, where = parse_store(spec)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    if kind == "local":
+        yield LocalStore(Path(where))
+        return
+    import ssl
+
+    import httpx
+
+    token = os.environ.get("GH_TOKEN") or settings.github_token
+    # Large files: a long read deadline per chunk, a short one to connect. No proxies from the environment.
+    with httpx.Client(timeout=httpx.Timeout(120.0, connect=10.0), trust_env=False, verify=ssl.create_default_context()) as client:
+        yield GitHubReleaseStore(client, where, api=settings.github_api, token=token)
+
+
+def _snapshot_failed(exc: Exception) -> click.ClickException:
+    return click.ClickException(str(exc))
+
+
+@snapshot.command("restore")
+@click.option("--from", "source", required=True, metavar="STORE", help="Where snapshots are published.")
+@click.option("--first-run", is_flag=True, help="Start with an empty database; refused when STORE holds a snapshot or --db exists.")
+@click.option("--snapshot", "name", help="Restore this snapshot instead of the newest (its name, as the store lists it).")
+@pass_settings
+def snapshot_restore(settings: Settings, source: str, first_run: bool, name: str | None) -> None:
+    """Write the newest snapshot in STORE, verified, to --db (replacing it in one rename). Fails, leaving --db as it was, when
+    there is no snapshot or it cannot be downloaded or verified."""
+    from pipeline.fleet.snapshots import SnapshotError, restore
+
+    if first_run and name:
+        raise click.UsageError("--first-run and --snapshot are alternatives")
+    with _snapshot_store(settings, source) as store_:
+        try:
+            report = restore(store_, settings.db_path, now=utcnow(), first_run=first_run, snapshot=name, log=lambda m: echo(m, err=True))
+        except SnapshotError as exc:
+            raise _snapshot_failed(exc) from exc
+    echo(report.summary_line())
+
+
+@snapshot.command("check")
+@click.option("--against", metavar="PATH|STORE",
+              help="The previous snapshot to compare row counts with: a database file, a manifest, or a STORE (its newest). "
+                   "Default: the snapshot --db was restored from.")
+@pass_settings
+def snapshot_check(settings: Settings, against: str | None) -> None:
+    """Refuse (exit 1, every reason listed) a database that should not be published: damaged, at another schema level, with
+    collapsed row counts, missing score cards, or failed stage runs."""
+    from pipeline.fleet import soundness
+
+    if not settings.db_path.is_file():
+        raise click.ClickException(f"{settings.db_path}: no such database")
+    baseline, baseline_from = _baseline(settings, against) if against else soundness.restored_baseline(settings.db_path)
+    verdict = soundness.check(settings.db_path, baseline, baseline_from, registry.names())
+    for note in verdict.notes:
+        echo(f"note: {note}", err=True)
+    shown = ", ".join(f"{k} {verdict.counts[k]:,}" for k in ("active_servers", "scored_servers", "analyses", "probe_daily") if k in verdict.counts)
+    if verdict.sound:
+        echo(f"check passed: {settings.db_path} ({shown}; schema level {len(verdict.migrations)})")
+        return
+    echo(f"check refused {settings.db_path}: {len(verdict.reasons)} reasons", err=True)
+    for reason in verdict.reasons:
+        echo(f"  - {reason}", err=True)
+    raise SystemExit(1)
+
+
+def _baseline(settings: Settings, against: str) -> tuple[dict[str, int] | None, str]:
+    """The row counts to compare with, from a database file, a manifest file or a store's newest manifest."""
+    from pipeline.fleet import snapshots
+    from pipeline.fleet.snapshot_format import Manifest, inspect_database
+
+    path = Path(against)
+    if path.is_file():
+        if path.name.endswith(".json"):
+            try:
+                return Manifest.model_validate_json(path.read_bytes()).counts, f"the manifest {path}"
+            except ValueError as exc:
+                raise click.ClickException(f"{path}: not a snapshot manifest: {exc}") from exc
+        facts = inspect_database(path, integrity=False)
+        if facts.problems:
+            raise click.ClickException("; ".join(facts.problems))
+        return facts.counts, str(path)
+    with _snapshot_store(settings, against) as store_:
+        try:
+            return snapshots.newest_counts(store_)
+        except snapshots.SnapshotError as exc:
+            raise _snapshot_failed(exc) from exc
+
+
+@snapshot.command("publish")
+@click.option("--to", "target", required=True, metavar="STORE", help="Where snapshots are published.")
+@pass_settings
+def snapshot_publish(settings: Settings, target: str) -> None:
+    """Publish --db as a dated snapshot with its manifest, then prune by the retention policy. Refused unless --db descends from
+    STORE's newest snapshot and passes the soundness check; a failed upload leaves STORE's snapshots as they were."""
+    from pipeline.fleet.snapshots import SnapshotError, publish
+
+    with _snapshot_store(settings, target) as store_:
+        try:
+            report = publish(store_, settings.db_path, now=utcnow(), rubrics=registry.names(), log=lambda m: echo(m, err=True))
+        except SnapshotError as exc:
+            raise _snapshot_failed(exc) from exc
+    echo(report.summary_line())
+
+
+@cli.group()
+def site() -> None:
+    """The live site stays as it was until a new build is complete: stage a copy, build into it, promote it."""
+
+
+@site.command("stage")
+@click.argument("staging", type=click.Path(path_type=Path))
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="The live site (default _site/).")
+@pass_settings
+def site_stage(settings: Settings, staging: Path, site_dir: Path | None) -> None:
+    """Make STAGING a hard-linked copy of the live site, for `scoreboard build --site STAGING` (which then stays incremental)."""
+    from pipeline.fleet.site_swap import SiteSwapError, stage
+
+    try:
+        linked = stage(site_dir or settings.site_dir, staging)
+    except SiteSwapError as exc:
+        raise click.ClickException(str(exc)) from exc
+    echo(f"staged {staging}: {linked:,} files linked from {site_dir or settings.site_dir}")
+
+
+@site.command("promote")
+@click.argument("staging", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--site", "site_dir", type=click.Path(path_type=Path), help="The live site (default _site/).")
+@pass_settings
+def site_promote(settings: Settings, staging: Path, site_dir: Path | None) -> None:
+    """Swap the built STAGING in as the live site; the replaced one is kept as <site>.previous until the next promote."""
+    from pipeline.fleet.site_swap import SiteSwapError, previous_of, promote
+
+    live = site_dir or settings.site_dir
+    try:
+        promote(staging, live)
+    except SiteSwapError as exc:
+        raise click.ClickException(str(exc)) from exc
+    echo(f"promoted {staging} to {live} (the previous site is {previous_of(live)})")
+
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,182 @@
+"""A published snapshot's files: their names, the manifest, packing the database and reading what a database file holds.
+
+A snapshot is two files in a store: `scoreboard-<UTC time>-engine-<version>.db.zst`, the database compressed with zstd
+(deviation 121), and `….manifest.json`, written after it: its sha256 and size, the database's own sha256 and size, row
+counts and schema level. The manifest is the commit record: a database file without one is an upload cut short.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+import zstandard
+from pydantic import BaseModel
+from sqlite_utils import Database
+
+from pipeline.store.connection import SQLITE_HEADER
+from pipeline.store.migrations import MIGRATION_SET, migrations
+
+DATA_SUFFIX = ".db.zst"
+MANIFEST_SUFFIX = ".manifest.json"
+STAMP = "%Y-%m-%dT%H%M%SZ"
+NAME = re.compile(r"^scoreboard-(\d{4}-\d{2}-\d{2}T\d{6}Z)-engine-([0-9A-Za-z.+_-]+?)(\.db\.zst|\.manifest\.json)$")
+ENGINE_NOTE = "upgrade the engine, or restore an older snapshot with --snapshot"
+ZSTD_LEVEL = 12  # deviation 121: measured by bench/snapshot_size.py
+CHUNK = 1 << 20
+# Row counts a manifest records; the soundness check compares some of them with the previous snapshot's (deviation 120).
+COUNTS = {
+    "servers": "select count(*) from servers",
+    "active_servers": "select count(*) from servers where is_active = 1",
+    "scored_servers": "select count(distinct server_id) from scores",
+    "scores": "select count(*) from scores",
+    "score_history": "select count(*) from score_history",
+    "analyses": "select count(*) from analyses",
+    "probe_runs": "select count(*) from probe_runs",
+    "probe_daily": "select count(*) from probe_daily",
+    "tool_snapshots": "select count(*) from tool_snapshots",
+    "judgements": "select count(*) from judgements",
+    "runs": "select count(*) from runs",
+}
+
+
+def stem(taken_at: datetime, engine: str) -> str:
+    return f"scoreboard-{taken_at.astimezone(timezone.utc).strftime(STAMP)}-engine-{engine}"
+
+
+def parse_name(name: str) -> tuple[str, datetime, str] | None:
+    """(stem, time taken, which file: "data" or "manifest") of a snapshot file's name; None for any other name."""
+    match = NAME.match(name)
+    if not match:
+        return None
+    taken = datetime.strptime(match.group(1), STAMP).replace(tzinfo=timezone.utc)
+    return name[: -len(match.group(3))], taken, "data" if match.group(3) == DATA_SUFFIX else "manifest"
+
+
+class Manifest(BaseModel):
+    format: Literal[1] = 1
+    snapshot: str  # the stem: the name of the snapshot, without suffix
+    taken_at: str
+    engine_version: str
+    schema_level: int  # how many of the engine's migrations the database holds
+    migrations: list[str]
+    parent: str | None  # the snapshot this database was restored from (None: a first run)
+    file: str
+    compression: Literal["zstd"] = "zstd"
+    size: int
+    sha256: str  # of the compressed file
+    db_size: int
+    db_sha256: str
+    counts: dict[str, int]
+
+
+# ---------------------------------------------------------------------------- packing
+
+
+def pack(database: Path, target: Path, level: int = ZSTD_LEVEL) -> tuple[str, int, str, int]:
+    """Compress `database` into `target`: (sha256 of the file, its size, sha256 of the database, its size)."""
+    compressor = zstandard.ZstdCompressor(level=level, threads=-1, write_checksum=True)
+    raw, packed = hashlib.sha256(), _Hashing(target.open("wb"))
+    with database.open("rb") as source, packed:
+        with compressor.stream_writer(packed, size=database.stat().st_size, closefd=False) as writer:
+            while chunk := source.read(CHUNK):
+                raw.update(chunk)
+                writer.write(chunk)
+    return packed.hash.hexdigest(), packed.size, raw.hexdigest(), database.stat().st_size
+
+
+def unpack(source: Path, target: Path) -> tuple[str, int]:
+    """Decompress `source` into `target`: (sha256 of the database, its size). zstandard.ZstdError when it is damaged."""
+    out = _Hashing(target.open("wb"))
+    with source.open("rb") as packed, out:
+        zstandard.ZstdDecompressor().copy_stream(packed, out, read_size=CHUNK, write_size=CHUNK)
+    return out.hash.hexdigest(), out.size
+
+
+def file_sha256(path: Path) -> tuple[str, int]:
+    digest, size = hashlib.sha256(), 0
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+class _Hashing:
+    """A binary file that hashes and counts what is written to it."""
+
+    def __init__(self, fh: BinaryIO) -> None:
+        self.fh, self.hash, self.size = fh, hashlib.sha256(), 0
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        self.size += len(data)
+        return self.fh.write(data)
+
+    def flush(self) -> None:
+        self.fh.flush()
+
+    def __enter__(self) -> _Hashing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.fh.close()
+
+
+# ---------------------------------------------------------------------------- what a database file holds
+
+
+@functools.cache
+def engine_migrations() -> tuple[str, ...]:
+    """The migrations this engine applies, in order (read from a new in-memory database, as open_db would migrate one)."""
+    db = Database(memory=True)
+    migrations.apply(db)
+    return tuple(m.name for m in migrations.applied(db))
+
+
+class DatabaseFacts(BaseModel):
+    problems: list[str]  # what makes it unreadable, not ours, damaged or newer than this engine; empty when sound
+    migrations: list[str] = []
+    missing_migrations: list[str] = []  # the engine's migrations it lacks: an older schema (open_db would add them)
+    counts: dict[str, int] = {}
+
+
+def inspect_database(path: Path, *, integrity: bool = True) -> DatabaseFacts:
+    """Read, never write: is this file a sound scoreboard database this engine can read, at which schema level, with how many rows."""
+    if not path.is_file():
+        return DatabaseFacts(problems=[f"{path}: no such file"])
+    with path.open("rb") as fh:
+        if fh.read(len(SQLITE_HEADER)) != SQLITE_HEADER:
+            return DatabaseFacts(problems=[f"{path}: not a SQLite database (no SQLite header)"])
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        if integrity:
+            found = [row[0] for row in conn.execute("pragma integrity_check(20)")]
+            if found != ["ok"]:
+                return DatabaseFacts(problems=[f"{path}: integrity_check failed: {'; '.join(found[:5])}"])
+        tables = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
+        if "_sqlite_migrations" not in tables:
+            return DatabaseFacts(problems=[f"{path}: a SQLite database, but not a scoreboard database (no migrations table)"])
+        applied = [row[0] for row in conn.execute("select name from _sqlite_migrations where migration_set = ? order by rowid", [MIGRATION_SET])]
+        if not applied:
+            return DatabaseFacts(problems=[f"{path}: a SQLite database, but not a scoreboard database (none of its migrations)"])
+        known = engine_migrations()
+        newer = [name for name in applied if name not in known]
+        problems = [f"{path}: its schema is newer than this engine ({ENGINE_NOTE}): it holds migrations {', '.join(newer)}"] if newer else []
+        counts = {}
+        for name, sql in COUNTS.items():
+            try:
+                counts[name] = conn.execute(sql).fetchone()[0]
+            except sqlite3.OperationalError:
+                continue  # a table this schema level does not have
+        return DatabaseFacts(problems=problems, migrations=applied, missing_migrations=[m for m in known if m not in applied], counts=counts)
+    except sqlite3.DatabaseError as exc:
+        return DatabaseFacts(problems=[f"{path}: cannot be read as a SQLite database: {exc}"])
+    finally:
+        conn.close()
+
