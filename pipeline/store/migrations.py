@@ -332,3 +332,12 @@ def m007_fleet_operations(db: Database) -> None:
     _table(db, "rescore_requests").create({"id": int, "server_id": str, "requested_at": str, "requested_by": str, "status": str}, pk="id",
                                           not_null={"server_id", "requested_at", "status"}, foreign_keys=[("server_id", "servers", "id")])
     _table(db, "rescore_requests").create_index(["server_id", "requested_at"])
+
+
+@migrations()
+def m008_folded_fast_failures(db: Database) -> None:
+    """Raw fast runs are kept 48 hours; the failures among those pruned that still count against a server (after it last
+    answered) are folded per day, so the failed attempts the score counts stay what they were (deviation 113)."""
+    _table(db, "fast_failures").create({"server_id": str, "day": str, "failed": int, "first_at": str, "last_at": str}, pk=("server_id", "day"),
+                                       not_null={"server_id", "day", "failed", "first_at", "last_at"},
+                                       foreign_keys=[("server_id", "servers", "id")])
