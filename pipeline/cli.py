@@ -125,6 +125,7 @@ def _select(db: Database, stage: str, server_ids: tuple[str, ...], due: bool = F
     last, now = store.last_examined(db, stage), utcnow()
     if not due:
         return cadence.oldest_first(servers, last, lambda s: s.id)
+    servers = [s for s in servers if not listing_only(s)]  # never examined, so never "done": they would head every batch
     if stage == "analyze":
         return cadence.due_for_analysis(servers, last, now)
     if stage == "monitor":

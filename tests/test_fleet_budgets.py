@@ -21,12 +21,13 @@ from pipeline.config import Settings
 from pipeline.discover import run_discover
 from pipeline.fleet import cadence
 from pipeline.fleet.budget import SKIPPED, Deadline
+from pipeline.judge import OfflineJudge, run_judge
 from pipeline.models import LaunchSpec, Package
 from pipeline.probe import run_probe
 from pipeline.probe.monitor import run_monitor
 from pipeline.progress import Progress
 from pipeline.sandbox.install import Installer
-from tests.support import NOW, REPO, ListSource, entry, quiet, server
+from tests.support import NOW, REPO, ListSource, entry, probe, quiet, server
 
 CONNECT = 0.5
 
@@ -83,6 +84,19 @@ def test_a_spent_budget_starts_no_new_analysis(tmp_path):
     report = run_analyze(db, servers=store.active_servers(db), fetcher=LocalDirectoryFetcher(tmp_path), now=NOW,
                          progress=quiet_progress(6), concurrency=1, deadline=Deadline(3.5, clock=stepping()))
     assert report.counts[SKIPPED] == 3 and report.counts["analyzed"] == 3 and db["analyses"].count == 3
+
+
+def test_a_spent_budget_judges_no_further_server(tmp_path):
+    db = store.open_db(tmp_path / "x.db")
+    ids = [f"r{i}" for i in range(4)]
+    run_discover(db, sources=[ListSource("test", [entry(i, transport="streamable-http", remote_url=f"https://{i}.example.com/mcp") for i in ids])],
+                 now=NOW, progress=quiet(1))
+    for server_id in ids:
+        store.record_probe(db, probe().model_copy(update={"server_id": server_id, "transport": "streamable-http"}), None)
+    report = run_judge(db, servers=store.active_servers(db), providers=[OfflineJudge()], now=NOW, progress=quiet_progress(4),
+                       deadline=Deadline(2.5, clock=stepping()))
+    assert report.counts[SKIPPED] == 2 and report.counts["judged"] == 2
+    assert len({r["server_id"] for r in db.query("select server_id from judgements")}) == 2 == len(store.last_examined(db, "judge"))
 
 
 # ---------------------------------------------------------------- cadence
