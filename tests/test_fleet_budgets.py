@@ -27,7 +27,7 @@ from pipeline.probe import run_probe
 from pipeline.probe.monitor import run_monitor
 from pipeline.progress import Progress
 from pipeline.sandbox.install import Installer
-from tests.support import NOW, REPO, ListSource, entry, probe, quiet, server
+from tests.support import NOW, REPO, ListSource, StaticInstaller, entry, probe, quiet, server
 
 CONNECT = 0.5
 
@@ -68,13 +68,36 @@ def test_a_spent_budget_starts_no_new_probe_and_the_next_run_starts_with_the_ski
         db = store.open_db(tmp_path / "x.db")
         servers = fleet(db, urls)
         report = run_monitor(db, servers=servers, installer=Installer(tmp_path / "cache"), settings=settings_for(tmp_path), now=NOW,
-                             progress=quiet_progress(8), deadline=Deadline(2.5, clock=stepping()))
+                             progress=quiet_progress(8), deadline=Deadline(3.5, clock=stepping()))  # one round, then two probes
     assert report.counts[SKIPPED] == 6 and report.counts["timeout"] == 2
     probed = {r["server_id"] for r in db.query("select server_id from probe_runs")}
     assert len(probed) == 2 and set(store.last_examined(db, "monitor")) == probed
     following = cadence.oldest_first(servers, store.last_examined(db, "monitor"), lambda s: s.id)
     assert {s.id for s in following[:6]} == {s.id for s in servers} - probed
     assert "skipped_budget 6" in report.summary_line()
+
+
+class CountingInstaller(StaticInstaller):
+    """Installs nothing (every server then fails to install, at once) and remembers what it was asked."""
+
+    def __init__(self) -> None:
+        super().__init__({})
+        self.asked: list[int] = []
+
+    def install(self, specs):
+        self.asked.append(len(specs))
+        return super().install(specs)
+
+
+def test_within_a_budget_packages_are_installed_a_round_at_a_time(tmp_path):
+    db = store.open_db(tmp_path / "x.db")
+    run_discover(db, sources=[ListSource("test", [entry(f"p{i:02d}", launch=LaunchSpec(registry="pypi", package=f"p{i:02d}", transport="stdio"))
+                                                  for i in range(20)])], now=NOW, progress=quiet(1))
+    installer = CountingInstaller()
+    # Rounds of four packages (sandbox concurrency 1): the first round's check and its four probes, then the budget is spent.
+    report = run_probe(db, servers=store.active_servers(db), installer=installer, settings=settings_for(tmp_path, sandbox_concurrency=1),
+                       now=NOW, progress=quiet_progress(20), deadline=Deadline(5.5, clock=stepping()))
+    assert installer.asked == [4] and report.counts[SKIPPED] == 16 and db["probe_runs"].count == 4
 
 
 def test_a_spent_budget_starts_no_new_analysis(tmp_path):
