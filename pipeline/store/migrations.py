@@ -341,3 +341,4 @@ def m008_folded_fast_failures(db: Database) -> None:
     _table(db, "fast_failures").create({"server_id": str, "day": str, "failed": int, "first_at": str, "last_at": str}, pk=("server_id", "day"),
                                        not_null={"server_id", "day", "failed", "first_at", "last_at"},
                                        foreign_keys=[("server_id", "servers", "id")])
+    _table(db, "probe_runs").create_index(["kind", "started_at"])  # what the monitor prunes: fast runs past the window
