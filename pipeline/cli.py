@@ -116,25 +116,11 @@ transport_option = click.option("--transport", type=click.Choice(["remote", "std
                                 help="Only remote servers, or only those we start (stdio and packages, in the sandbox).")
 
 
-def _select(db: Database, stage: str, server_ids: tuple[str, ...], due: bool = False, transport: str | None = None,
-            shard: shards.Shard | None = None) -> list:
-    """The servers a stage works on: those named (else every active one), of the transport asked for, oldest examined first
-    (so a run its budget cut short is taken up where it stopped), only the due ones with --due."""
-    from pipeline.fleet import cadence
+def _select(db: Database, stage, server_ids: tuple[str, ...], due: bool = False, transport=None, shard: shards.Shard | None = None) -> list:
+    """The servers named (else every active one) in the shard, as the stage's selection orders and filters them (pipeline.fleet.selection)."""
+    from pipeline.fleet.selection import selected
 
-    servers = _servers(db, server_ids, shard)
-    if transport is not None:
-        servers = [s for s in servers if s.is_local == (transport == "stdio")]
-    last, now = store.last_examined(db, stage), utcnow()
-    if not due:
-        return cadence.oldest_first(servers, last, lambda s: s.id)
-    if stage == "analyze":
-        return cadence.due_for_analysis(servers, last, now)
-    if stage == "monitor":
-        return cadence.due_for_monitor(servers, last, now)
-    if stage == "probe":
-        return cadence.due_for_probe(servers, last, now, store.sandboxed_versions(db))
-    return cadence.due_for_judging(servers, last, now)
+    return selected(db, stage, _servers(db, server_ids, shard), utcnow(), due=due, transport=transport)
 
 
 def probe_options(command: Callable) -> Callable:

@@ -37,6 +37,6 @@ def run_monitor(
         db, servers=servers, installer=installer, sandbox=sandbox, settings=settings, now=now,
         kind="fast", run_id=run_id, progress=progress, deadline=deadline,
     )
-    if keep_raw is not None and not report.interrupted:
-        report.counts["pruned_raw"] = store.prune_fast_runs(db, now - keep_raw)
+    if keep_raw is not None and not report.interrupted and (pruned := store.prune_fast_runs(db, now - keep_raw)):
+        report.counts["pruned_raw"] = pruned
     return report
