@@ -183,3 +183,50 @@ def test_a_429_an_opt_out_and_too_few_runs_are_no_alert(fleet):
     fast(fleet, "s09", NOW - timedelta(minutes=1), ProbeOutcome.unreachable)
     assert "probe_success_rate" in keys(fleet)
     assert "probe_success_rate" not in keys(fleet, NOW + timedelta(minutes=59))  # the window has moved past the first failures
+
+
+# ---------------------------------------------------------------- the build: status page, status.json, feed entries
+
+
+def test_the_build_writes_the_status_page_its_json_and_alerts_in_the_feed_beside_the_score_changes(db, tmp_path):
+    import json
+    import xml.etree.ElementTree as ET
+
+    from pipeline.discover.local import LocalCatalogSource
+    from pipeline.render import run_build
+    from pipeline.score import run_score
+    from pipeline.score.registry import infos
+    from tests.support import analysis, probe
+
+    run_discover(db, sources=[LocalCatalogSource()], now=NOW - timedelta(days=2), progress=quiet(1))
+    servers = store.active_servers(db)
+    run_score(db, servers=servers, now=NOW - timedelta(days=1))
+    store.record_probe(db, probe().model_copy(update={"server_id": "mcp-server-time"}), None)
+    store.record_analysis(db, analysis().model_copy(update={"server_id": "mcp-server-time"}))
+    run_score(db, servers=servers, now=NOW)
+    healthy(db, but=("monitor",))
+    ran(db, "monitor", NOW - timedelta(hours=1), counts={"ok": 3, "skipped_budget": 2})
+    ran(db, "judge", NOW - timedelta(minutes=30), status="failed")
+    site = tmp_path / "site"
+    run_build(db, rubrics=infos(), site_dir=site, now=NOW, site_url="https://scores.example/")
+
+    document = json.loads((site / "status.json").read_text())
+    assert set(document) == {"generated_at", "engine_version", "stages", "fast_probe_rate", "alerts"}
+    assert {a["key"] for a in document["alerts"]} == {"fast_probes_silent", "failed:judge"}
+    monitor = next(s for s in document["stages"] if s["stage"] == "monitor")
+    assert monitor["last"]["skipped"] == {"skipped_budget": 2} and monitor["last"]["status"] == "ok"
+    assert set(monitor["last"]) == {"id", "started_at", "finished_at", "seconds", "status", "counts", "failures", "skipped", "shard", "error"}
+
+    page = (site / "status" / "index.html").read_text()
+    assert "Fast probes have not run for 15 minutes" in page and "Stage judge failed" in page and "OSError: disk full" in page
+    assert "skipped_budget 2" in page and 'href="../status.json"' in page
+    assert 'href="../status/index.html"' in (site / "downloads" / "index.html").read_text()
+
+    atom = "{http://www.w3.org/2005/Atom}"
+    feed = ET.fromstring((site / "feed.xml").read_text())
+    titles = {e.find(f"{atom}title").text: e for e in feed.findall(f"{atom}entry")}
+    silent = titles["Alert: Fast probes have not run for 15 minutes"]
+    assert silent.find(f"{atom}updated").text == "2026-11-29T11:16:00Z"  # the monitor finished at 11:01
+    assert silent.find(f"{atom}id").text == "https://scores.example/status/index.html#fast_probes_silent-20261129T111600Z"
+    assert any(t.startswith("mcp-server-time") or "→" in t for t in titles)  # the score changes are still there
+    assert feed.find(f"{atom}updated").text == "2026-11-29T11:31:00Z"  # the newest entry: the judge's failure
