@@ -334,6 +334,27 @@ def build(settings: Settings, site_dir: Path | None) -> None:
 
 
 @cli.command()
+@click.option("--alerts", "alerts_only", is_flag=True, help="Print only the alerts, one a line (ALERT <title>: <detail> (since …)); exit 1 if any.")
+@click.option("--json", "as_json", is_flag=True, help="Print status.json instead of the table.")
+@pass_settings
+def status(settings: Settings, alerts_only: bool, as_json: bool) -> None:
+    """Each stage's last run and last success, the fast probes' success rate, and the alerts (the site's status page)."""
+    import json
+
+    from pipeline.fleet.status import status_lines, status_of
+
+    found = status_of(_open(settings), utcnow())
+    if as_json:
+        echo(json.dumps(found.model_dump(mode="json"), indent=2))
+    else:
+        for line in status_lines(found):
+            if line.startswith("ALERT ") or not alerts_only:
+                echo(line)
+    if alerts_only and found.alerts:
+        raise SystemExit(1)
+
+
+@cli.command()
 @click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Site directory (default _site/).")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port of the static site.")
 @click.option("--datasette-port", type=int, default=8001, show_default=True)
