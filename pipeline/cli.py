@@ -23,6 +23,7 @@ from pipeline.analyze.sources import SourceChooser, fetch_order
 from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
+from pipeline.fleet.optout import OptOutError, OptOutList, load_optout
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.listing_only import listing_only
 from pipeline.models import ProbeResult, StageReport
@@ -75,6 +76,14 @@ def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageRepor
     if report.interrupted:
         raise Interrupted(name)
     return report
+
+
+def _optout(settings: Settings) -> OptOutList:
+    """The repository's opt-out file, validated: a malformed one stops the command before anyone is probed or listed."""
+    try:
+        return load_optout(settings.optout_path)
+    except OptOutError as exc:
+        raise click.ClickException(f"the opt-out file is malformed, so nothing is probed or listed until it is fixed:\n{exc}") from exc
 
 
 def _servers(db: Database, ids: tuple[str, ...]):
@@ -137,7 +146,8 @@ def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, on
         except ValueError as exc:
             raise click.UsageError(str(exc)) from exc
         args = {"catalog": str(catalog), "snapshot": str(snapshot) if snapshot else None, "online": online, "sources": [s.name for s in sources]}
-        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow()))
+        optout = _optout(settings)
+        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow(), optout=optout))
 
 
 def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, names: list[str] | None, http: SourceHTTP):
@@ -286,10 +296,11 @@ def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], s
 def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str) -> None:
     servers = _servers(db, server_ids)
     installer = Installer.from_settings(settings)
+    optout = _optout(settings)
     run = run_probe if kind == "deep" else run_monitor
     stage = "probe" if kind == "deep" else "monitor"
     _stage(db, stage, {"servers": list(server_ids)},
-           lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+           lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id, optout=optout))
 
 
 @cli.command()
@@ -458,14 +469,17 @@ def run(settings: Settings, site_dir: Path | None) -> None:
 
     db = _open(settings)
     target = site_dir or settings.site_dir
-    _stage(db, "discover", {}, lambda _: run_discover(db, sources=[LocalCatalogSource()], now=utcnow()))
+    optout = _optout(settings)
+    _stage(db, "discover", {}, lambda _: run_discover(db, sources=[LocalCatalogSource()], now=utcnow(), optout=optout))
     servers = store.active_servers(db)
     installer = Installer.from_settings(settings)
     # Installed first: the probe needs the packages, and the analysis falls back to them when a registry cannot be reached.
     _install(settings, [s.launch for s in servers if s.launch])
     _analyze(db, settings, servers)
-    _stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
-    _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+    _stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id,
+                                                      optout=optout))
+    _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(),
+                                                          run_id=run_id, optout=optout))
     _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),

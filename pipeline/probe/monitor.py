@@ -8,6 +8,7 @@ from typing import Sequence
 from sqlite_utils import Database
 
 from pipeline.config import Settings
+from pipeline.fleet.optout import OptOutList
 from pipeline.models import Server, StageReport
 from pipeline.probe import run_probe
 from pipeline.probe.sandbox import Sandbox
@@ -25,8 +26,9 @@ def run_monitor(
     now: datetime,
     run_id: int | None = None,
     progress: Progress | None = None,
+    optout: OptOutList = OptOutList(),
 ) -> StageReport:
     return run_probe(
         db, servers=servers, installer=installer, sandbox=sandbox, settings=settings, now=now,
-        kind="fast", run_id=run_id, progress=progress,
+        kind="fast", run_id=run_id, progress=progress, optout=optout,
     )
