@@ -131,6 +131,15 @@ def test_budget_skips_and_the_shard_are_shown(db):
     assert probe.last.skipped == {"skipped_budget": 12} and probe.last.shard == "3/20" and probe.last.counts["ok"] == 40
 
 
+def test_a_success_before_the_horizon_is_still_found_and_a_transport_gone_for_a_month_is_not_listed(db):
+    ran(db, "probe", NOW - timedelta(days=60))
+    ran(db, "probe", NOW - timedelta(days=50), args={"transport": "stdio"})
+    for day in range(20):
+        ran(db, "probe", NOW - timedelta(days=day, hours=1), status="failed")
+    (probe,) = status_of(db, NOW).stages
+    assert probe.transport is None and probe.last.status == "failed" and probe.last_ok.started_at == NOW - timedelta(days=60)
+
+
 # ---------------------------------------------------------------- the success rate of fast probes
 
 

@@ -24,7 +24,8 @@ RATE_FLOOR = 0.5  # seed 000: "probe success rate drops below 50%"
 RATE_WINDOW_MINUTES = 60  # the rate is over the fast probes of the last hour (deviation 151)
 RATE_MIN_RUNS = 10  # fewer runs than this in the window say too little to page anyone
 RATE_LOOKBACK = timedelta(hours=24)  # how far back an ongoing rate alert's start is looked for
-FAILED = ("failed", "abandoned")  # abandoned: killed before it could say how it ended (the next run of the stage found it)
+FAILED = ("failed", "abandoned")
+RATE_ALERT = "probe_success_rate"  # abandoned: killed before it could say how it ended (the next run of the stage found it)
 
 # The stages in the order of the job graph, and how each is named when a run was limited to one transport.
 STAGE_ORDER = ("discover", "analyze", "probe", "monitor", "judge", "score", "build", "merge")
@@ -86,9 +87,14 @@ class FleetStatus(BaseModel):
 
 
 def status_of(db: Database, now: datetime) -> FleetStatus:
-    """The fleet's status now, read from the database."""
-    start = _minute(now) - RATE_LOOKBACK - timedelta(minutes=RATE_WINDOW_MINUTES - 1)
-    return fleet_status(store.latest_runs(db), store.first_run_at(db), store.fast_probe_minutes(db, start, now), now)
+    """The fleet's status now, read from the database: the last hour's fast probes, and only while their rate is under the
+    floor the lookback's too (to find when that began)."""
+    runs, first_run = store.latest_runs(db), store.first_run_at(db)
+    hour = _minute(now) - timedelta(minutes=RATE_WINDOW_MINUTES - 1)
+    found = fleet_status(runs, first_run, store.fast_probe_minutes(db, hour, now), now)
+    if any(alert.key == RATE_ALERT for alert in found.alerts):
+        found = fleet_status(runs, first_run, store.fast_probe_minutes(db, hour - RATE_LOOKBACK, now), now)
+    return found
 
 
 def fleet_status(runs: Sequence[dict[str, Any]], first_run: datetime | None, minutes: Iterable[tuple[str, str, int]], now: datetime) -> FleetStatus:
@@ -185,7 +191,7 @@ def _rate_alert(rates: list[tuple[datetime, ProbeRate]], now: datetime) -> list[
     assert current.rate is not None
     detail = (f"{current.succeeded} of {current.runs} fast probes ({current.rate:.0%}) of servers that answered before succeeded "
               f"from {_stamp(current.window_start)} to {_stamp(now)}")
-    return [Alert(key="probe_success_rate", title=f"Probe success rate under {RATE_FLOOR:.0%}", detail=detail, since=failing[-1][0])]
+    return [Alert(key=RATE_ALERT, title=f"Probe success rate under {RATE_FLOOR:.0%}", detail=detail, since=failing[-1][0])]
 
 
 def _failures(stages: list[StageStatus]) -> list[Alert]:
