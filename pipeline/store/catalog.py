@@ -251,17 +251,15 @@ def lift_delisting(db: Database, server_ids: Iterable[str]) -> None:
 def naming_keys(db: Database, server_ids: Iterable[str] | None = None) -> dict[str, set[str]]:
     """Every key that names each server (every server when `server_ids` is None): its identity keys, its repository's key
     (one for all the servers of a repository), its remote endpoint's and its registry name's."""
-    wanted = None if server_ids is None else sorted(set(server_ids))
+    some = "" if server_ids is None else " where {} in (select value from json_each(?))"
+    params = [] if server_ids is None else [dumps(sorted(set(server_ids)))]
     found: dict[str, set[str]] = {}
-    chunks = [((), "")] if wanted is None else list(in_chunks(wanted))
-    for chunk, marks in chunks:
-        where = f" where id in ({marks})" if chunk else ""
-        for row in db.query(f"select id, repository, subpath, repo_key, remote_url, registry_name from servers{where}", list(chunk)):
-            keys = found.setdefault(row["id"], set())
-            keys.update(k for k in (row["repo_key"], repository_key(row["repository"]), repository_key(row["repository"], row["subpath"]),
-                                    remote_key(row["remote_url"]), f"registry:{row['registry_name'].lower()}" if row["registry_name"] else None) if k)
-        for row in db.query(f"select key, server_id from server_keys{where.replace('id in', 'server_id in')}", list(chunk)):
-            found.setdefault(row["server_id"], set()).add(row["key"])
+    for row in db.query("select id, repository, subpath, repo_key, remote_url, registry_name from servers" + some.format("id"), params):
+        registry = f"registry:{row['registry_name'].lower()}" if row["registry_name"] else None
+        found[row["id"]] = {k for k in (row["repo_key"], repository_key(row["repository"]), repository_key(row["repository"], row["subpath"]),
+                                        remote_key(row["remote_url"]), registry) if k}
+    for row in db.query("select key, server_id from server_keys" + some.format("server_id"), params):
+        found.setdefault(row["server_id"], set()).add(row["key"])
     return found
 
 
