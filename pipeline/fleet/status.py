@@ -148,7 +148,7 @@ def _silences(stages: list[StageStatus], first_run: datetime | None, now: dateti
         if since is None or now - since <= limit:
             continue
         words = _duration(limit)
-        ago = f"last succeeded run finished {_stamp(last)}, {_duration(now - last)} ago" if last else \
+        ago = f"the last successful run finished {_stamp(last)}, {_duration(now - last)} ago" if last else \
             f"no run has succeeded since the history began ({_stamp(first_run)})"
         alerts.append(Alert(key=key, title=f"{what} have not run for {words}", detail=f"{what.lower()}: {ago}", since=since + limit))
     return alerts
