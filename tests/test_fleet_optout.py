@@ -149,28 +149,33 @@ def test_an_opt_out_entry_keeps_a_server_listed_and_a_delisting_turned_opt_out_l
     assert report.counts["delisting_lifted"] == 1 and db["servers"].get("quiet")["is_active"] == 1
 
 
-def test_the_cli_stops_on_a_malformed_file_before_any_request(tmp_path):
-    import os
-    import subprocess
-    import sys
+def test_the_cli_stops_on_a_malformed_file_before_any_request(tmp_path, monkeypatch, capsys):
+    from pipeline.cli import main
+
+    def scoreboard(*args: str) -> tuple[int, str, str]:
+        """The CLI in this process (its entry point, as the console script calls it): exit code, standard output and error."""
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
 
     path = tmp_path / "scoreboard.db"
+    bad = tmp_path / "optout.yml"
+    monkeypatch.setenv("SCOREBOARD_OPTOUT", str(bad))
+    monkeypatch.setenv("SCOREBOARD_ALLOW_PRIVATE", "1")
     with Site(ANSWER) as site:
         db = store.open_db(path)
         run_discover(db, sources=[ListSource("test", [entry("s", transport="streamable-http", remote_url=site.origin + "/mcp")])], now=NOW,
                      progress=quiet(1))
-        db.close()
-        bad = tmp_path / "optout.yml"
         bad.write_text(optout(("server", "s", False)) + "- server: t\n  delist: true\n  date: 2026-12-01\n")
-        env = {**os.environ, "SCOREBOARD_OPTOUT": str(bad), "SCOREBOARD_ALLOW_PRIVATE": "1"}
         for command in ("monitor", "probe", "discover"):
-            done = subprocess.run([sys.executable, "-m", "pipeline.cli", command, "--db", str(path)], capture_output=True, text=True, cwd=REPO,
-                                  env=env, timeout=120)
-            assert done.returncode == 2 and f"{bad}, entry 2 (line 5): reference: Field required" in done.stderr, done.stderr
-            assert "Traceback" not in done.stderr
+            code, _, err = scoreboard(command, "--db", str(path))
+            assert code == 2 and f"{bad}, entry 2 (line 5): reference: Field required" in err and "Traceback" not in err
+        assert db["runs"].count == 0  # the malformed file stopped every command before its run began
         bad.write_text(optout(("server", "s", False)))
-        done = subprocess.run([sys.executable, "-m", "pipeline.cli", "monitor", "--db", str(path)], capture_output=True, text=True, cwd=REPO,
-                              env=env, timeout=120)
-        assert done.returncode == 0 and "opted_out_file 1" in done.stdout
+        code, out, _ = scoreboard("monitor", "--db", str(path))
+        assert code == 0 and "opted_out_file 1" in out
     assert site.agents == []
-    assert store.open_db(path)["runs"].count == 1  # the malformed file stopped every command before its run began

@@ -241,26 +241,31 @@ def test_the_build_writes_the_status_page_its_json_and_alerts_in_the_feed_beside
     assert feed.find(f"{atom}updated").text == "2026-11-29T11:31:00Z"  # the newest entry: the judge's failure
 
 
-def test_scoreboard_status_prints_the_table_and_alerts_exits_1_while_one_fires(tmp_path):
+def test_scoreboard_status_prints_the_table_and_alerts_exits_1_while_one_fires(tmp_path, capsys):
     import json
     from datetime import datetime, timezone
 
-    from tests.test_cli import scoreboard
+    from pipeline.cli import main
+
+    def scoreboard(*args: str) -> tuple[int, str]:
+        """The CLI in this process (its entry point, as the console script calls it): exit code and standard output."""
+        try:
+            main(list(args))
+            code = 0
+        except SystemExit as exit_:
+            code = exit_.code
+        return code, capsys.readouterr().out
 
     path = tmp_path / "scoreboard.db"
     db = store.open_db(path)
     now = datetime.now(timezone.utc)
     healthy(db, now)
     ran(db, "judge", now - timedelta(minutes=3), status="failed")
-    db.close()
-    table = scoreboard("status", "--db", str(path))
-    assert table.returncode == 0 and table.stdout.splitlines()[0].startswith("stage") and "\njudge " in table.stdout
-    alerts = scoreboard("status", "--alerts", "--db", str(path))
-    assert alerts.returncode == 1 and alerts.stdout.splitlines() == [next(line for line in table.stdout.splitlines() if line.startswith("ALERT "))]
-    assert alerts.stdout.startswith("ALERT Stage judge failed: the run started ") and "OSError: disk full" in alerts.stdout
-    assert json.loads(scoreboard("status", "--json", "--db", str(path)).stdout)["alerts"][0]["key"] == "failed:judge"
-    db = store.open_db(path)
+    code, table = scoreboard("status", "--db", str(path))
+    assert code == 0 and table.splitlines()[0].startswith("stage") and "\njudge " in table
+    code, alerts = scoreboard("status", "--alerts", "--db", str(path))
+    assert code == 1 and alerts.splitlines() == [next(line for line in table.splitlines() if line.startswith("ALERT "))]
+    assert alerts.startswith("ALERT Stage judge failed: the run started ") and "OSError: disk full" in alerts
+    assert json.loads(scoreboard("status", "--json", "--db", str(path))[1])["alerts"][0]["key"] == "failed:judge"
     ran(db, "judge", now - timedelta(minutes=1))
-    db.close()
-    quiet_now = scoreboard("status", "--alerts", "--db", str(path))
-    assert quiet_now.returncode == 0 and quiet_now.stdout == ""
+    assert scoreboard("status", "--alerts", "--db", str(path)) == (0, "")
