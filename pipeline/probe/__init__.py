@@ -18,6 +18,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.config import Settings
 from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
+from pipeline.fleet.optout import OptOutList
 from pipeline.http_headers import retry_after
 from pipeline.identity import is_public_endpoint, remote_key
 from pipeline.listing_only import listing_only
@@ -52,12 +53,20 @@ def run_probe(
     run_id: int | None = None,
     progress: Progress | None = None,
     deadline: Deadline = NO_BUDGET,
+    optout: OptOutList = OptOutList(),
 ) -> StageReport:
     """Probe `servers` in their order (oldest first, when the caller chose them by cadence). Once `deadline` passes no
-    new probe starts: those already started end within their own probe budget, and the rest are counted skipped_budget."""
+    new probe starts: those already started end within their own probe budget, and the rest are counted skipped_budget.
+    `optout`: the repository's opt-out file; a server it names is never probed nor started, whatever else it asks."""
     started = time.monotonic()
     stage = "probe" if kind == "deep" else "monitor"
     report = StageReport(stage=stage)
+    if optout.entries:
+        keys = store.naming_keys(db, [s.id for s in servers])
+        asked = [s for s in servers if optout.match(s.id, keys.get(s.id, set())) is None]
+        if len(asked) < len(servers):
+            report.counts["opted_out_file"] = len(servers) - len(asked)
+        servers = asked
     # A listing-only server (deviation 80) has nothing to start or reach, and no analysis of it to find a way in: it is
     # passed over before any is read, and counted apart from servers whose listed ways in cannot be used.
     measurable = [s for s in servers if not listing_only(s)]
