@@ -126,8 +126,10 @@ def test_three_shards_merged_give_the_evidence_of_one_run(judged):
     merged = copy(main, folder, "merged.db")
     done = scoreboard("merge", "--db", str(merged), *map(str, shards))
     assert done.returncode == 0, done.stderr
-    total = len(rows(reference, JUDGEMENTS))
-    assert f"merge done: shards 3 merged, 0 already merged; rows judgements {total}, runs 3;" in done.stdout
+    total, servers = len(rows(reference, JUDGEMENTS)), len(rows(reference, "select id from servers"))
+    # every judged server's `examined` mark (the cadence's) comes with its judgements
+    assert f"merge done: shards 3 merged, 0 already merged; rows examined {servers}, judgements {total}, runs 3;" in done.stdout
+    assert rows(merged, "select server_id, stage from examined order by 1") == rows(reference, "select server_id, stage from examined order by 1")
     assert "[merge] 3/3" in done.stderr
     assert total > 100 and rows(merged, JUDGEMENTS) == rows(reference, JUDGEMENTS)
     assert rows(merged, "select stage, json_extract(args, '$.shard') from runs where stage = 'judge'") == [
