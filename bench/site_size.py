@@ -76,6 +76,21 @@ def gzip_tar_size(site: Path) -> int:
     return sink.total
 
 
+def per_server(site: Path) -> dict[bool, tuple[int, int]]:
+    """{listing-only?: (servers, bytes of their page, JSON, charts and badges)}: what each kind of server costs the site."""
+    owned: Counter = Counter()  # bytes by server id: its page, charts and badges (named <id>.<kind>)
+    for folder in ("servers", "badge"):
+        for path in (site / folder).iterdir():
+            owned[re.sub(r"(\.trend\.svg|\.reliability\.svg|\.svg|\.html|\.json)$", "", path.name)] += path.stat().st_size
+    found = {True: [0, 0], False: [0, 0]}
+    for path in (site / "api" / "servers").iterdir():
+        data = path.read_bytes()
+        listed = b'"listing_only":true' in data
+        found[listed][0] += 1
+        found[listed][1] += len(data) + owned[path.stem]
+    return {k: (v[0], v[1]) for k, v in found.items()}
+
+
 def inside_pages(site: Path, sample: int = 300) -> tuple[Counter, Counter, int]:
     """What a measured server's page and JSON spend their bytes on (averages over a sample)."""
     html, data, seen = Counter(), Counter(), 0
@@ -154,6 +169,9 @@ def main() -> None:
         for kind, _ in KINDS:
             if count[kind]:
                 print(f"  {kind:<28}{size[kind] / 1e6:>10,.1f} MB {count[kind]:>9,} files {size[kind] / count[kind]:>10,.0f} B each")
+        kinds = per_server(site)
+        print("a server's own files (page, JSON, charts, badge): " + ", ".join(
+            f"{'listing-only' if listed else 'measured'} {n:,} servers, {b / max(1, n) / 1e3:.1f} KB each" for listed, (n, b) in kinds.items()))
         html, data, seen = inside_pages(site)
         print(f"inside a measured server's page (average of {seen}): " + ", ".join(f"{k} {v / seen:,.0f} B" for k, v in html.items()))
         print("inside its JSON: " + ", ".join(f"{k} {v / seen:,.0f} B" for k, v in data.most_common() if v / seen >= 50))
