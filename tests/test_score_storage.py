@@ -63,3 +63,13 @@ def test_rescoring_reuses_the_reference_rows(tmp_path):
     run_score(db, servers=store.active_servers(db), now=NOW, progress=Progress("score", 40, stream=io.StringIO()))
     after = db.execute("select count(*) from score_rules").fetchone()[0], db.execute("select count(*) from score_dimensions").fetchone()[0]
     assert after == before
+
+
+def test_the_build_reads_each_card_as_the_view_gives_it(tmp_path):
+    db = scored_fleet(tmp_path / "fleet.db")
+    ids = [s.id for s in store.active_servers(db)]
+    read = store.score_cards(db, ids)
+    viewed = list(db.query(f"select {CARD_COLUMNS} from scores"))
+    assert len(viewed) == 4 * len(ids)
+    for row in viewed:
+        assert read[row["server_id"]][row["rubric"]] == row  # the same bytes in every column
