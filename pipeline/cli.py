@@ -485,16 +485,20 @@ def score(settings: Settings) -> None:
 
 @cli.command()
 @click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Output directory (default _site/).")
+@click.option("--snapshot-url", envvar="SCOREBOARD_SNAPSHOT_URL",
+              help="Where the dated database snapshots are published (a folder URL): the downloads page links there and the site holds "
+                   "no copy of the database (deviation 130). Without it the site carries a copy in downloads/.")
 @pass_settings
 @whole_catalog
-def build(settings: Settings, site_dir: Path | None) -> None:
+def build(settings: Settings, site_dir: Path | None, snapshot_url: str | None) -> None:
     """Render the database into the static site."""
     from pipeline.render import run_build
 
     db = _open(settings)
     target = site_dir or settings.site_dir
-    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
-                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url))
+    _stage(db, "build", {"site": str(target), "snapshot_url": snapshot_url},
+           lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(), site_url=settings.site_url,
+                               datasette_url=settings.datasette_url, snapshot_url=snapshot_url))
     echo(f"site written to {target}/index.html")
 
 

@@ -80,7 +80,7 @@ def test_a_refused_server_is_counted_named_and_every_stage_goes_on(db, settings,
 
     run_score(db, servers=servers, now=NOW, progress=lines("score", 3)[0])
     before = {r["rubric"]: r["scored_at"] for r in db.query("select rubric, scored_at from scores where server_id = 'victim'")}
-    refuse(db, "scores", "victim")
+    refuse(db, "score_cards", "victim")  # the table cards are written to (the `scores` view reads them)
     progress, out = lines("score", 3)
     report = run_score(db, servers=servers, now=NOW + timedelta(days=1), progress=progress)
     assert report.counts["storage_failed"] == 1 and report.counts["scored"] == 2 * len(before) and "victim: not stored" in out.getvalue()

@@ -83,8 +83,14 @@ def _score_age_days(scored_at: str | None, now: datetime) -> int | None:
 
 
 def _with_rules(dimensions: list[dict[str, Any]], rules: list[dict[str, Any]]) -> list[Dimension]:
-    """Each dimension with the rules that scored it, in the card's order."""
-    return [{**d, "rules": [r for r in rules if r["dimension"] == d["name"]]} for d in dimensions]  # type: ignore[typeddict-item]
+    """Each dimension with the rules that scored it, in the card's order; a rule under its dimension does not name it again
+    (no field twice in a page's JSON: deviation 133)."""
+    by_dimension: dict[str, list[dict[str, Any]]] = {d["name"]: [] for d in dimensions}
+    for rule in rules:
+        by_dimension.setdefault(rule["dimension"], []).append(
+            {"rule": rule["rule"], "points": rule["points"], "max_points": rule["max_points"], "measured": rule["measured"],
+             "reason": rule["reason"], "how_to_gain": rule["how_to_gain"], "evidence": rule["evidence"]})
+    return [{**d, "rules": by_dimension[d["name"]]} for d in dimensions]  # type: ignore[typeddict-item]
 
 
 def rubric_section(rubric: RubricInfo, card: dict[str, Any]) -> RubricSection:
@@ -172,7 +178,7 @@ def server_page(
     sections = [rubric_section(rubric, other_cards[rubric.name]) for rubric in rubrics if rubric.name in other_cards]
     extras = {section.rubric: section.extra for section in sections}
     review_extra, outside_extra = extras.get("review", {}), extras.get("outside-in", {})
-    tools = tool_rows(result.tools if result else None, review_extra.get("tool_docs") or {}, observed.judgements)
+    tools = tool_rows(result.tools if result else None, review_extra.pop("tool_docs", None) or {}, observed.judgements)  # shown per tool
     scored_at = card["scored_at"] if card else None
     return ServerPage.model_construct(
         server=_server_facts(server, observed),

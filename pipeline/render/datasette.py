@@ -66,12 +66,9 @@ order by t.server_id, tool""",
     "failing_rule": {
         "title": "Servers failing a rule",
         "description": "Servers that earned less than the maximum on one scoring rule (e.g. error_handling), with the reason.",
-        "sql": """select sc.server_id, sc.rubric, json_extract(r.value, '$.points') as points, json_extract(r.value, '$.max_points') as max_points,
-       json_extract(r.value, '$.reason') as reason
-from scores sc, json_each(sc.rules) r
-where json_extract(r.value, '$.rule') = :rule and json_extract(r.value, '$.measured')
-  and json_extract(r.value, '$.points') < json_extract(r.value, '$.max_points')
-order by sc.server_id""",
+        "sql": """select server_id, rubric, points, max_points, reason from rule_outcomes
+where rule = :rule and measured = 1 and points < max_points
+order by server_id, rubric""",
         "params": ["rule"],
     },
 }
@@ -82,7 +79,7 @@ def schema_documentation(text: str) -> dict[str, dict[str, Any]]:
     tables: dict[str, dict[str, Any]] = {}
     current: dict[str, Any] | None = None
     for line in text.splitlines():
-        heading = re.match(r"^###\s+(\w+)\s*$", line)
+        heading = re.match(r"^###\s+(\w+)(?: \(view\))?\s*$", line)
         if heading:
             current = tables.setdefault(heading.group(1), {"description": "", "columns": {}})
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from pipeline.assets import TEMPLATES
 from pipeline.clean import isolate_bidi
@@ -35,6 +36,21 @@ def _isolated(value):
     return isolate_bidi(value) if type(value) is str else value
 
 
+UNMEASURED = Markup(' class="unmeasured"')
+HINTS = (("read_only", "read-only"), ("destructive", "destructive"), ("idempotent", "idempotent"), ("open_world", "open-world"))
+# A tool's four behaviour hints as spans, by declared value (True, False, not declared): made once, looked up per tool.
+_HINT_SPANS = {
+    (key, value): Markup(f'<span class="hint {"u" if value is None else "t" if value else "f"}" '
+                         f'title="{label}: {"not declared" if value is None else str(value).lower()}">'
+                         f'{label}{"?" if value is None else "" if value else " ✗"}</span> ')
+    for key, label in HINTS for value in (None, True, False)
+}
+
+
+def hints(annotations: dict) -> Markup:
+    return Markup("").join(_HINT_SPANS[key, annotations[key]] for key, _ in HINTS)
+
+
 def environment(rubrics: Sequence[RubricInfo]) -> Environment:
     """The environment every page is rendered in; the navigation links each board other than the headline's (the front page)."""
     env = _DictFirstEnvironment(
@@ -51,5 +67,7 @@ def environment(rubrics: Sequence[RubricInfo]) -> Environment:
     # (a server page has about 85 rule rows, and filter calls are most of their cost).
     env.filters["points"] = lambda r: f"{r['points']:.1f} / {r['max_points']:.0f}" if r["measured"] else "not measured"
     env.filters["words"] = lambda name: name.replace("_", " ")
+    env.filters["unmeasured"] = lambda r: "" if r["measured"] else UNMEASURED  # a class on the rows that need one, no empty ones
+    env.filters["hints"] = hints
     env.globals.update(cell=cell, icons=VISIBILITY_ICONS, listed_board=LISTED_BOARD, boards=[r for r in rubrics if not r.headline])
     return env

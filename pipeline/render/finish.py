@@ -52,13 +52,19 @@ class Snapshot:
     dies with the build however that ends, even killed in its first second.
     """
 
-    def __init__(self, source: str, target: Path) -> None:
+    def __init__(self, source: str, target: Path | None) -> None:
+        self.process = None if target is None else self._start(source, target)  # no target: the snapshot is published elsewhere
+
+    @staticmethod
+    def _start(source: str, target: Path) -> subprocess.Popen:
         # The copy imports the pipeline from wherever this process did.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        self.process = subprocess.Popen(guarded([sys.executable, "-c", _COPY, source, str(target)]), env=env, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(guarded([sys.executable, "-c", _COPY, source, str(target)]), env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def wait(self) -> None:
+        if self.process is None:
+            return
         _, errors = self.process.communicate()
         if self.process.returncode != 0:
             reason = errors.strip().splitlines()[-1] if errors.strip() else f"exit code {self.process.returncode}"
@@ -68,6 +74,8 @@ class Snapshot:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        if self.process is None:
+            return
         if self.process.poll() is None:
             end(self.process.pid)
         self.process.wait()
@@ -111,8 +119,9 @@ def _feed_updated(changes: list, alerts: list[dict[str, str]], now: datetime) ->
 
 
 def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: Sequence[RubricInfo], *, status: FleetStatus, database: str,
-                 site_url: str, now: datetime) -> None:
-    """Everything but the pages: the board JSON files, methodology, changes, status, feed, downloads, static files, schemas."""
+                 site_url: str, now: datetime, snapshot_url: str) -> None:
+    """Everything but the pages: the board JSON files, methodology, changes, status, feed, downloads, static files, schemas.
+    `snapshot_url`: the absolute URL of the folder the dated database snapshot is downloaded from."""
     base = {"engine_version": ENGINE_VERSION}
     for path, document in plan.files.items():
         writer.write(path, json_file(document, compact=path != "api/changes.json"))  # the changes file is short: indented
@@ -125,8 +134,8 @@ def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: 
                                                                      updated=_feed_updated(plan.changes, alerts, now)))
     writer.write("downloads/leaderboard.csv", _csv(plan.rows))
     writer.write("downloads/metadata.json", json_file(metadata(Path(database).stem)))
-    writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name(now), site_url=site_url,
-                                                                                   root="../", **base))
+    writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name(now), snapshot_url=snapshot_url,
+                                                                                   site_url=site_url, root="../", **base))
     writer.write("404.html", env.get_template("404.html").render(root=site_url, **base))  # served at any path: absolute links
     writer.write("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {site_url}sitemap.xml\n")
     for path in sorted(STATIC.rglob("*")):

@@ -18,8 +18,9 @@ from pipeline.render.values import Context, Day, Grade, Number, Percent, Score, 
 
 
 class Rule(TypedDict):
+    """A rule's outcome, under the dimension it scores."""
+
     rule: str
-    dimension: str
     points: Number
     max_points: Number
     measured: bool
@@ -78,7 +79,7 @@ class RubricSection(Context):
     visibility: str
     dimension_indicator: str
     rules_version: str
-    extra: dict[str, Any]
+    extra: dict[str, Any] = Field(description="the rubric's own figures; the review's per-tool documentation scores are under tools[].docs")
     dimensions: list[Dimension]
 
 

@@ -111,10 +111,12 @@ class Renderer:
         indicator = card.get("dimension_indicator") or "0/0"
         writer.write(f"badge/{server.id}.svg", score_badge(card.get("composite"), card.get("grade"), indicator))
         writer.write(f"badge/{server.id}.json", json_file(shields_endpoint(card.get("composite"), card.get("grade"), indicator)))
+        # One chart id for every server's chart: a chart is its own file, shown as <img>, so its stylesheet (scoped by the id,
+        # a hundred times) cannot meet another chart's; an id per server was a fifth of each chart (deviation 131).
         if page.trend_chart:
-            writer.write(f"servers/{server.id}.trend.svg", trend_svg(f"trend-{server.id}", page.history))
+            writer.write(f"servers/{server.id}.trend.svg", trend_svg("t", page.history))
         if page.reliability and len(page.reliability["days"]) > 1:
-            writer.write(f"servers/{server.id}.reliability.svg", reliability_svg(f"reliability-{server.id}", page.reliability["days"]))
+            writer.write(f"servers/{server.id}.reliability.svg", reliability_svg("r", page.reliability["days"]))
 
     def _board(self, writer: SiteWriter, fingerprints: Fingerprints, job: BoardJob, numbers: range) -> None:
         """Render some of a board's pages, keeping those whose rows and context are unchanged."""

@@ -353,3 +353,65 @@ def m009_folded_fast_failures(db: Database) -> None:
                                        not_null={"server_id", "day", "failed", "first_at", "last_at"},
                                        foreign_keys=[("server_id", "servers", "id")])
     _table(db, "probe_runs").create_index(["kind", "started_at"])  # what the monitor prunes: fast runs past the window
+
+
+# The `scores` view: every card in its full JSON shape, from the compact rows and the reference tables (migration 10).
+SCORES_VIEW = """
+create view scores as
+select c.server_id, c.rubric, c.composite, c.grade, c.visibility, c.dimension_indicator,
+  (select json_group_array(json(x)) from (
+     select json_object('name', d.name, 'label', d.label, 'status', e.value ->> 1, 'score', e.value -> 2, 'weight', e.value -> 3,
+                        'reason', e.value ->> 4, 'optional', json(iif(d.optional, 'true', 'false'))) as x
+     from json_each(c.dimensions) e join score_dimensions d on d.id = e.value ->> 0 order by e.key)) as dimensions,
+  (select json_group_array(json(x)) from (
+     select json_object('rule', r.rule, 'dimension', r.dimension, 'points', e.value -> 1,
+                        'max_points', iif(r.max_points = cast(r.max_points as integer), cast(r.max_points as integer), r.max_points),
+                        'measured', json(iif(e.value ->> 2, 'true', 'false')), 'reason', e.value ->> 3, 'how_to_gain', e.value ->> 4,
+                        'evidence', e.value ->> 5) as x
+     from json_each(c.rules) e join score_rules r on r.id = e.value ->> 0 order by e.key)) as rules,
+  c.flags, c.badges, c.rules_version, c.engine_version, c.scored_at, c.extra
+from score_cards c
+"""
+
+# A row per rule outcome, for queries ("which servers miss this rule, and why") without JSON functions.
+RULE_OUTCOMES_VIEW = """
+create view rule_outcomes as
+select c.server_id, c.rubric, r.dimension, r.rule, e.value ->> 1 as points, r.max_points, e.value ->> 2 as measured,
+       e.value ->> 3 as reason, e.value ->> 4 as how_to_gain, e.value ->> 5 as evidence, e.key as position
+from score_cards c, json_each(c.rules) e join score_rules r on r.id = e.value ->> 0
+"""
+
+
+@migrations()
+def m010_compact_score_outcomes(db: Database) -> None:
+    """Score outcomes stored compactly (deviation 132): what each rule and dimension is, once per rubric in a reference table;
+    per card, only what each concluded. Existing cards are converted without loss; `scores` becomes a view of the full cards."""
+    from pipeline.store.scores import OutcomeRefs
+
+    _table(db, "score_rules").create({"id": int, "rubric": str, "rule": str, "dimension": str, "max_points": float}, pk="id",
+                                     not_null={"rubric", "rule", "dimension", "max_points"})
+    _table(db, "score_rules").create_index(["rubric", "rule", "dimension", "max_points"], unique=True)
+    _table(db, "score_dimensions").create({"id": int, "rubric": str, "name": str, "label": str, "optional": int}, pk="id",
+                                          not_null={"rubric", "name", "label", "optional"})
+    _table(db, "score_dimensions").create_index(["rubric", "name", "label", "optional"], unique=True)
+    columns = {c.name: c.type for c in _table(db, "scores").columns}
+    _table(db, "score_cards").create(
+        {name: {"TEXT": str, "REAL": float, "INTEGER": int}[kind] for name, kind in columns.items()}, pk=("server_id", "rubric"),
+        not_null={"server_id", "rubric", "visibility", "dimensions", "rules", "rules_version", "engine_version", "scored_at", "extra"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
+    refs = OutcomeRefs(db)
+    names = list(columns)
+    rows = db.execute(f"select {', '.join(names)} from scores order by server_id, rubric")
+    marks = ", ".join("?" for _ in names)
+    while batch := rows.fetchmany(1000):
+        converted = []
+        for row in batch:
+            card = dict(zip(names, row))
+            card["dimensions"], card["rules"] = (v.decode() for v in refs.compact(card["rubric"], json.loads(card["dimensions"]),
+                                                                                   json.loads(card["rules"])))
+            converted.append(tuple(card[n] for n in names))
+        db.conn.executemany(f"insert into score_cards ({', '.join(names)}) values ({marks})", converted)
+    db.execute("drop table scores")
+    db.execute(SCORES_VIEW)
+    db.execute(RULE_OUTCOMES_VIEW)

@@ -6,7 +6,7 @@ import functools
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION
@@ -18,6 +18,46 @@ SCORE_DROP_ALERT = 10.0  # seed 000: a drop of 10+ points between runs raises an
 
 SCORE_COLUMNS = ("server_id", "rubric", "composite", "grade", "visibility", "dimension_indicator", "dimensions", "rules", "flags",
                  "badges", "rules_version", "engine_version", "scored_at", "extra")
+
+# Score outcomes are stored compactly (migration 10, deviation 132): what a rule or dimension is (its name, dimension, maximum;
+# its label) once per rubric in a reference table, and per card only what it concluded, as a JSON array per rule in this order.
+# The `scores` view gives every card back in its full JSON shape, for every reader.
+RULE_KEYS = ("rule", "dimension", "max_points")  # score_rules
+RULE_OUTCOME = ("points", "measured", "reason", "how_to_gain", "evidence")  # score_cards.rules: [rule id, *these]
+DIMENSION_KEYS = ("name", "label", "optional")  # score_dimensions
+DIMENSION_OUTCOME = ("status", "score", "weight", "reason")  # score_cards.dimensions: [dimension id, *these]
+
+
+class OutcomeRefs:
+    """The ids of the rules and dimensions in the reference tables, read once per database and added to as new ones are met."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.rules = {(r[1], r[2], r[3], float(r[4])): r[0] for r in db.execute("select id, rubric, rule, dimension, max_points from score_rules")}
+        self.dimensions = {(r[1], r[2], r[3], bool(r[4])): r[0]
+                           for r in db.execute("select id, rubric, name, label, optional from score_dimensions")}
+
+    def rule(self, rubric: str, rule: str, dimension: str, max_points: float) -> int:
+        key = (rubric, rule, dimension, float(max_points))
+        if key not in self.rules:
+            self.rules[key] = self.db.execute("insert into score_rules (rubric, rule, dimension, max_points) values (?, ?, ?, ?)", key).lastrowid
+        return self.rules[key]
+
+    def dimension(self, rubric: str, name: str, label: str, optional: bool) -> int:
+        key = (rubric, name, label, bool(optional))
+        if key not in self.dimensions:
+            self.dimensions[key] = self.db.execute("insert into score_dimensions (rubric, name, label, optional) values (?, ?, ?, ?)",
+                                                   (rubric, name, label, int(optional))).lastrowid
+        return self.dimensions[key]
+
+    def compact(self, rubric: str, dimensions: list[dict[str, Any]], rules: list[dict[str, Any]]) -> tuple[bytes, bytes]:
+        """A card's dimensions and rules (their full JSON shape, as dicts) as stored: arrays of ids and outcomes."""
+        return (
+            to_json([[self.dimension(rubric, d["name"], d["label"], d["optional"]), d["status"], d["score"], d["weight"], d["reason"]]
+                     for d in dimensions]),
+            to_json([[self.rule(rubric, r["rule"], r["dimension"], r["max_points"]), r["points"], int(r["measured"]), r["reason"],
+                      r["how_to_gain"], r["evidence"]] for r in rules]),
+        )
 HISTORY_COLUMNS = ("server_id", "rubric", "day", "composite", "grade", "visibility", "rules_version", "scored_at")
 
 
@@ -55,11 +95,12 @@ def _stamps(scored_at: datetime) -> tuple[str, str]:
 
 
 def card_row(card: ScoreCard, now: datetime) -> CardRow:
+    """The card's columns; its dimensions and rules as lists of dicts, which the writer makes compact (ids come from the database)."""
     day, scored_at = _stamps(now)[0], _stamps(card.scored_at)[1]
     return CardRow(
         score=(
             card.server_id, card.rubric, card.composite, card.grade, card.visibility, card.dimension_indicator,
-            _card_json([vars(d) for d in card.dimensions]), _card_json([vars(r) for r in card.rules]),
+            [vars(d) for d in card.dimensions], [vars(r) for r in card.rules],
             _card_json([vars(f) for f in card.flags]), _card_json(card.badges),
             card.rules_version, ENGINE_VERSION, scored_at,
             _card_json({**card.extra, "uncapped": card.uncapped} if card.uncapped is not None else card.extra),
@@ -83,7 +124,7 @@ def write_card_rows(db: Database, rows: list[CardRow], now: datetime) -> tuple[d
     stamp = iso(now)
     previous: dict[tuple[str, str], float | None] = {}
     for chunk, marks in in_chunks(sorted({r.server_id for r in rows})):
-        for row in db.execute(f"select server_id, rubric, composite from scores where server_id in ({marks})", chunk).fetchall():
+        for row in db.execute(f"select server_id, rubric, composite from score_cards where server_id in ({marks})", chunk).fetchall():
             previous[(row[0], row[1])] = row[2]
     alerts = []
     for row in rows:
@@ -118,7 +159,9 @@ def write_card_rows(db: Database, rows: list[CardRow], now: datetime) -> tuple[d
 
 
 def _write_cards(db: Database, rows: list[CardRow], alerts: list[tuple]) -> None:
-    db.conn.executemany(_upsert_sql("scores", SCORE_COLUMNS, ("server_id", "rubric")), [r.score for r in rows])
+    refs = OutcomeRefs(db)
+    stored = [(*r.score[:6], *refs.compact(r.rubric, r.score[6], r.score[7]), *r.score[8:]) for r in rows]
+    db.conn.executemany(_upsert_sql("score_cards", SCORE_COLUMNS, ("server_id", "rubric")), stored)
     db.conn.executemany(_upsert_sql("score_history", HISTORY_COLUMNS, ("server_id", "rubric", "day")), [r.history for r in rows])
     db.conn.executemany(
         "insert into alerts (server_id, rubric, kind, created_at, old_value, new_value, message) values (?, ?, ?, ?, ?, ?, ?)", alerts
@@ -130,7 +173,7 @@ def drop_cards(db: Database, server_ids: list[str]) -> int:
     dropped = 0
     with db.atomic():
         for chunk, marks in in_chunks(server_ids):
-            dropped += db.execute(f"delete from scores where server_id in ({marks})", list(chunk)).rowcount
+            dropped += db.execute(f"delete from score_cards where server_id in ({marks})", list(chunk)).rowcount
     return dropped
 
 
@@ -139,24 +182,41 @@ SCORE_SUMMARY = "server_id, rubric, composite, grade, visibility, dimension_indi
 
 def load_scores(db: Database, rubric: str) -> dict[str, dict[str, Any]]:
     """Every server's card under `rubric`, without its per-rule detail (what leaderboards need)."""
-    return {r["server_id"]: r for r in db.query(f"select {SCORE_SUMMARY} from scores where rubric = ?", [rubric])}
+    return {r["server_id"]: r for r in db.query(f"select {SCORE_SUMMARY} from score_cards where rubric = ?", [rubric])}
 
 
 def visibilities(db: Database, server_ids: list[str], rubric: str) -> dict[str, str]:
     """The visibility of each server's latest card under `rubric` (servers never scored under it are left out)."""
     found: dict[str, str] = {}
     for chunk, marks in in_chunks(server_ids):
-        found.update(db.execute(f"select server_id, visibility from scores where rubric = ? and server_id in ({marks})", [rubric, *chunk]).fetchall())
+        query = f"select server_id, visibility from score_cards where rubric = ? and server_id in ({marks})"
+        found.update(db.execute(query, [rubric, *chunk]).fetchall())
     return found
 
 
 def score_cards(db: Database, server_ids: list[str]) -> dict[str, dict[str, dict[str, Any] | None]]:
-    """Full score rows (rules included) of some servers: {server_id: {rubric: row}}."""
+    """Full score rows (rules included) of some servers: {server_id: {rubric: row}}, as the `scores` view gives them.
+
+    Expanded here rather than by the view: the build reads every card of the fleet, and SQLite's JSON functions take three
+    times as long (tests/test_score_storage.py holds the two to the same bytes)."""
+    rules = {r[0]: (r[1], r[2], _number(r[3])) for r in db.execute("select id, rule, dimension, max_points from score_rules")}
+    dimensions = {r[0]: (r[1], r[2], bool(r[3])) for r in db.execute("select id, name, label, optional from score_dimensions")}
     cards: dict[str, dict[str, dict[str, Any] | None]] = {sid: {} for sid in server_ids}
     for chunk, marks in in_chunks(server_ids):
-        for row in db.query(f"select * from scores where server_id in ({marks})", chunk):
+        for row in db.query(f"select {', '.join(SCORE_COLUMNS)} from score_cards where server_id in ({marks})", chunk):
+            row["dimensions"] = to_json([
+                {"name": d[0], "label": d[1], "status": e[1], "score": e[2], "weight": e[3], "reason": e[4], "optional": d[2]}
+                for e in from_json(row["dimensions"]) for d in (dimensions[e[0]],)]).decode()
+            row["rules"] = to_json([
+                {"rule": r[0], "dimension": r[1], "points": e[1], "max_points": r[2], "measured": bool(e[2]), "reason": e[3], "how_to_gain": e[4],
+                 "evidence": e[5]} for e in from_json(row["rules"]) for r in (rules[e[0]],)]).decode()
             cards[row["server_id"]][row["rubric"]] = row
     return cards
+
+
+def _number(value: float) -> float | int:
+    """A maximum as the card gave it: whole numbers without a decimal point (as the `scores` view writes them)."""
+    return int(value) if value == int(value) else value
 
 
 def score_changes(db: Database, rubric: str, since_day: str) -> list[dict[str, Any]]:
