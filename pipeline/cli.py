@@ -330,8 +330,19 @@ def build(settings: Settings, site_dir: Path | None) -> None:
     db = _open(settings)
     target = site_dir or settings.site_dir
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
-                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url))
+                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url,
+                                                                      snapshots_url=_snapshots_url(settings)))
     echo(f"site written to {target}/index.html")
+
+
+def _snapshots_url(settings: Settings) -> str | None:
+    """The public page of the dated snapshots, when runs publish them to a GitHub release (SCOREBOARD_SNAPSHOT_STORE)."""
+    from pipeline.fleet.github_release import public_url
+
+    try:
+        return public_url(settings.snapshot_store) if settings.snapshot_store else None
+    except ValueError as exc:
+        raise click.UsageError(f"SCOREBOARD_SNAPSHOT_STORE: {exc}") from exc
 
 
 @cli.command()
@@ -449,7 +460,8 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
-                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url))
+                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url,
+                                                                      snapshots_url=_snapshots_url(settings)))
     echo(f"site written to {target}/index.html")
 
 

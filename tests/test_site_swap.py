@@ -81,3 +81,16 @@ def test_staging_the_live_site_onto_itself_is_refused(live):
     done = scoreboard("site", "stage", str(site), "--site", str(site))
     assert done.returncode != 0 and "must not be the live site" in done.stderr
     assert (site / "index.html").exists()
+
+
+def test_the_downloads_page_links_the_dated_snapshots_of_a_github_store(live, tmp_path, monkeypatch):
+    site, db_path = live
+    page = (site / "downloads" / "index.html").read_text()
+    assert "Dated snapshots" not in page
+    monkeypatch.setenv("SCOREBOARD_SNAPSHOT_STORE", "github-release:acme/scoreboard")
+    assert scoreboard("build", "--db", str(db_path), "--site", str(site)).returncode == 0
+    page = (site / "downloads" / "index.html").read_text()
+    assert '<a href="https://github.com/acme/scoreboard/releases/tag/scoreboard-db">Dated snapshots</a>' in page
+    monkeypatch.setenv("SCOREBOARD_SNAPSHOT_STORE", "s3://bucket")
+    done = scoreboard("build", "--db", str(db_path), "--site", str(site))
+    assert done.returncode == 2 and "SCOREBOARD_SNAPSHOT_STORE" in done.stderr

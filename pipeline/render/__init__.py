@@ -36,10 +36,12 @@ PARALLEL_BOARD_ROWS = 10_000  # or board rows: at scale the boards are most of a
 def run_build(
     db: Database, *, rubrics: Sequence[RubricInfo], site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/",
     datasette_url: str = "http://localhost:8001/", workers: int | None = None, executor: Executor | None = None,
+    snapshots_url: str | None = None,
 ) -> StageReport:
     """Build the site into `site_dir`; pages whose inputs are unchanged since the last build are kept as they are.
 
     `executor` renders the pages; by default worker processes (`workers`, one per core) once there are enough pages to pay for them.
+    `snapshots_url`: where the dated database snapshots are published, for the downloads page (None: not said).
     """
     started, laps = time.monotonic(), Laps()
     site_url = site_url.rstrip("/") + "/"
@@ -56,7 +58,8 @@ def run_build(
                             f"{datasette_url.rstrip('/')}/{Path(database).stem}")
         executor = executor or _default_executor(plan, todo, workers)
         with closing(executor.map(renderer.run, tasks(todo, plan.boards))) as rendered:
-            write_shared(writer, renderer.environment(), plan, rubrics, database=database, site_url=site_url, now=now)
+            write_shared(writer, renderer.environment(), plan, rubrics, database=database, site_url=site_url, now=now,
+                         snapshots_url=snapshots_url)
             laps("shared files")
             for claimed, counts, taken in rendered:
                 writer.adopt(claimed, counts)

@@ -106,7 +106,7 @@ def _feed_updated(changes: list, now: datetime) -> str:
 
 
 def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: Sequence[RubricInfo], *, database: str, site_url: str,
-                 now: datetime) -> None:
+                 now: datetime, snapshots_url: str | None = None) -> None:
     """Everything but the pages: the board JSON files, methodology, changes, feed, downloads, static files, schemas."""
     base = {"engine_version": ENGINE_VERSION}
     for path, document in plan.files.items():
@@ -118,7 +118,7 @@ def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: 
     writer.write("downloads/leaderboard.csv", _csv(plan.rows))
     writer.write("downloads/metadata.json", json_file(metadata(Path(database).stem)))
     writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name(now), site_url=site_url,
-                                                                                   root="../", **base))
+                                                                                   snapshots_url=snapshots_url, root="../", **base))
     writer.write("404.html", env.get_template("404.html").render(root=site_url, **base))  # served at any path: absolute links
     writer.write("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {site_url}sitemap.xml\n")
     for path in sorted(STATIC.rglob("*")):
