@@ -535,7 +535,7 @@ def snapshot_check(settings: Settings, against: str | None) -> None:
 
     if not settings.db_path.is_file():
         raise click.ClickException(f"{settings.db_path}: no such database")
-    baseline, baseline_from = _baseline(settings, against) if against else soundness.restored_baseline(settings.db_path)
+    baseline, baseline_from = _baseline(settings, against) if against else soundness.descent_baseline(settings.db_path)
     verdict = soundness.check(settings.db_path, baseline, baseline_from, registry.names())
     for note in verdict.notes:
         echo(f"note: {note}", err=True)

@@ -34,7 +34,7 @@ def restored(fleet, tmp_path) -> Path:
 
 
 def check(path: Path) -> soundness.Verdict:
-    baseline, where = soundness.restored_baseline(path)
+    baseline, where = soundness.descent_baseline(path)
     return soundness.check(path, baseline, where, registry.names())
 
 
@@ -148,3 +148,15 @@ def test_the_check_never_writes(restored):
     before = restored.read_bytes()
     check(restored)
     assert restored.read_bytes() == before and inspect_database(restored).problems == []
+
+
+def test_after_a_publish_its_counts_and_later_runs_count(restored, tmp_path):
+    assert scoreboard("snapshot", "publish", "--to", str(tmp_path / "store"), "--db", str(restored)).returncode == 0
+    baseline, where = soundness.descent_baseline(restored)
+    assert baseline["active_servers"] == 60 and "(" + str(tmp_path / "store") + ")" in where
+    db = store.open_db(restored)
+    store.fail_run(db, store.start_run(db, "score", {}, NOW), "MemoryError: ", NOW)
+    db.close()
+    edit(restored, "update servers set is_active = 0 where rowid % 2 = 0")
+    reasons = check(restored).reasons
+    assert len(reasons) == 2 and "active_servers fell from 60 to 30" in reasons[0] and "the score run" in reasons[1]

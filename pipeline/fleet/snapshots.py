@@ -290,7 +290,7 @@ def publish(store_: SnapshotStore, db_path: Path, *, now: datetime, rubrics: lis
         if not verdict.sound:
             raise SnapshotError("publish refused: the database is not sound:\n" + "\n".join(f"  - {r}" for r in verdict.reasons))
         log(f"[publish] soundness check passed; {time.monotonic() - clock:.1f}s")
-        args = {"to": store_.where, "snapshot": name, "parent": parent.stem if parent else None}
+        args = {"to": store_.where, "snapshot": name, "parent": parent.stem if parent else None, "counts": verdict.counts}
         _record(copy, "publish", args, {"servers": verdict.counts.get("active_servers", 0)}, now, started)
         clock = time.monotonic()
         packed = work / data_name
