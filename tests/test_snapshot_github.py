@@ -17,7 +17,7 @@ from pipeline.fleet.snapshot_format import DATA_SUFFIX, MANIFEST_SUFFIX
 from pipeline.fleet.snapshots import SnapshotError, publish, restore
 from pipeline.score import registry
 from tests.release_replay import READ_TOKEN, WRITE_TOKEN, ReleaseReplay
-from tests.snapshot_support import copy_db, forge, scoreboard_process, scored_fleet
+from tests.snapshot_support import copy_db, forge, scoreboard, scoreboard_process, scored_fleet
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +133,7 @@ def test_retention_deletes_through_the_api(github, fleet, tmp_path):
     assert sum(1 for method, _, _ in replay.seen if method == "DELETE") == 4 and len(replay.asset_names()) == 4
 
 
-def test_the_cli_reads_the_token_and_the_api_from_the_environment(github, fleet, tmp_path):
+def test_the_cli_reads_the_token_and_the_api_from_the_environment(github, fleet, tmp_path, monkeypatch):
     replay, _ = github
     put(replay, tmp_path / "made", fleet, NOW)
     target = tmp_path / "scoreboard.db"
@@ -142,5 +142,7 @@ def test_the_cli_reads_the_token_and_the_api_from_the_environment(github, fleet,
     assert done.returncode == 0, done.stderr
     assert any(h.get("authorization") == f"Bearer {WRITE_TOKEN}" for _, _, h in replay.seen)
     replay.faults.download_status = 500
-    done = scoreboard_process("snapshot", "restore", "--from", f"github-release:{replay.repo}", "--db", str(target), env=env)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    done = scoreboard("snapshot", "restore", "--from", f"github-release:{replay.repo}", "--db", str(target))
     assert done.returncode != 0 and "cannot download" in done.stderr and "HTTP 500" in done.stderr

@@ -60,7 +60,7 @@ def test_collapsed_counts_are_refused_each_named(restored):
     text = "\n".join(verdict.reasons)
     assert "active_servers fell from 60 to 40" in text and "probe_daily fell from" in text and "score_history fell from" in text
     assert "the floor is 90%" in text and "analyses" not in text
-    done = scoreboard_process("snapshot", "check", "--db", str(restored))
+    done = scoreboard("snapshot", "check", "--db", str(restored))
     assert done.returncode == 1 and "check refused" in done.stderr and "active_servers fell" in done.stderr
 
 
