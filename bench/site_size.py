@@ -160,7 +160,7 @@ def main() -> None:
         site = Path(tmp) / "site"
         speed = calibration()
         started = time.perf_counter()
-        run_build(db, rubrics=infos(), site_dir=site, now=NOW, snapshot_url=None if args.local_snapshot else PUBLISHED)
+        run_build(db, rubrics=infos(), site_dir=site, now=NOW, snapshots_url=None if args.local_snapshot else PUBLISHED)
         seconds = time.perf_counter() - started
         db.close()
         size, count, tar = by_kind(site)

@@ -72,9 +72,9 @@ def test_publish_then_restore_gives_the_same_database(fleet, tmp_path):
 
 def test_an_empty_or_missing_store_fails_loudly(local_db, tmp_path):
     before = local_db.read_bytes()
-    for where in (tmp_path / "empty", tmp_path / "never-made"):
-        where.mkdir(exist_ok=True) if where.name == "empty" else None
-        done = scoreboard_process("snapshot", "restore", "--from", str(where), "--db", str(local_db))
+    (tmp_path / "empty").mkdir()
+    for where, run in ((tmp_path / "empty", scoreboard_process), (tmp_path / "never-made", scoreboard)):
+        done = run("snapshot", "restore", "--from", str(where), "--db", str(local_db))
         assert done.returncode != 0
         assert f"no snapshot to restore in {where}" in done.stderr and "--first-run" in done.stderr and "Traceback" not in done.stderr
         assert local_db.read_bytes() == before
