@@ -108,7 +108,7 @@ def _damaged(fleet: Path, tmp_path: Path) -> Path:
     """A database whose pages are damaged (integrity_check fails), as a disk or a bad stage could leave it."""
     path = copy_db(fleet, tmp_path / "damaged.db")
     conn = sqlite3.connect(path)
-    root = conn.execute("select rootpage from sqlite_master where name = 'scores'").fetchone()[0]
+    root = conn.execute("select rootpage from sqlite_master where name = 'score_cards'").fetchone()[0]
     page = conn.execute("pragma page_size").fetchone()[0]
     conn.close()
     with path.open("r+b") as fh:
@@ -229,7 +229,7 @@ def test_publish_refuses_an_unsound_database_and_keeps_the_store(fleet, tmp_path
     db = store.open_db(target)
     run_id = store.start_run(db, "probe", {}, EARLIER + timedelta(hours=1))
     store.fail_run(db, run_id, "OSError: No space left on device", EARLIER + timedelta(hours=2))
-    db.execute("delete from scores where server_id in (select id from servers limit 3)")
+    db.execute("delete from score_cards where server_id in (select id from servers limit 3)")
     db.conn.commit()
     db.close()
     held = {p.name: p.read_bytes() for p in shelf.iterdir()}

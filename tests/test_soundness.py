@@ -79,8 +79,8 @@ def test_against_a_manifest_a_file_or_a_store(restored, fleet, tmp_path):
 
 
 def test_missing_score_cards_are_refused_but_not_for_listing_only_servers(restored):
-    edit(restored, "delete from scores where server_id = 'synthetic-00003'",
-         "delete from scores where server_id = 'synthetic-00004' and rubric = 'remote'")
+    edit(restored, "delete from score_cards where server_id = 'synthetic-00003'",
+         "delete from score_cards where server_id = 'synthetic-00004' and rubric = 'remote'")
     reasons = check(restored).reasons
     assert len(reasons) == 1 and "2 active measured servers have no score card" in reasons[0]
     assert "synthetic-00003" in reasons[0] and "synthetic-00004 (remote)" in reasons[0]
