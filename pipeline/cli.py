@@ -418,8 +418,10 @@ def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: 
     deadline = _deadline(budget)
     args = {"servers": list(server_ids), "due": due, "transport": transport, "budget": budget, "concurrency": settings.concurrency,
             "shard": str(shard) if shard else None}
+    # A monitor shard prunes only its shard's raw fast runs: twenty shards would each delete, and carry to the merge, the fleet's.
+    more = {"prune_only": functools.partial(shards.in_shard, shard=shard)} if kind == "fast" and shard else {}
     _stage(db, stage, args, lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id,
-                                                deadline=deadline, optout=optout))
+                                                deadline=deadline, optout=optout, **more))
 
 
 @cli.command()
