@@ -1,0 +1,236 @@
+"""A day of the sharded job graph over a simulated fleet, after 30 simulated days: stage and shard wall times, merge time,
+database and site size, and the projected wall time of a day on a 20-job matrix.
+
+python bench/fleet_day.py [--servers 25000] [--shards 20] [--parallel 2] [--quick]
+
+The fleet is bench/synthetic.py's, in a real catalog database; its remote share (about a third) is served by real
+loopback endpoints (bench/fleet_endpoints.py: one child process, some slow, failing or behind a login) and a share of it
+is black-holed (a listener that never accepts: connects wait for the deadline). bench/fleet_history.py writes what a
+month of the cadence leaves; then one real day runs on top, each per-server stage shard by shard in its own process as a
+matrix job does (bench/fleet_shard.py), then score and build.
+
+Left out, with their reasons printed: analysis (the synthetic servers' repositories do not exist; its cost is
+bench/analyze_synthetic.py's) and the local share's sandbox probes (17,000 packages are not installed here; their cost
+is bench/sandbox_fleet.py's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import fleet_endpoints, fleet_history  # noqa: E402
+from bench.build_site import size_of  # noqa: E402
+from bench.calibration import calibration, calibration_line  # noqa: E402
+from bench.synthetic import generate  # noqa: E402
+from pipeline import store  # noqa: E402
+from pipeline.progress import Progress  # noqa: E402
+from pipeline.render import run_build  # noqa: E402
+from pipeline.score import run_score  # noqa: E402
+from pipeline.score.registry import infos  # noqa: E402
+
+SHARD_STAGES = ("monitor", "probe", "judge")
+# What a matrix job costs before and after its stage on a GitHub-hosted runner, not measurable here: checkout,
+# setup-python with a cached wheel install, and the artifact steps (stated, from typical runs of such steps).
+JOB_SETUP_S = 45.0
+DOWNLOAD_MB_S = 50.0  # a release asset or artifact, downloaded onto a hosted runner
+UPLOAD_MB_S = 20.0
+MATRIX = 20
+CADENCE_S = {"monitor": 15 * 60, "probe": 24 * 3600, "judge": 24 * 3600, "score+build": 24 * 3600}
+RUNS_A_DAY = {"monitor": 96, "probe": 1, "judge": 1, "score+build": 1}
+
+
+@dataclass
+class Figures:
+    servers: int = 0
+    remote: int = 0
+    black_holed: int = 0
+    black_hole_wait: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)  # seconds of each step
+    shards: dict[str, list[dict]] = field(default_factory=dict)  # per stage, each shard's JSON line
+    history_rows: dict[str, int] = field(default_factory=dict)
+    sizes: dict[str, float] = field(default_factory=dict)  # bytes
+    site_files: int = 0
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--servers", type=int, default=25_000)
+    parser.add_argument("--shards", type=int, default=20)
+    parser.add_argument("--parallel", type=int, default=2, help="shards run at once (this machine's cores)")
+    parser.add_argument("--black-holed", type=int, help="remote servers that never answer a connect (default 600 per 25,000)")
+    parser.add_argument("--concurrency", type=int, default=64, help="servers probed at once in one shard")
+    parser.add_argument("--deadline", type=float, default=5.0, help="seconds one request (a connect included) may take")
+    parser.add_argument("--quick", action="store_true", help="1,000 servers in 3 shards, for iteration")
+    parser.add_argument("--workdir", type=Path, help="keep the database and site here (default: a temporary directory)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.servers, args.shards = min(args.servers, 1_000), 3
+    if args.black_holed is None:
+        args.black_holed = round(args.servers * 600 / 25_000)
+    return args
+
+
+def timed(figures: Figures, name: str, fn):
+    started = time.perf_counter()
+    out = fn()
+    figures.timings[name] = time.perf_counter() - started
+    return out
+
+
+def run_day(args: argparse.Namespace, workdir: Path, say=print) -> Figures:
+    figures = Figures(servers=args.servers, black_holed=args.black_holed)
+    db_path, site = workdir / "fleet.db", workdir / "site"
+    endpoints = fleet_endpoints.start()
+    try:
+        waited = fleet_endpoints.black_holed(endpoints.black_hole, wait=1.0)
+        if waited is None:
+            raise SystemExit("the black hole accepted a connection: its listener's queue is not full")
+        figures.black_hole_wait = waited
+        end = datetime.now(timezone.utc)
+        say(f"generating {args.servers:,} synthetic servers …")
+        timed(figures, "generate", lambda: generate(db_path, args.servers, now=end - timedelta(days=1)))
+        db = store.open_db(db_path)
+        kinds = fleet_history.point_remotes(db, endpoints, args.black_holed)
+        figures.remote = len(kinds)
+        templates = fleet_history.fast_templates(endpoints, args.deadline)
+        say("writing 30 days of history …")
+        figures.history_rows = timed(figures, "history", lambda: fleet_history.write_history(db, kinds, templates, end, note=lambda m: say(f"  {m}")))
+        db.close()
+        figures.sizes["db_before_day"] = db_path.stat().st_size
+        for stage in SHARD_STAGES:
+            say(f"{stage}: {args.shards} shards, {args.parallel} at a time …")
+            figures.shards[stage] = timed(figures, stage, lambda: _shards(stage, args, db_path))
+        figures.shards["startup"] = [_one_shard("judge", f"1/{10**9}", args, db_path)]  # a job that selects nothing: its fixed cost
+        db = store.open_db(db_path)
+        servers = store.active_servers(db)
+        silent = Progress("score", len(servers), stream=io.StringIO())
+        timed(figures, "score", lambda: run_score(db, servers=servers, now=datetime.now(timezone.utc), progress=silent))
+        timed(figures, "build", lambda: run_build(db, rubrics=infos(), site_dir=site, now=datetime.now(timezone.utc)))
+        db.execute("pragma wal_checkpoint(truncate)")
+        db.close()
+    finally:
+        endpoints.stop()
+    figures.sizes["db"] = db_path.stat().st_size
+    figures.sizes["db_gzip"] = timed(figures, "gzip", lambda: _gzipped(db_path, workdir / "fleet.db.gz"))
+    timed(figures, "gunzip", lambda: _gunzip(workdir / "fleet.db.gz", workdir / "restored.db"))
+    figures.site_files, _, figures.sizes["site"] = size_of(site)
+    return figures
+
+
+def _shards(stage: str, args: argparse.Namespace, db_path: Path) -> list[dict]:
+    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        return list(pool.map(lambda i: _one_shard(stage, f"{i}/{args.shards}", args, db_path), range(1, args.shards + 1)))
+
+
+def _one_shard(stage: str, shard: str, args: argparse.Namespace, db_path: Path) -> dict:
+    """One matrix job's stage in a process of its own; its wall time includes the start (imports, opening the database)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("fleet_shard.py")), stage, shard, "--db", str(db_path),
+                           "--concurrency", str(args.concurrency), "--deadline", str(args.deadline)],
+                          capture_output=True, text=True, check=True)
+    line = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**line, "shard": shard, "wall": time.perf_counter() - started}
+
+
+def _gzipped(path: Path, target: Path) -> int:
+    with open(path, "rb") as raw, gzip.open(target, "wb", compresslevel=6) as packed:
+        shutil.copyfileobj(raw, packed, 1 << 20)
+    return target.stat().st_size
+
+
+def _gunzip(path: Path, target: Path) -> None:
+    with gzip.open(path, "rb") as packed, open(target, "wb") as raw:
+        shutil.copyfileobj(packed, raw, 1 << 20)
+    target.unlink()
+
+
+def projection(figures: Figures, args: argparse.Namespace, servers: int = 25_000, matrix: int = MATRIX) -> dict[str, dict[str, float]]:
+    """Each workflow's run on a `matrix`-job matrix for `servers` servers: a job's measured start-up, the black-holed share's
+    waits (one deadline per wave of the concurrency, counted as if nothing overlapped them), and each stage's measured
+    per-server cost for the rest, scaled from this run's fleet; plus the stated setup, the restore and the merge."""
+    scale = servers / figures.servers
+    startup = figures.shards["startup"][0]["wall"]
+    restore = JOB_SETUP_S + figures.sizes["db_gzip"] * scale / 1e6 / DOWNLOAD_MB_S + figures.timings["gunzip"] * scale
+    publish_snapshot = figures.timings["gzip"] * scale + figures.sizes["db_gzip"] * scale / 1e6 / UPLOAD_MB_S
+    waves = -(-round(figures.black_holed * scale / matrix) // args.concurrency)
+    out = {}
+    for stage in SHARD_STAGES:
+        rows = figures.shards[stage]
+        waited = [-(-r["counts"].get("timeout", 0) // args.concurrency) * args.deadline for r in rows]
+        active = sum(max(0.0, r["wall"] - startup - w) for r, w in zip(rows, waited)) / max(1, sum(r["servers"] for r in rows))
+        job = startup + (waves * args.deadline if stage != "judge" else 0.0) + active * sum(r["servers"] for r in rows) * scale / matrix
+        merge = JOB_SETUP_S + figures.timings.get("merge", 0.0) * scale  # the job that gathers the shards' databases
+        out[stage] = {"per_server_ms": active * 1000, "job_stage_s": job, "wall_s": restore + job + merge, "runs": RUNS_A_DAY[stage],
+                      "runner_s": matrix * (restore + job) + merge + restore}
+    site_upload = figures.sizes["site"] * scale / 1e6 / UPLOAD_MB_S
+    tail = (figures.timings["score"] + figures.timings["build"]) * scale
+    out["score+build"] = {"per_server_ms": tail / servers * 1000, "job_stage_s": tail, "wall_s": restore + tail + site_upload + publish_snapshot,
+                          "runs": 1, "runner_s": restore + tail + site_upload + publish_snapshot}
+    return out
+
+
+def report(figures: Figures, args: argparse.Namespace, speed: tuple[float, float], say=print) -> None:
+    mb = lambda n: f"{n / 1e6:,.0f} MB"  # noqa: E731
+    say(f"fleet: {figures.servers:,} servers, {figures.remote:,} remote on loopback endpoints, of which {figures.black_holed} black-holed "
+        f"(a connect waited {figures.black_hole_wait:.2f} s of a 1 s deadline: it black-holes); generated in {figures.timings['generate']:.0f} s")
+    say(f"30 simulated days written in {figures.timings['history']:.0f} s: " + ", ".join(f"{t} +{n:,}" for t, n in figures.history_rows.items()))
+    say("left out: analyze (the synthetic repositories do not exist; bench/analyze_synthetic.py measures it), "
+        "sandbox probes of the local share (packages not installed; bench/sandbox_fleet.py measures them)")
+    startup = figures.shards["startup"][0]["wall"]
+    say(f"the real day, {args.shards} shards, {args.parallel} at a time, concurrency {args.concurrency}, deadline {args.deadline:g} s "
+        f"(a job's start-up: {startup:.1f} s):")
+    for stage in SHARD_STAGES:
+        rows = figures.shards[stage]
+        walls = [r["wall"] for r in rows]
+        counts: dict[str, int] = {}
+        for r in rows:
+            for k, v in r["counts"].items():
+                counts[k] = counts.get(k, 0) + v
+        say(f"  {stage:<8} {figures.timings[stage]:6.1f} s wall; per shard median {statistics.median(walls):.1f} s, "
+            f"min {min(walls):.1f}, max {max(walls):.1f} ({sum(r['servers'] for r in rows):,} servers); {json.dumps(counts, sort_keys=True)}")
+        say("           shards: " + " ".join(f"{r['wall']:.1f}" for r in rows))
+    say(f"  merge    {figures.timings.get('merge', 0.0):6.1f} s (the shards wrote to the main database)")
+    say(f"  score    {figures.timings['score']:6.1f} s; build {figures.timings['build']:.1f} s")
+    say(f"sizes: database {mb(figures.sizes['db_before_day'])} after 30 days, {mb(figures.sizes['db'])} after the day, "
+        f"{mb(figures.sizes['db_gzip'])} gzip'd ({figures.timings['gzip']:.0f} s; gunzip {figures.timings['gunzip']:.0f} s); "
+        f"site {mb(figures.sizes['site'])} in {figures.site_files:,} files")
+    say(f"projection, 25,000 servers on a {MATRIX}-job matrix (a hosted runner's core taken as one of these; per job {JOB_SETUP_S:.0f} s of "
+        f"setup stated, restore at {DOWNLOAD_MB_S:.0f} MB/s, uploads at {UPLOAD_MB_S:.0f} MB/s):")
+    wall = runner = 0.0
+    for name, p in projection(figures, args).items():
+        fits = p["wall_s"] <= CADENCE_S[name] / 2
+        wall, runner = wall + p["wall_s"] * p["runs"], runner + p["runner_s"] * p["runs"]
+        say(f"  {name:<11} {p['per_server_ms']:7.1f} ms/server; a job's stage {p['job_stage_s']:5.0f} s; a run {p['wall_s'] / 60:5.1f} min "
+            f"× {p['runs']}/day, {p['runner_s'] / 60:6.1f} runner-min each; every {CADENCE_S[name] / 60:,.0f} min: "
+            f"{'fits' if fits else 'DOES NOT FIT'} (in half of it)")
+    say(f"  a day: {wall / 3600:.1f} h of workflow wall time, {runner / 3600:.0f} runner-hours")
+    say(calibration_line(*speed))
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = arguments(argv)
+    speed = calibration()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = args.workdir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        figures = run_day(args, workdir)
+    report(figures, args, (speed, calibration()))
+
+
+if __name__ == "__main__":
+    main()
