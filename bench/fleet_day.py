@@ -109,7 +109,8 @@ def run_day(args: argparse.Namespace, workdir: Path, say=print) -> Figures:
         figures.remote = len(kinds)
         templates = fleet_history.fast_templates(endpoints, args.deadline)
         say("writing 30 days of history …")
-        figures.history_rows = timed(figures, "history", lambda: fleet_history.write_history(db, kinds, templates, end, note=lambda m: say(f"  {m}")))
+        history = lambda: fleet_history.write_history(db, kinds, templates, end, args.shards, note=lambda m: say(f"  {m}"))  # noqa: E731
+        figures.history_rows = timed(figures, "history", history)
         db.close()
         figures.sizes["db_before_day"] = db_path.stat().st_size
         for stage in SHARD_STAGES:

@@ -9,7 +9,7 @@ to `end` (the start of the real day run on top):
   probe with tools), a sandbox run of every local server every week;
 - a re-analysis of a quarter of the servers (their sources changed once in the month);
 - a score_history row per server, rubric and day for 30 days (the cards scored once, copied to each day);
-- the `runs` rows of the job graph's stage runs (20 shards, fast probes every 15 minutes, analysis hourly).
+- the `runs` rows of the job graph's stage runs (per shard: fast probes every 15 minutes, analysis hourly, the rest daily).
 Deterministic for a fleet: every choice hashes the server id.
 """
 
@@ -78,7 +78,7 @@ def fast_templates(endpoints: Endpoints, deadline: float) -> dict[str, dict]:
     return found
 
 
-def write_history(db: Database, kinds: dict[str, str], templates: dict[str, dict], end: datetime,
+def write_history(db: Database, kinds: dict[str, str], templates: dict[str, dict], end: datetime, shards: int,
                   note: Callable[[str], None] = lambda _: None) -> dict[str, int]:
     """Every row of the month before `end` (see the module's docstring); returns rows added per table."""
     before = {t: db[t].count for t in ("probe_runs", "tool_snapshots", "analyses", "score_history", "runs")}
@@ -91,7 +91,7 @@ def write_history(db: Database, kinds: dict[str, str], templates: dict[str, dict
     note("30 days of score history")
     _score_history(db, end)
     note("the job graph's runs")
-    _stage_runs(db, end)
+    _stage_runs(db, end, shards)
     return {t: db[t].count - n for t, n in before.items()}
 
 
@@ -173,7 +173,7 @@ def _score_history(db: Database, end: datetime) -> None:
         """, {"end": iso(end)})
 
 
-def _stage_runs(db: Database, end: datetime, shards: int = 20) -> None:
+def _stage_runs(db: Database, end: datetime, shards: int) -> None:
     """What the month's stage runs leave in `runs`: per day, every shard's 96 fast-probe runs, 24 analysis batches, one deep
     probe and one judge run; one score, build and publish."""
     rows = []
