@@ -107,6 +107,48 @@ def pass_settings(command: Callable) -> Callable:
 
     return with_settings
 server_option = click.option("--server", "server_ids", multiple=True, help="Only this server id (repeatable).")
+budget_option = click.option("--budget", type=click.FloatRange(min=0), metavar="SECONDS",
+                             help="Wall-clock budget: no new work once spent; what was done is kept, what was not is counted skipped_budget.")
+due_option = click.option("--due", is_flag=True, help="Only the servers the cadence says are due (pipeline.fleet.cadence), oldest first.")
+transport_option = click.option("--transport", type=click.Choice(["remote", "stdio"]),
+                                help="Only remote servers, or only those we start (stdio and packages, in the sandbox).")
+
+
+def _select(db: Database, stage: str, server_ids: tuple[str, ...], due: bool = False, transport: str | None = None) -> list:
+    """The servers a stage works on: those named (else every active one), of the transport asked for, oldest examined first
+    (so a run its budget cut short is taken up where it stopped), only the due ones with --due."""
+    from pipeline.fleet import cadence
+
+    servers = _servers(db, server_ids)
+    if transport is not None:
+        servers = [s for s in servers if s.is_local == (transport == "stdio")]
+    last, now = store.last_examined(db, stage), utcnow()
+    if not due:
+        return cadence.oldest_first(servers, last, lambda s: s.id)
+    if stage == "analyze":
+        return cadence.due_for_analysis(servers, last, now)
+    if stage == "monitor":
+        return cadence.due_for_monitor(servers, last, now)
+    if stage == "probe":
+        return cadence.due_for_probe(servers, last, now, store.sandboxed_versions(db))
+    return cadence.due_for_judging(servers, last, now)
+
+
+def probe_options(command: Callable) -> Callable:
+    """The options probe and monitor share: how many at once, the connect deadline, which servers, the budget."""
+    for option in reversed([
+        click.option("--concurrency", type=click.IntRange(min=1), help="Remote servers probed at once, one connection each (SCOREBOARD_CONCURRENCY)"),
+        click.option("--connect-timeout", type=click.FloatRange(min=0.1), help="Seconds to open one connection (SCOREBOARD_CONNECT_TIMEOUT)."),
+        due_option, transport_option, budget_option,
+    ]):
+        command = option(command)
+    return command
+
+
+def _deadline(budget: float | None):
+    from pipeline.fleet.budget import Deadline
+
+    return Deadline(budget)
 
 
 @cli.command()
@@ -117,8 +159,9 @@ server_option = click.option("--server", "server_ids", multiple=True, help="Only
 @click.option("--online", is_flag=True,
               help="Fetch every registered source live (credentials from GITHUB_TOKEN, SMITHERY_API_KEY, PULSEMCP_API_KEY, …).")
 @click.option("--sources", "source_names", help="Comma-separated sources to read (default: every one available, plus `local`).")
+@budget_option
 @pass_settings
-def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, online: bool, source_names: str | None) -> None:
+def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, online: bool, source_names: str | None, budget: float | None) -> None:
     """Read the sources and merge their servers into the catalog (the embedded local catalog by default)."""
     from pipeline.discover import run_discover
     from pipeline.discover.http import USER_AGENT, SourceHTTP, source_client
@@ -136,8 +179,10 @@ def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, on
             sources, downloads = _discovery_sources(settings, catalog, snapshot, online, names, http)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from exc
-        args = {"catalog": str(catalog), "snapshot": str(snapshot) if snapshot else None, "online": online, "sources": [s.name for s in sources]}
-        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow()))
+        args = {"catalog": str(catalog), "snapshot": str(snapshot) if snapshot else None, "online": online, "sources": [s.name for s in sources],
+                "budget": budget}
+        deadline = _deadline(budget)
+        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow(), deadline=deadline))
 
 
 def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, names: list[str] | None, http: SourceHTTP):
@@ -169,15 +214,26 @@ def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None,
 @cli.command()
 @server_option
 @click.option("--source", "sources", multiple=True, metavar="ID=DIR", help="Analyse this server from a local directory (repeatable).")
+@due_option
+@click.option("--oldest", metavar="N|auto", help="The freshness sweep: analyse afresh (unchanged or not) the N servers whose analysis is "
+              "oldest; auto: an eighth of the fleet, so a weekly sweep refreshes it every 8 weeks.")
+@budget_option
 @pass_settings
-def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str, ...]) -> None:
+def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str, ...], due: bool, oldest: str | None, budget: float | None) -> None:
     """Analyse each server's source: its GitHub repository, else its npm or PyPI package (or the installed one)."""
+    from pipeline.fleet import cadence
+
     bad = [s for s in sources if "=" not in s or not Path(s.split("=", 1)[1]).is_dir()]
     if bad:
         raise click.UsageError(f"--source takes ID=DIR with an existing directory, not {bad[0]!r}")
+    if oldest is not None and not (oldest == "auto" or oldest.isdigit()):
+        raise click.UsageError(f"--oldest takes a number of servers or auto, not {oldest!r}")
     db = _open(settings)
-    _analyze(db, settings, servers=_servers(db, server_ids), directories={k: Path(v) for k, v in (s.split("=", 1) for s in sources)},
-             args={"servers": list(server_ids)})
+    servers = _select(db, "analyze", server_ids, due and oldest is None)
+    if oldest is not None:
+        servers = cadence.oldest(servers, store.last_analysed(db), cadence.sweep_size(len(servers)) if oldest == "auto" else int(oldest))
+    _analyze(db, settings, servers=servers, directories={k: Path(v) for k, v in (s.split("=", 1) for s in sources)},
+             args={"servers": list(server_ids), "due": due, "oldest": oldest, "budget": budget}, budget=budget, fresh=oldest is not None)
 
 
 def _install(settings: Settings, specs: list) -> dict:
@@ -194,8 +250,10 @@ def _install(settings: Settings, specs: list) -> dict:
     return results
 
 
-def _analyze(db: Database, settings: Settings, servers: list, directories: dict[str, Path] | None = None, args: dict | None = None) -> None:
-    """Fetch and analyse concurrently; the previous analyses let unchanged sources cost one cheap call."""
+def _analyze(db: Database, settings: Settings, servers: list, directories: dict[str, Path] | None = None, args: dict | None = None,
+             budget: float | None = None, fresh: bool = False) -> None:
+    """Fetch and analyse concurrently; the previous analyses let unchanged sources cost one cheap call (`fresh`: not asked,
+    every source is fetched and analysed again, as the freshness sweep does)."""
     import ssl
 
     import httpx
@@ -203,10 +261,12 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
     # A listing-only server (deviation 80) has no source to fetch: none is tried, no failure recorded (the score stage passes
     # it over too, so an analysis of it would never count).
     examined = [s for s in servers if not listing_only(s)]
+    deadline = _deadline(budget)
 
     def analysed(_: int) -> StageReport:
         report = run_analyze(db, servers=fetch_order(examined), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
-                             previous=lambda server_id: _latest_analysis(db, server_id), resolve=resolves_public if settings.analyze_dns else None)
+                             previous=(lambda _: None) if fresh else (lambda server_id: _latest_analysis(db, server_id)),
+                             resolve=resolves_public if settings.analyze_dns else None, deadline=deadline)
         if len(examined) < len(servers):
             report.counts["listing_only"] = len(servers) - len(examined)
         return report
@@ -257,17 +317,18 @@ def _exit_unmet(probe_result: ProbeResult) -> None:
 @server_option
 @click.option("--stdio", "stdio_command", help='Probe one local server started by this command, e.g. --stdio "python server.py".')
 @click.option("--json", "as_json", is_flag=True, help="With TARGET or --stdio: print the full evidence as JSON.")
-@click.option("--concurrency", type=int, help="Servers probed at once.")
 @click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")
+@probe_options
 @pass_settings
 def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], stdio_command: str | None, as_json: bool,
-          concurrency: int | None, call_timeout: float | None) -> None:
+          call_timeout: float | None, concurrency: int | None, connect_timeout: float | None, due: bool, transport: str | None,
+          budget: float | None) -> None:
     """Deep-probe each catalog server live: handshake, lists, basic checks.
 
     With TARGET (an MCP URL) or --stdio COMMAND: probe that one server, which need not be in the catalog,
     store nothing, and print what the prober saw.
     """
-    settings = settings.model_copy(update={k: v for k, v in {"concurrency": concurrency, "call_timeout": call_timeout}.items() if v})
+    settings = _probe_settings(settings, concurrency, connect_timeout, call_timeout=call_timeout)
     if target or stdio_command:
         import json
         import shlex
@@ -280,34 +341,73 @@ def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], s
         echo(json.dumps(store.cleaned_json(seen), indent=2, sort_keys=True) if as_json else render_probe(seen, target))
         _exit_unmet(seen)
         return
-    _probe(_open(settings), settings, server_ids, "deep")
+    _probe(_open(settings), settings, server_ids, "deep", due, transport, budget)
 
 
-def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str) -> None:
-    servers = _servers(db, server_ids)
+def _probe_settings(settings: Settings, concurrency: int | None, connect_timeout: float | None, **more: float | None) -> Settings:
+    given = {"concurrency": concurrency, "connect_timeout": connect_timeout, **more}
+    return settings.model_copy(update={k: v for k, v in given.items() if v})
+
+
+def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str, due: bool = False, transport: str | None = None,
+           budget: float | None = None) -> None:
+    stage = "probe" if kind == "deep" else "monitor"
+    servers = _select(db, stage, server_ids, due, transport)
     installer = Installer.from_settings(settings)
     run = run_probe if kind == "deep" else run_monitor
-    stage = "probe" if kind == "deep" else "monitor"
-    _stage(db, stage, {"servers": list(server_ids)},
-           lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+    deadline = _deadline(budget)
+    args = {"servers": list(server_ids), "due": due, "transport": transport, "budget": budget, "concurrency": settings.concurrency}
+    _stage(db, stage, args, lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id,
+                                                deadline=deadline))
 
 
 @cli.command()
 @server_option
+@probe_options
 @pass_settings
-def monitor(settings: Settings, server_ids: tuple[str, ...]) -> None:
-    """Fast-probe each server (connect, handshake, ping) for reliability."""
-    _probe(_open(settings), settings, server_ids, "fast")
+def monitor(settings: Settings, server_ids: tuple[str, ...], concurrency: int | None, connect_timeout: float | None, due: bool,
+            transport: str | None, budget: float | None) -> None:
+    """Fast-probe each server (connect, handshake, ping) for reliability; raw fast runs older than 48 hours are then pruned
+    (their daily rollups stay)."""
+    settings = _probe_settings(settings, concurrency, connect_timeout)
+    _probe(_open(settings), settings, server_ids, "fast", due, transport, budget)
 
 
 @cli.command()
 @server_option
+@due_option
+@budget_option
 @pass_settings
-def judge(settings: Settings, server_ids: tuple[str, ...]) -> None:
+def judge(settings: Settings, server_ids: tuple[str, ...], due: bool, budget: float | None) -> None:
     """Rate tool schemas for interpretability (offline judge unless LLM keys are configured)."""
     db = _open(settings)
-    servers = _servers(db, server_ids)
-    _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
+    servers = _select(db, "judge", server_ids, due)
+    deadline = _deadline(budget)
+    _stage(db, "judge", {"due": due, "budget": budget},
+           lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow(), deadline=deadline))
+
+
+@cli.command()
+@click.argument("server_id")
+@click.option("--requested-by", help="Who asked (an issue number, a login): recorded with the request.")
+@pass_settings
+def rescore(settings: Settings, server_id: str, requested_by: str | None) -> None:
+    """A priority rescore of one server: analyse it afresh, deep-probe it, judge and score it. At most once per 24 hours
+    per server (seed 000); a refused request is recorded too, and exits 1."""
+    from pipeline.fleet import cadence
+
+    db = _open(settings)
+    server = _servers(db, (server_id,))[0]
+    now = utcnow()
+    refusal = cadence.rescore_refusal(store.last_rescore(db, server_id), now)
+    store.record_rescore(db, server_id, now, requested_by, "refused" if refusal else "accepted")
+    if refusal:
+        echo(f"rescore refused: {refusal}", err=True)
+        raise SystemExit(1)
+    _analyze(db, settings, [server], args={"rescore": server_id}, fresh=True)
+    _probe(db, settings, (server_id,), "deep")
+    _stage(db, "judge", {"rescore": server_id}, lambda _: run_judge(db, servers=[server], providers=[OfflineJudge()], now=utcnow()))
+    _stage(db, "score", {"rescore": server_id}, lambda _: run_score(db, servers=[server], now=utcnow()))
 
 
 @cli.command()

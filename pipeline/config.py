@@ -34,7 +34,11 @@ class Settings(BaseModel):
     fast_probe_timeout: float = 15.0
     install_timeout: float = 600.0
     sandbox: Literal["auto", "bubblewrap", "docker"] = "auto"  # SCOREBOARD_SANDBOX: where packages run (auto: bubblewrap, else Docker)
-    concurrency: int = 4
+    # Remote servers probed at once (SCOREBOARD_CONCURRENCY): each has one probe, so one connection at a time, in flight
+    # (seed 000: at most one concurrent connection per server); most of a probe is waiting on the network (deviation 112).
+    concurrency: int = 48
+    sandbox_concurrency: int = 4  # SCOREBOARD_SANDBOX_CONCURRENCY: packages started in the sandbox at once (CPU and memory bound)
+    connect_timeout: float = 4.0  # SCOREBOARD_CONNECT_TIMEOUT: every connection a probe opens; a black-holed host costs this once
     allow_private: bool = False  # SCOREBOARD_ALLOW_PRIVATE=1: catalog remotes on loopback/private addresses may be probed (tests)
     stderr_cap: int = 64_000  # bytes of a server's stderr kept as evidence
     # Discovery online: optional credentials and endpoints, from the environment only.
@@ -64,6 +68,9 @@ class Settings(BaseModel):
             "datasette_url": os.environ.get("SCOREBOARD_DATASETTE_URL"),
             "allow_private": os.environ.get("SCOREBOARD_ALLOW_PRIVATE"),
             "call_timeout": os.environ.get("SCOREBOARD_CALL_TIMEOUT"),
+            "concurrency": os.environ.get("SCOREBOARD_CONCURRENCY"),
+            "connect_timeout": os.environ.get("SCOREBOARD_CONNECT_TIMEOUT"),
+            "sandbox_concurrency": os.environ.get("SCOREBOARD_SANDBOX_CONCURRENCY"),
             "probe_timeout": os.environ.get("SCOREBOARD_PROBE_TIMEOUT"),
             "max_response_bytes": os.environ.get("SCOREBOARD_MAX_RESPONSE_BYTES"),
             "github_token": os.environ.get("GITHUB_TOKEN"),

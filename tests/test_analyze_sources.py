@@ -185,10 +185,11 @@ def test_ctrl_c_keeps_what_is_recorded(db, tmp_path):
     assert report.interrupted and report.counts["analyzed"] == 2 and db["analyses"].count == 2
 
 
-def test_a_monorepos_servers_are_fetched_together():
+def test_a_monorepos_servers_are_fetched_together_where_the_first_comes():
+    """The order given (oldest examined first) is kept, but a monorepo's servers follow its first, for one shared fetch."""
     listed = [server(id="b", repository="https://github.com/o/r", subpath="x"), server(id="a", repository=None),
               server(id="c", repository="https://github.com/a/z"), server(id="d", repository="https://github.com/O/R", subpath="y")]
-    assert [s.id for s in fetch_order(listed)] == ["c", "b", "d", "a"]
+    assert [s.id for s in fetch_order(listed)] == ["b", "d", "a", "c"]
 
 
 def test_the_cli_default_analyses_from_the_chooser(tmp_path, monkeypatch):

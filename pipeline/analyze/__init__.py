@@ -27,6 +27,7 @@ from pipeline.analyze.metrics import analyze_tree
 from pipeline.analyze.reach import extraction_texts, unrecognised
 from pipeline.analyze.select import select
 from pipeline.analyze.spec import spec_version
+from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
 from pipeline.models import AnalysisResult, Server, StageReport
 from pipeline.progress import Progress
 
@@ -115,8 +116,10 @@ def run_analyze(
     resolve: Resolver | None = None,
     previous: Callable[[str], AnalysisResult | None] | None = None,
     concurrency: int = 8,
+    deadline: Deadline = NO_BUDGET,
 ) -> StageReport:
     """Analyse each server; `previous(server_id)` gives its last analysis, so an unchanged source costs one cheap call.
+    Once `deadline` passes no new fetch starts (those in flight end within their timeouts); the rest count skipped_budget.
 
     Fetching is network-bound, so servers are fetched and analysed in a bounded pool of threads; results are recorded
     here, in the calling thread, one transaction each, as they complete. Ctrl-C keeps what is recorded.
@@ -125,7 +128,11 @@ def run_analyze(
     report = StageReport(stage="analyze", counts={"analyzed": 0, "unchanged": 0, "deferred": 0, "failed": 0})
     progress = progress or Progress("analyze", len(servers))
     try:
-        for server, kind, outcome in _analysed(servers, fetcher, now, resolve, previous or (lambda _: None), concurrency):
+        for server, kind, outcome in _analysed(servers, fetcher, now, resolve, previous or (lambda _: None), concurrency, deadline):
+            if kind == SKIPPED:
+                report.counts[SKIPPED] = report.counts.get(SKIPPED, 0) + 1
+                continue
+            store.mark_examined(db, "analyze", [server.id], now)
             if isinstance(outcome, str):
                 report.counts["deferred"] += 1
                 progress.step(server.id, f"kept the previous analysis ({outcome})")
@@ -175,8 +182,9 @@ def _analyse_one(server: Server, fetcher: RepoFetcher, now: datetime, resolve: R
 
 
 def _analysed(servers: Sequence[Server], fetcher: RepoFetcher, now: datetime, resolve: Resolver | None,
-              previous: Callable[[str], AnalysisResult | None], concurrency: int) -> Iterator[Outcome]:
-    """Outcomes as they complete, with at most twice `concurrency` servers in flight (memory stays bounded)."""
+              previous: Callable[[str], AnalysisResult | None], concurrency: int, deadline: Deadline) -> Iterator[Outcome]:
+    """Outcomes as they complete, with at most twice `concurrency` servers in flight (memory stays bounded); once the
+    deadline passes, each server not started yet is yielded as skipped."""
     pending = iter(servers)
     pool = ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="analyze")
     running: set[Future[Outcome]] = set()
@@ -186,6 +194,9 @@ def _analysed(servers: Sequence[Server], fetcher: RepoFetcher, now: datetime, re
                 server = next(pending, None)
                 if server is None:
                     break
+                if deadline.expired():
+                    yield server, SKIPPED, None
+                    continue
                 running.add(pool.submit(_analyse_one, server, fetcher, now, resolve, previous(server.id)))
             if not running:
                 return

@@ -22,13 +22,15 @@ NO_SOURCE = "no source: no repository or package is known"
 
 
 def fetch_order(servers: list[Server]) -> list[Server]:
-    """Servers ordered so a monorepo's are fetched one after another (GitHubFetcher shares their repository's fetch)."""
-
-    def key(server: Server) -> tuple[str, str]:
+    """Servers in their order (oldest examined first, as the CLI chooses them), except that a monorepo's are fetched one
+    after another, where its first comes (GitHubFetcher shares their repository's fetch)."""
+    first: dict[str, int] = {}
+    keys = []
+    for position, server in enumerate(servers):
         ref = parse_github(server.repository, server.subpath)
-        return (ref.repo_key if ref else "~", server.id)
-
-    return sorted(servers, key=key)
+        group = ref.repo_key if ref else f"#{position}"
+        keys.append((first.setdefault(group, position), position))
+    return [server for _, server in sorted(zip(keys, servers), key=lambda pair: pair[0])]
 
 
 class SourceChooser:

@@ -23,6 +23,7 @@ from pipeline.discover.base import SourceBatch
 from pipeline.discover.http import SourceHTTP
 from pipeline.discover.merge import merge_listings
 from pipeline.discover.plan import plan_catalog
+from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
 from pipeline.models import StageReport
 from pipeline.progress import Progress
 
@@ -88,7 +89,10 @@ def run_discover(
     now: datetime,
     downloads: Downloads | None = None,
     progress: Progress | None = None,
+    deadline: Deadline = NO_BUDGET,
 ) -> StageReport:
+    """Read each source, merge what was read into the catalog. Once `deadline` passes no further source is read (a source
+    not read deactivates nothing, as an incomplete one), nor are download counts fetched: skipped_budget counts them."""
     started = time.monotonic()
     report = StageReport(stage="discover")
     progress = progress or Progress("discover", len(sources) + 1)
@@ -96,7 +100,11 @@ def run_discover(
     listed: dict[str, int] = {}
     skipped = 0
     aliases = store.repo_aliases(db)
-    for source in sources:
+    for position, source in enumerate(sources):
+        if deadline.expired():
+            report.counts[SKIPPED] = len(sources) - position
+            progress.note(f"budget spent: {len(sources) - position} sources not read ({', '.join(s.name for s in sources[position:])})")
+            break
         read_started = time.monotonic()
         try:
             batch = source.read()
@@ -132,7 +140,9 @@ def run_discover(
     report.phases["write"] = time.monotonic() - write_started
     report.counts.update({**counts, "skipped": skipped, **listed})
     progress.step("catalog", f"{len(listings)} listings merged into {len(merged)} servers; " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    if downloads is not None:
+    if downloads is not None and deadline.expired():
+        report.counts[SKIPPED] = report.counts.get(SKIPPED, 0) + 1
+    elif downloads is not None:
         _enrich_downloads(db, downloads, now, report, progress)
     report.seconds = time.monotonic() - started
     return report

@@ -18,6 +18,7 @@ from typing import Any, Protocol, Sequence
 from sqlite_utils import Database
 
 from pipeline import store
+from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
 from pipeline.judge.offline import OfflineJudge
 from pipeline.judging import text_hash
 from pipeline.listing_only import listing_only
@@ -39,14 +40,22 @@ class LLMProvider(Protocol):
 
 
 def run_judge(
-    db: Database, *, servers: Sequence[Server], providers: Sequence[LLMProvider], now: datetime, progress: Progress | None = None
+    db: Database, *, servers: Sequence[Server], providers: Sequence[LLMProvider], now: datetime, progress: Progress | None = None,
+    deadline: Deadline = NO_BUDGET,
 ) -> StageReport:
+    """Judge each server's new tool texts, in the order given; once `deadline` passes the server being judged is finished
+    (its judgements are one transaction) and the rest are counted skipped_budget."""
     started = time.monotonic()
     report = StageReport(stage="judge", counts={"judged": 0, "unchanged": 0, "no_tools": 0, "below_assessed": 0})
     progress = progress or Progress("judge", len(servers))
     tiers = store.visibilities(db, [s.id for s in servers], HEADLINE_RUBRIC)
     try:
-        for server in servers:
+        for position, server in enumerate(servers):
+            if deadline.expired():
+                report.counts[SKIPPED] = len(servers) - position
+                break
+            if not listing_only(server):
+                store.mark_examined(db, "judge", [server.id], now)
             if listing_only(server):  # deviation 80: no tools could ever be captured
                 report.counts["listing_only"] = report.counts.get("listing_only", 0) + 1
                 progress.step(server.id, "not judged: listing only")

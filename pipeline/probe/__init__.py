@@ -17,6 +17,7 @@ from sqlite_utils import Database
 
 from pipeline import store
 from pipeline.config import Settings
+from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
 from pipeline.http_headers import retry_after
 from pipeline.identity import is_public_endpoint, remote_key
 from pipeline.listing_only import listing_only
@@ -50,7 +51,10 @@ def run_probe(
     kind: ProbeKind = "deep",
     run_id: int | None = None,
     progress: Progress | None = None,
+    deadline: Deadline = NO_BUDGET,
 ) -> StageReport:
+    """Probe `servers` in their order (oldest first, when the caller chose them by cadence). Once `deadline` passes no
+    new probe starts: those already started end within their own probe budget, and the rest are counted skipped_budget."""
     started = time.monotonic()
     stage = "probe" if kind == "deep" else "monitor"
     report = StageReport(stage=stage)
@@ -96,6 +100,7 @@ def run_probe(
             report.storage_failed()
             progress.step(result.server_id, str(refusal), ok=False)
             return
+        store.mark_examined(db, stage, [result.server_id], now)
         if result.delist:
             store.delist(db, result.server_id, now)  # its owner asked to be off the scoreboard: off it stays
         outcome = result.outcome.value
@@ -108,10 +113,15 @@ def run_probe(
                       ok=result.reachable)
 
     async def probe_all() -> None:
-        limiter = anyio.CapacityLimiter(max(1, settings.concurrency))
+        # One task per server, so at most one connection to each at a time; remotes mostly wait on the network, packages we
+        # start take CPU and memory: each has its own limit.
+        remote, started = anyio.CapacityLimiter(max(1, settings.concurrency)), anyio.CapacityLimiter(max(1, settings.sandbox_concurrency))
 
         async def one(server: Server) -> None:
-            async with limiter:
+            async with started if server.launch is not None else remote:
+                if deadline.expired():
+                    report.counts[SKIPPED] = report.counts.get(SKIPPED, 0) + 1
+                    return
                 installed = installs.get(install_key(server.launch)) if server.launch else None
                 record(await probe_server(server, installed, sandbox, settings, now, kind))
 
@@ -153,7 +163,8 @@ def package_sandbox(settings: Settings) -> Sandbox:
 def probe_limits(settings: Settings, allow_private: bool, allowed: frozenset[str] = frozenset()) -> Limits:
     """The bounds of every request, and the User-Agent that names the scoreboard and where its probing is explained
     (`allowed`: the non-public address kinds of a target we started or the user named)."""
-    return Limits(timeout=settings.call_timeout, max_bytes=settings.max_response_bytes, allow_private=allow_private, allowed=allowed,
+    return Limits(timeout=settings.call_timeout, connect_timeout=settings.connect_timeout, max_bytes=settings.max_response_bytes,
+                  allow_private=allow_private, allowed=allowed,
                   user_agent=f"{USER_AGENT} (+{settings.site_url}methodology/index.html)")
 
 

@@ -57,6 +57,10 @@ async def get_bytes(client: httpx.AsyncClient, url: str, limits: Limits, accept:
                         return response.status_code, kind, None
                     chunks.append(chunk)
                 return response.status_code, kind, b"".join(chunks)
+    except httpx.ConnectTimeout:
+        if limits.budget is not None:  # a host that does not take a connection is not dialled again in this probe
+            limits.budget.halt(f"no connection within {limits.connect:g} s ({url})")
+        return None, "", None
     except (TimeoutError, httpx.HTTPError, OSError, AddressRefused):
         return None, "", None
 
@@ -82,7 +86,7 @@ async def endpoint_facts(client: httpx.AsyncClient, url: str, first: Exchange, l
     if limits.stopped():
         return facts
     if secure:
-        facts.tls_version, facts.cert_valid = await tls_facts(url, limits.wait(), limits.reach)
+        facts.tls_version, facts.cert_valid = await tls_facts(url, limits.wait(), limits.reach, limits.connect)
     if first.status in (401, 403):
         resource = await _protected_resource(client, url, first.headers.get("www-authenticate", ""), limits)
         facts.protected_resource_metadata = resource is not None
@@ -101,7 +105,7 @@ async def endpoint_facts(client: httpx.AsyncClient, url: str, first: Exchange, l
     return facts
 
 
-async def tls_facts(url: str, timeout: float, reach: Reach = Reach()) -> tuple[str | None, bool | None]:
+async def tls_facts(url: str, timeout: float, reach: Reach = Reach(), connect: float | None = None) -> tuple[str | None, bool | None]:
     """(TLS version, certificate valid) of an https endpoint; the version is read even when the certificate fails.
     The host is resolved once and dialled at that address only if `reach` allows it, with its name for SNI and the
     certificate check. The handshake runs in a thread, bounded twice: the socket's timeout is a deadline for the whole
@@ -114,7 +118,8 @@ async def tls_facts(url: str, timeout: float, reach: Reach = Reach()) -> tuple[s
     def handshake(verify: bool) -> str | None:
         if not pinned:
             pinned.append(reach.addresses(host, port)[0])
-        with socket.create_connection((pinned[0], port), timeout=timeout) as raw:
+        with socket.create_connection((pinned[0], port), timeout=min(connect or timeout, timeout)) as raw:
+            raw.settimeout(timeout)
             with _tls_contexts(verify).wrap_socket(raw, server_hostname=host) as secured:
                 return secured.version()
 

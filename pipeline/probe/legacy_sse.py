@@ -94,7 +94,7 @@ class SseStream:
             for _ in range(self.limits.max_redirects + 1):
                 # No read timeout: the stream may rightly sit idle between answers; each POST's wait has its own deadline.
                 async with self.client.stream("GET", target, headers={"User-Agent": self.limits.user_agent, "Accept": "text/event-stream"},
-                                              timeout=httpx.Timeout(self.limits.timeout, read=None)) as response:
+                                              timeout=httpx.Timeout(self.limits.timeout, read=None, connect=self.limits.connect)) as response:
                     self.get.status = response.status_code
                     self.get.headers = kept_headers(response)
                     if response.is_redirect and "location" in response.headers:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Sequence
 
 from sqlite_utils import Database
 
+from pipeline import store
 from pipeline.config import Settings
+from pipeline.fleet.budget import NO_BUDGET, Deadline
 from pipeline.models import Server, StageReport
 from pipeline.probe import run_probe
 from pipeline.probe.sandbox import Sandbox
 from pipeline.progress import Progress
 from pipeline.sandbox.install import Installer
+
+RAW_FAST_KEPT = timedelta(hours=48)  # issue 18: raw fast runs are kept 48 hours; the daily rollups are kept for good
 
 
 def run_monitor(
@@ -25,8 +29,14 @@ def run_monitor(
     now: datetime,
     run_id: int | None = None,
     progress: Progress | None = None,
+    deadline: Deadline = NO_BUDGET,
+    keep_raw: timedelta | None = RAW_FAST_KEPT,
 ) -> StageReport:
-    return run_probe(
+    """Fast-probe `servers`, then prune raw fast runs older than `keep_raw` (their daily rollups stay; deviation 113)."""
+    report = run_probe(
         db, servers=servers, installer=installer, sandbox=sandbox, settings=settings, now=now,
-        kind="fast", run_id=run_id, progress=progress,
+        kind="fast", run_id=run_id, progress=progress, deadline=deadline,
     )
+    if keep_raw is not None and not report.interrupted:
+        report.counts["pruned_raw"] = store.prune_fast_runs(db, now - keep_raw)
+    return report

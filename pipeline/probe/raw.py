@@ -40,6 +40,7 @@ CLIENT_INFO = {"name": "mcp-scoreboard", "version": ENGINE_VERSION}
 @dataclass(frozen=True)
 class Limits:
     timeout: float = 10.0  # one exchange: connect, headers and the whole body or stream
+    connect_timeout: float = 4.0  # opening one connection (within `timeout`): a host that never answers a SYN costs this
     max_bytes: int = 5_000_000
     max_events: int = 1_000  # SSE events before the response (notifications, keep-alives)
     max_redirects: int = 3
@@ -54,6 +55,10 @@ class Limits:
     def reach(self) -> Reach:
         """Where this probe's clients may connect (never link-local or metadata addresses, whatever is allowed)."""
         return Reach(self.allowed | (frozenset({LOOPBACK, PRIVATE}) if self.allow_private else frozenset()), self.resolver, self.origins)
+
+    @property
+    def connect(self) -> float:
+        return min(self.connect_timeout, self.timeout)
 
     def within(self, budget: Budget) -> "Limits":
         return replace(self, budget=budget)
@@ -183,7 +188,7 @@ def probe_client(limits: Limits = Limits(), connections: int = 1) -> httpx.Async
                                         limits=httpx.Limits(max_connections=connections, max_keepalive_connections=connections))
 
     return httpx.AsyncClient(transport=PinnedAsyncTransport(httpx, transport, limits.reach), follow_redirects=False,  # type: ignore[arg-type]
-                             timeout=httpx.Timeout(limits.timeout), trust_env=False)
+                             timeout=httpx.Timeout(limits.timeout, connect=limits.connect), trust_env=False)
 
 
 def modern_meta() -> dict[str, Any]:

@@ -39,7 +39,7 @@ def _transport(running: Running, cap: MessageCap, exited: ServerExit, limits: Li
     """The SDK transport for `running`, every message bounded by `cap` (pipeline.probe.transports)."""
     if running.transport == "stdio":
         return bounded_stdio(running, cap, exited)
-    clients = capped_http_client(cap, limits.timeout, total_timeout, limits.user_agent, limits.reach)
+    clients = capped_http_client(cap, limits.timeout, total_timeout, limits.user_agent, limits.reach, limits.connect)
     if running.transport == "sse":
         return sse_client(running.url or "", timeout=limits.timeout, sse_read_timeout=total_timeout, httpx_client_factory=clients)
     return _streamable(running.url or "", clients, cap)

@@ -216,13 +216,15 @@ def _named(request: httpx2.Request) -> str:
     return method if isinstance(method, str) else request.method
 
 
-def capped_http_client(cap: MessageCap, call_timeout: float, stream_timeout: float, user_agent: str = USER_AGENT, reach: Reach = Reach()):
+def capped_http_client(cap: MessageCap, call_timeout: float, stream_timeout: float, user_agent: str = USER_AGENT, reach: Reach = Reach(),
+                       connect_timeout: float | None = None):
     """A factory of SDK HTTP clients (the signature `sse_client` wants) bounded by `cap`, dialling what `reach` allows,
     naming the scoreboard."""
 
     def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:
         return httpx2.AsyncClient(transport=_CappedTransport(cap, reach), headers={**(headers or {}), "User-Agent": user_agent}, auth=auth,
-                                  timeout=httpx2.Timeout(call_timeout, read=stream_timeout), trust_env=False)
+                                  timeout=httpx2.Timeout(call_timeout, read=stream_timeout, connect=connect_timeout or call_timeout),
+                                  trust_env=False)
 
     return factory
 

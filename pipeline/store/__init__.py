@@ -5,7 +5,7 @@ what it had committed and nothing half-written. Every string written from outsid
 first (pipeline.clean), deep through JSON evidence; a server whose rows the database still
 refuses raises WriteRefused, with nothing of it written, for its stage to count and go on.
 One module per concern: connection (open, check, migrate, copy), encoding, refusals,
-migrations, catalog, runs, evidence, scores, and the read models of the score stage
+migrations, catalog, runs, evidence, scores, fleet (cadence marks, rescore requests, retention), and the read models of the score stage
 (scoring) and the build (pages).
 """
 
@@ -37,6 +37,7 @@ from pipeline.store.evidence import (
     record_probe,
     save_judgements,
 )
+from pipeline.store.fleet import last_analysed, last_examined, last_rescore, mark_examined, prune_fast_runs, record_rescore, sandboxed_versions
 from pipeline.store.pages import page_evidence, page_evidence_stamps
 from pipeline.store.refusals import WriteRefused
 from pipeline.store.runs import fail_run, finish_run, start_run
@@ -44,12 +45,12 @@ from pipeline.store.scores import CardRow, card_row, drop_cards, load_scores, sc
 from pipeline.store.scoring import ScoringEvidence, duplicate_descriptions, scoring_evidence
 
 __all__ = [
-    "CardRow", "CatalogPlan", "CatalogState", "ScoreboardDatabaseError", "ScoringEvidence", "WriteRefused", "active_servers",
-    "apply_catalog_plan",
-    "card_row", "catalog_state", "classification_of", "cleaned_json", "content_hash", "database_path", "delist", "drop_cards", "dumps",
-    "duplicate_descriptions", "fail_run", "finish_run", "in_chunks", "iso", "judged_hashes", "latest_analyses", "latest_analysis_ids",
-    "latest_probe", "latest_probe_summaries", "latest_probes", "load_scores", "open_db", "packages_due_for_downloads", "page_evidence",
-    "page_evidence_stamps", "parse_iso", "rate_limited_until", "record_analysis", "record_probe", "record_problems", "repo_aliases",
-    "save_aliases", "save_download_counts", "save_judgements", "score_cards", "score_changes", "scoring_evidence", "snapshot",
-    "start_run", "visibilities", "write_card_rows",
+    "active_servers", "apply_catalog_plan", "card_row", "CardRow", "catalog_state", "CatalogPlan", "CatalogState", "classification_of",
+    "cleaned_json", "content_hash", "database_path", "delist", "drop_cards", "dumps", "duplicate_descriptions", "fail_run", "finish_run",
+    "in_chunks", "iso", "judged_hashes", "last_analysed", "last_examined", "last_rescore", "latest_analyses", "latest_analysis_ids",
+    "latest_probe", "latest_probe_summaries", "latest_probes", "load_scores", "mark_examined", "open_db", "packages_due_for_downloads",
+    "page_evidence", "page_evidence_stamps", "parse_iso", "prune_fast_runs", "rate_limited_until", "record_analysis", "record_probe",
+    "record_problems", "record_rescore", "repo_aliases", "sandboxed_versions", "save_aliases", "save_download_counts", "save_judgements",
+    "score_cards", "score_changes", "ScoreboardDatabaseError", "scoring_evidence", "ScoringEvidence", "snapshot", "start_run",
+    "visibilities", "write_card_rows", "WriteRefused",
 ]

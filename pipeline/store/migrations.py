@@ -320,3 +320,15 @@ def m006_attempt_history(db: Database) -> None:
     """Failed attempts since a server last answered are counted from its runs (pipeline.outcomes): an index that holds
     what the count reads, so a server probed every five minutes costs an index scan, not its rows."""
     _table(db, "probe_runs").create_index(["server_id", "started_at", "outcome", "kind"], index_name="probe_runs_attempts")
+
+
+@migrations()
+def m007_fleet_operations(db: Database) -> None:
+    """When each stage last examined each server (an unchanged source or tool list writes no evidence, yet was looked at:
+    the next run starts with the oldest), and the priority rescores asked for (at most one per server per 24 hours)."""
+    _table(db, "examined").create({"server_id": str, "stage": str, "examined_at": str}, pk=("server_id", "stage"),
+                                  not_null={"server_id", "stage", "examined_at"}, foreign_keys=[("server_id", "servers", "id")])
+    _table(db, "examined").create_index(["stage", "examined_at"])
+    _table(db, "rescore_requests").create({"id": int, "server_id": str, "requested_at": str, "requested_by": str, "status": str}, pk="id",
+                                          not_null={"server_id", "requested_at", "status"}, foreign_keys=[("server_id", "servers", "id")])
+    _table(db, "rescore_requests").create_index(["server_id", "requested_at"])

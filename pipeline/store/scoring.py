@@ -82,8 +82,8 @@ def _listed(outcomes: frozenset[str]) -> str:
 
 
 # pipeline.outcomes' reading in SQL: the server answered (handshake or gate); it failed by its own doing.
-_REACHED_SQL = f"outcome in ({_listed(ANSWERED | GATED)})"
-_FAILED_SQL = (f"p.outcome not in ({_listed(ANSWERED | GATED | NOT_MEASURED | SANDBOX_CLASSES)}) "
+REACHED_SQL = f"outcome in ({_listed(ANSWERED | GATED)})"
+FAILED_SQL = (f"p.outcome not in ({_listed(ANSWERED | GATED | NOT_MEASURED | SANDBOX_CLASSES)}) "
                f"and not (p.kind = 'sandbox' and p.outcome in ({_listed(SANDBOX_START)}))")
 
 
@@ -93,13 +93,13 @@ def failed_attempts(db: Database, ids: list[str], since: datetime) -> dict[str, 
     found: dict[str, Attempts] = {}
     for part, marks in in_chunks(ids, 250):  # each id is bound twice
         answered = dict(db.execute(f"select server_id, max(started_at) from probe_runs where server_id in ({marks}) and started_at >= ? "
-                                   f"and {_REACHED_SQL} group by server_id", [*part, iso(since)]).fetchall())
+                                   f"and {REACHED_SQL} group by server_id", [*part, iso(since)]).fetchall())
         for server_id in part:
             found[server_id] = Attempts(answered_at=parse_iso(answered[server_id]) if server_id in answered else None)
         counted = db.execute(
             f"select p.server_id, count(*), min(p.started_at), max(p.started_at) from probe_runs p left join (select server_id, "
-            f"max(started_at) at from probe_runs where server_id in ({marks}) and started_at >= ? and {_REACHED_SQL} group by server_id) a "
-            f"on a.server_id = p.server_id where p.server_id in ({marks}) and p.started_at >= ? and {_FAILED_SQL} "
+            f"max(started_at) at from probe_runs where server_id in ({marks}) and started_at >= ? and {REACHED_SQL} group by server_id) a "
+            f"on a.server_id = p.server_id where p.server_id in ({marks}) and p.started_at >= ? and {FAILED_SQL} "
             f"and (a.at is null or p.started_at > a.at) group by p.server_id",
             [*part, iso(since), *part, iso(since)],
         ).fetchall()

@@ -1,0 +1,69 @@
+"""What fleet operations read and write: when each stage last examined each server, priority rescore requests, and the
+retention of raw fast-probe runs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Iterable
+
+from sqlite_utils import Database
+
+from pipeline.store.encoding import in_chunks, iso, parse_iso
+from pipeline.store.scoring import FAILED_SQL, REACHED_SQL
+
+
+def mark_examined(db: Database, stage: str, server_ids: Iterable[str], now: datetime) -> None:
+    """Say that `stage` examined these servers at `now`, whether or not it wrote evidence (an unchanged source writes none)."""
+    rows = [{"server_id": sid, "stage": stage, "examined_at": iso(now)} for sid in server_ids]
+    if rows:
+        with db.atomic():
+            db["examined"].upsert_all(rows, pk=("server_id", "stage"))
+
+
+def last_examined(db: Database, stage: str) -> dict[str, datetime]:
+    """When `stage` last examined each server it has examined."""
+    return {sid: parse_iso(at) for sid, at in db.execute("select server_id, examined_at from examined where stage = ?", [stage]).fetchall()}
+
+
+def last_analysed(db: Database) -> dict[str, datetime]:
+    """When each server's stored analysis was made (the freshness sweep's age: an unchanged source keeps its old one)."""
+    return {sid: parse_iso(at) for sid, at in db.execute("select server_id, max(analyzed_at) from analyses group by server_id").fetchall()}
+
+
+def sandboxed_versions(db: Database) -> dict[str, str | None]:
+    """The package version each server's latest sandbox probe ran."""
+    return dict(db.execute(
+        "select p.server_id, json_extract(p.evidence, '$.package_version') from probe_runs p join (select server_id, max(id) id "
+        "from probe_runs where kind = 'sandbox' group by server_id) latest on p.id = latest.id").fetchall())
+
+
+def last_rescore(db: Database, server_id: str) -> datetime | None:
+    row = db.execute("select max(requested_at) from rescore_requests where server_id = ? and status = 'accepted'", [server_id]).fetchone()
+    return parse_iso(row[0]) if row and row[0] else None
+
+
+def record_rescore(db: Database, server_id: str, now: datetime, requested_by: str | None, status: str) -> None:
+    with db.atomic():
+        db["rescore_requests"].insert({"server_id": server_id, "requested_at": iso(now), "requested_by": requested_by, "status": status})
+
+
+def prune_fast_runs(db: Database, before: datetime) -> int:
+    """Delete raw fast-probe runs started before `before`, in one transaction; their daily rollups (probe_daily) stay.
+
+    Kept past `before`, per server whose failures since it last answered are being counted (pipeline.outcomes): the first
+    and the last failed fast run since that answer, and its last answered fast run, the ends a verdict of unreachability
+    reads (deviation 113). A fast run captures no tool list, so no snapshot points at one; any that did is unlinked, not lost."""
+    with db.atomic():
+        answered = f"select server_id, max(started_at) at from probe_runs where {REACHED_SQL} group by server_id"
+        keep = {row[0] for row in db.execute(
+            f"select max(id) from probe_runs where kind = 'fast' and {REACHED_SQL} group by server_id "
+            f"union select min(p.id) from probe_runs p left join ({answered}) a on a.server_id = p.server_id "
+            f"where p.kind = 'fast' and {FAILED_SQL} and (a.at is null or p.started_at > a.at) group by p.server_id "
+            f"union select max(p.id) from probe_runs p left join ({answered}) a on a.server_id = p.server_id "
+            f"where p.kind = 'fast' and {FAILED_SQL} and (a.at is null or p.started_at > a.at) group by p.server_id").fetchall()}
+        doomed = [row[0] for row in db.execute("select id from probe_runs where kind = 'fast' and started_at < ?", [iso(before)]).fetchall()
+                  if row[0] not in keep]
+        for part, marks in in_chunks(doomed):
+            db.execute(f"update tool_snapshots set probe_run_id = null where probe_run_id in ({marks})", part)
+            db.execute(f"delete from probe_runs where id in ({marks})", part)
+    return len(doomed)
