@@ -38,6 +38,7 @@ from bench.build_site import size_of  # noqa: E402
 from bench.calibration import calibration, calibration_line  # noqa: E402
 from bench.synthetic import generate  # noqa: E402
 from pipeline import store  # noqa: E402
+from pipeline.config import Settings  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.render import run_build  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
@@ -73,8 +74,8 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--shards", type=int, default=20)
     parser.add_argument("--parallel", type=int, default=2, help="shards run at once (this machine's cores)")
     parser.add_argument("--black-holed", type=int, help="remote servers that never answer a connect (default 600 per 25,000)")
-    parser.add_argument("--concurrency", type=int, default=64, help="servers probed at once in one shard")
-    parser.add_argument("--deadline", type=float, default=5.0, help="seconds one request (a connect included) may take")
+    parser.add_argument("--concurrency", type=int, default=Settings().concurrency, help="remote servers probed at once in one shard")
+    parser.add_argument("--deadline", type=float, default=Settings().connect_timeout, help="the connect deadline, seconds")
     parser.add_argument("--quick", action="store_true", help="1,000 servers in 3 shards, for iteration")
     parser.add_argument("--workdir", type=Path, help="keep the database and site here (default: a temporary directory)")
     args = parser.parse_args(argv)

@@ -26,6 +26,7 @@ from sqlite_utils import Database
 
 from bench.fleet_endpoints import Endpoints
 from pipeline import ENGINE_VERSION
+from pipeline.config import Settings
 from pipeline.probe.fast import raw_fast_probe
 from pipeline.probe.raw import Limits
 from pipeline.progress import Progress
@@ -69,8 +70,8 @@ def fast_templates(endpoints: Endpoints, deadline: float) -> dict[str, dict]:
     """A real fast probe's stored columns for each behaviour: what the history's raw runs copy."""
     found = {}
     for kind in ("ok", "legacy", "slow", "failing", "auth", "black_holed"):
-        result = anyio.run(lambda: raw_fast_probe("template", endpoints.url(kind, 0), limits=Limits(allow_private=True, timeout=deadline),
-                                                  total_timeout=deadline, now=datetime.now(timezone.utc)))
+        result = anyio.run(lambda: raw_fast_probe("template", endpoints.url(kind, 0), limits=Limits(allow_private=True, connect_timeout=deadline),
+                                                  total_timeout=Settings().fast_probe_timeout, now=datetime.now(timezone.utc)))
         evidence = cleaned_json(result)
         found[kind] = {"duration_ms": round(result.duration_ms, 2), "outcome": result.outcome.value, "detail": result.detail,
                        "era": result.era, "protocol_version": result.protocol_version, "handshake": result.handshake,

@@ -35,13 +35,13 @@ def main() -> None:
     parser.add_argument("stage", choices=("monitor", "probe", "judge"))
     parser.add_argument("shard")
     parser.add_argument("--db", type=Path, required=True)
-    parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--deadline", type=float, default=5.0)
+    parser.add_argument("--concurrency", type=int)
+    parser.add_argument("--deadline", type=float, help="the connect deadline")
     args = parser.parse_args()
     index, count = (int(x) for x in args.shard.split("/"))
     started = time.perf_counter()
-    settings = Settings.from_env(db_path=args.db).model_copy(update={"concurrency": args.concurrency, "call_timeout": args.deadline,
-                                                                      "allow_private": True})
+    chosen = {"concurrency": args.concurrency, "connect_timeout": args.deadline}
+    settings = Settings.from_env(db_path=args.db).model_copy(update={"allow_private": True, **{k: v for k, v in chosen.items() if v}})
     db = store.open_db(args.db)
     servers = [s for s in store.active_servers(db) if shard_of(s.id, count) == index]
     if args.stage != "judge":
