@@ -37,6 +37,7 @@ from bench import fleet_endpoints, fleet_history  # noqa: E402
 from bench.build_site import size_of  # noqa: E402
 from bench.calibration import calibration, calibration_line  # noqa: E402
 from bench.synthetic import generate  # noqa: E402
+from bench.synthetic_repos import generate_repos  # noqa: E402
 from pipeline import store  # noqa: E402
 from pipeline.config import Settings  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
@@ -44,15 +45,15 @@ from pipeline.render import run_build  # noqa: E402
 from pipeline.score import run_score  # noqa: E402
 from pipeline.score.registry import infos  # noqa: E402
 
-SHARD_STAGES = ("monitor", "probe", "judge")
+SHARD_STAGES = ("analyze", "monitor", "probe", "judge")
 # What a matrix job costs before and after its stage on a GitHub-hosted runner, not measurable here: checkout,
 # setup-python with a cached wheel install, and the artifact steps (stated, from typical runs of such steps).
 JOB_SETUP_S = 45.0
 DOWNLOAD_MB_S = 50.0  # a release asset or artifact, downloaded onto a hosted runner
 UPLOAD_MB_S = 20.0
 MATRIX = 20
-CADENCE_S = {"monitor": 15 * 60, "probe": 24 * 3600, "judge": 24 * 3600, "score+build": 24 * 3600}
-RUNS_A_DAY = {"monitor": 96, "probe": 1, "judge": 1, "score+build": 1}
+CADENCE_S = {"analyze": 3600, "monitor": 15 * 60, "probe": 24 * 3600, "judge": 24 * 3600, "score+build": 24 * 3600}
+RUNS_A_DAY = {"analyze": 24, "monitor": 96, "probe": 1, "judge": 1, "score+build": 1}
 
 
 @dataclass
@@ -61,6 +62,7 @@ class Figures:
     remote: int = 0
     black_holed: int = 0
     black_hole_wait: float = 0.0
+    changed: int = 0  # servers whose source changed in the day: analysed
     timings: dict[str, float] = field(default_factory=dict)  # seconds of each step
     shards: dict[str, list[dict]] = field(default_factory=dict)  # per stage, each shard's JSON line
     history_rows: dict[str, int] = field(default_factory=dict)
@@ -72,15 +74,18 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--servers", type=int, default=25_000)
     parser.add_argument("--shards", type=int, default=20)
-    parser.add_argument("--parallel", type=int, default=2, help="shards run at once (this machine's cores)")
+    parser.add_argument("--run-shards", type=int, help="run only the first K of the shards (alike by the stable hash): a shorter bench")
+    parser.add_argument("--parallel", type=int, default=1, help="shards run at once (one while they write to the main database)")
     parser.add_argument("--black-holed", type=int, help="remote servers that never answer a connect (default 600 per 25,000)")
     parser.add_argument("--concurrency", type=int, default=Settings().concurrency, help="remote servers probed at once in one shard")
     parser.add_argument("--deadline", type=float, default=Settings().connect_timeout, help="the connect deadline, seconds")
+    parser.add_argument("--changed", type=float, default=0.04, help="share of the servers whose source changed in the day (analysed)")
     parser.add_argument("--quick", action="store_true", help="1,000 servers in 3 shards, for iteration")
     parser.add_argument("--workdir", type=Path, help="keep the database and site here (default: a temporary directory)")
     args = parser.parse_args(argv)
     if args.quick:
         args.servers, args.shards = min(args.servers, 1_000), 3
+    args.run_shards = min(args.run_shards or args.shards, args.shards)
     if args.black_holed is None:
         args.black_holed = round(args.servers * 600 / 25_000)
     return args
@@ -112,10 +117,13 @@ def run_day(args: argparse.Namespace, workdir: Path, say=print) -> Figures:
         say("writing 30 days of history …")
         history = lambda: fleet_history.write_history(db, kinds, templates, end, args.shards, note=lambda m: say(f"  {m}"))  # noqa: E731
         figures.history_rows = timed(figures, "history", history)
+        changed = sorted((s.id for s in store.active_servers(db)), key=lambda sid: fleet_history._fraction(sid, "changed"))
         db.close()
         figures.sizes["db_before_day"] = db_path.stat().st_size
+        figures.changed = round(args.servers * args.changed)
+        timed(figures, "repositories", lambda: _repositories(workdir / "repos", changed[: figures.changed]))
         for stage in SHARD_STAGES:
-            say(f"{stage}: {args.shards} shards, {args.parallel} at a time …")
+            say(f"{stage}: {args.run_shards} of {args.shards} shards, {args.parallel} at a time …")
             figures.shards[stage] = timed(figures, stage, lambda: _shards(stage, args, db_path))
         figures.shards["startup"] = [_one_shard("judge", f"1/{10**9}", args, db_path)]  # a job that selects nothing: its fixed cost
         db = store.open_db(db_path)
@@ -136,17 +144,26 @@ def run_day(args: argparse.Namespace, workdir: Path, say=print) -> Figures:
 
 def _shards(stage: str, args: argparse.Namespace, db_path: Path) -> list[dict]:
     with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        return list(pool.map(lambda i: _one_shard(stage, f"{i}/{args.shards}", args, db_path), range(1, args.shards + 1)))
+        return list(pool.map(lambda i: _one_shard(stage, f"{i}/{args.shards}", args, db_path), range(1, args.run_shards + 1)))
 
 
 def _one_shard(stage: str, shard: str, args: argparse.Namespace, db_path: Path) -> dict:
     """One matrix job's stage in a process of its own; its wall time includes the start (imports, opening the database)."""
     started = time.perf_counter()
     done = subprocess.run([sys.executable, str(Path(__file__).with_name("fleet_shard.py")), stage, shard, "--db", str(db_path),
-                           "--concurrency", str(args.concurrency), "--deadline", str(args.deadline)],
-                          capture_output=True, text=True, check=True)
+                           "--concurrency", str(args.concurrency), "--deadline", str(args.deadline), "--repos", str(db_path.parent / "repos")],
+                          capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{stage} {shard} failed (exit {done.returncode}): {done.stderr[-3000:]}")
     line = json.loads(done.stdout.strip().splitlines()[-1])
     return {**line, "shard": shard, "wall": time.perf_counter() - started}
+
+
+def _repositories(root: Path, server_ids: list[str]) -> None:
+    """A generated repository (bench/synthetic_repos.py) for each server whose source changed, named by the server's id."""
+    generate_repos(root, len(server_ids))
+    for n, sid in enumerate(server_ids):
+        (root / f"repo-{n:05d}").rename(root / sid)
 
 
 def _gzipped(path: Path, target: Path) -> int:
@@ -175,7 +192,8 @@ def projection(figures: Figures, args: argparse.Namespace, servers: int = 25_000
         rows = figures.shards[stage]
         waited = [-(-r["counts"].get("timeout", 0) // args.concurrency) * args.deadline for r in rows]
         active = sum(max(0.0, r["wall"] - startup - w) for r, w in zip(rows, waited)) / max(1, sum(r["servers"] for r in rows))
-        job = startup + (waves * args.deadline if stage != "judge" else 0.0) + active * sum(r["servers"] for r in rows) * scale / matrix
+        everyone = sum(r["servers"] for r in rows) * args.shards / len(rows)  # the stage's servers in every shard, run or not
+        job = startup + (waves * args.deadline if stage in ("monitor", "probe") else 0.0) + active * everyone * scale / matrix
         merge = JOB_SETUP_S + figures.timings.get("merge", 0.0) * scale  # the job that gathers the shards' databases
         out[stage] = {"per_server_ms": active * 1000, "job_stage_s": job, "wall_s": restore + job + merge, "runs": RUNS_A_DAY[stage],
                       "runner_s": matrix * (restore + job) + merge + restore}
@@ -191,10 +209,12 @@ def report(figures: Figures, args: argparse.Namespace, speed: tuple[float, float
     say(f"fleet: {figures.servers:,} servers, {figures.remote:,} remote on loopback endpoints, of which {figures.black_holed} black-holed "
         f"(a connect waited {figures.black_hole_wait:.2f} s of a 1 s deadline: it black-holes); generated in {figures.timings['generate']:.0f} s")
     say(f"30 simulated days written in {figures.timings['history']:.0f} s: " + ", ".join(f"{t} +{n:,}" for t, n in figures.history_rows.items()))
-    say("left out: analyze (the synthetic repositories do not exist; bench/analyze_synthetic.py measures it), "
-        "sandbox probes of the local share (packages not installed; bench/sandbox_fleet.py measures them)")
+    say(f"analyze: the {figures.changed:,} servers whose source changed in the day ({args.changed:.0%}), from generated repositories "
+        f"({figures.timings['repositories']:.0f} s to write); unchanged sources (one conditional request each) are not measured")
+    say("left out: sandbox probes of the local share (its packages are not installed here; bench/sandbox_fleet.py measures them)")
     startup = figures.shards["startup"][0]["wall"]
-    say(f"the real day, {args.shards} shards, {args.parallel} at a time, concurrency {args.concurrency}, deadline {args.deadline:g} s "
+    say(f"the real day, {args.run_shards} of {args.shards} shards, {args.parallel} at a time, concurrency {args.concurrency}, "
+        f"connect deadline {args.deadline:g} s "
         f"(a job's start-up: {startup:.1f} s):")
     for stage in SHARD_STAGES:
         rows = figures.shards[stage]
