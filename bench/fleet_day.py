@@ -7,7 +7,8 @@ The fleet is bench/synthetic.py's, in a real catalog database; its remote share 
 loopback endpoints (bench/fleet_endpoints.py: one child process, some slow, failing or behind a login) and a share of it
 is black-holed (a listener that never accepts: connects wait for the deadline). bench/fleet_history.py writes what a
 month of the cadence leaves; then one real day runs on top, each per-server stage shard by shard in its own process as a
-matrix job does (bench/fleet_shard.py), then score and build.
+matrix job does (`scoreboard STAGE --shard I/N --shard-db PATH` against the main database), merged after each stage
+(`scoreboard merge`), then `scoreboard score` and `build`.
 
 Left out, with their reasons printed: analysis (the synthetic servers' repositories do not exist; its cost is
 bench/analyze_synthetic.py's) and the local share's sandbox probes (17,000 packages are not installed here; their cost
@@ -18,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import io
 import json
+import os
+import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -40,10 +43,7 @@ from bench.synthetic import generate  # noqa: E402
 from bench.synthetic_repos import generate_repos  # noqa: E402
 from pipeline import store  # noqa: E402
 from pipeline.config import Settings  # noqa: E402
-from pipeline.progress import Progress  # noqa: E402
-from pipeline.render import run_build  # noqa: E402
-from pipeline.score import run_score  # noqa: E402
-from pipeline.score.registry import infos  # noqa: E402
+from pipeline.fleet.shards import shard_of  # noqa: E402
 
 SHARD_STAGES = ("analyze", "monitor", "probe", "judge")
 # What a matrix job costs before and after its stage on a GitHub-hosted runner, not measurable here: checkout,
@@ -62,9 +62,11 @@ class Figures:
     remote: int = 0
     black_holed: int = 0
     black_hole_wait: float = 0.0
+    black_hole_port: int = 0
     changed: int = 0  # servers whose source changed in the day: analysed
     timings: dict[str, float] = field(default_factory=dict)  # seconds of each step
-    shards: dict[str, list[dict]] = field(default_factory=dict)  # per stage, each shard's JSON line
+    shards: dict[str, list[dict]] = field(default_factory=dict)  # per stage, each shard's job
+    merged: dict[str, str] = field(default_factory=dict)  # per stage, the merge's summary line
     history_rows: dict[str, int] = field(default_factory=dict)
     sizes: dict[str, float] = field(default_factory=dict)  # bytes
     site_files: int = 0
@@ -75,7 +77,7 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--servers", type=int, default=25_000)
     parser.add_argument("--shards", type=int, default=20)
     parser.add_argument("--run-shards", type=int, help="run only the first K of the shards (alike by the stable hash): a shorter bench")
-    parser.add_argument("--parallel", type=int, default=1, help="shards run at once (one while they write to the main database)")
+    parser.add_argument("--parallel", type=int, default=2, help="shards run at once (this machine's cores)")
     parser.add_argument("--black-holed", type=int, help="remote servers that never answer a connect (default 600 per 25,000)")
     parser.add_argument("--concurrency", type=int, default=Settings().concurrency, help="remote servers probed at once in one shard")
     parser.add_argument("--deadline", type=float, default=Settings().connect_timeout, help="the connect deadline, seconds")
@@ -106,7 +108,7 @@ def run_day(args: argparse.Namespace, workdir: Path, say=print) -> Figures:
         waited = fleet_endpoints.black_holed(endpoints.black_hole, wait=1.0)
         if waited is None:
             raise SystemExit("the black hole accepted a connection: its listener's queue is not full")
-        figures.black_hole_wait = waited
+        figures.black_hole_wait, figures.black_hole_port = waited, endpoints.black_hole
         end = datetime.now(timezone.utc)
         say(f"generating {args.servers:,} synthetic servers …")
         timed(figures, "generate", lambda: generate(db_path, args.servers, now=end - timedelta(days=1)))
@@ -122,15 +124,16 @@ def run_day(args: argparse.Namespace, workdir: Path, say=print) -> Figures:
         figures.sizes["db_before_day"] = db_path.stat().st_size
         figures.changed = round(args.servers * args.changed)
         timed(figures, "repositories", lambda: _repositories(workdir / "repos", changed[: figures.changed]))
+        fleet = Fleet(db_path, workdir, args, remote=sorted(kinds), changed=changed[: figures.changed])
         for stage in SHARD_STAGES:
-            say(f"{stage}: {args.run_shards} of {args.shards} shards, {args.parallel} at a time …")
-            figures.shards[stage] = timed(figures, stage, lambda: _shards(stage, args, db_path))
-        figures.shards["startup"] = [_one_shard("judge", f"1/{10**9}", args, db_path)]  # a job that selects nothing: its fixed cost
+            say(f"{stage}: {args.run_shards} of {args.shards} shards, {args.parallel} at a time, then merged …")
+            figures.shards[stage] = timed(figures, stage, lambda: _shards(stage, fleet))
+            merged = timed(figures, f"merge {stage}", lambda: _cli(fleet, "merge", *(str(r["shard_db"]) for r in figures.shards[stage])))
+            figures.merged[stage] = merged.strip().splitlines()[-1]
+        figures.shards["startup"] = [_one_shard("judge", f"1/{10**9}", fleet)]  # a job that selects nothing: its fixed cost
+        timed(figures, "score", lambda: _cli(fleet, "score"))
+        timed(figures, "build", lambda: _cli(fleet, "build", "--site", str(site)))
         db = store.open_db(db_path)
-        servers = store.active_servers(db)
-        silent = Progress("score", len(servers), stream=io.StringIO())
-        timed(figures, "score", lambda: run_score(db, servers=servers, now=datetime.now(timezone.utc), progress=silent))
-        timed(figures, "build", lambda: run_build(db, rubrics=infos(), site_dir=site, now=datetime.now(timezone.utc)))
         db.execute("pragma wal_checkpoint(truncate)")
         db.close()
     finally:
@@ -142,21 +145,65 @@ def run_day(args: argparse.Namespace, workdir: Path, say=print) -> Figures:
     return figures
 
 
-def _shards(stage: str, args: argparse.Namespace, db_path: Path) -> list[dict]:
-    with ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        return list(pool.map(lambda i: _one_shard(stage, f"{i}/{args.shards}", args, db_path), range(1, args.run_shards + 1)))
+@dataclass
+class Fleet:
+    """Where the day runs: the main database, the work directory, the options, and who each per-server stage takes."""
+
+    db: Path
+    workdir: Path
+    args: argparse.Namespace
+    remote: list[str]
+    changed: list[str]
 
 
-def _one_shard(stage: str, shard: str, args: argparse.Namespace, db_path: Path) -> dict:
-    """One matrix job's stage in a process of its own; its wall time includes the start (imports, opening the database)."""
-    started = time.perf_counter()
-    done = subprocess.run([sys.executable, str(Path(__file__).with_name("fleet_shard.py")), stage, shard, "--db", str(db_path),
-                           "--concurrency", str(args.concurrency), "--deadline", str(args.deadline), "--repos", str(db_path.parent / "repos")],
-                          capture_output=True, text=True)
+def _cli(fleet: Fleet, *command: str) -> str:
+    """`scoreboard --db MAIN COMMAND…` in a process of its own, as a job runs it; its output."""
+    env = {**os.environ, "SCOREBOARD_ALLOW_PRIVATE": "1", "SCOREBOARD_CACHE": str(fleet.workdir / "cache")}
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "--db", str(fleet.db), *command], capture_output=True, text=True, env=env,
+                          cwd=Path(__file__).resolve().parent.parent)
     if done.returncode:
-        raise RuntimeError(f"{stage} {shard} failed (exit {done.returncode}): {done.stderr[-3000:]}")
-    line = json.loads(done.stdout.strip().splitlines()[-1])
-    return {**line, "shard": shard, "wall": time.perf_counter() - started}
+        raise RuntimeError(f"scoreboard {' '.join(command[:3])} failed (exit {done.returncode}): {done.stdout[-1500:]}{done.stderr[-1500:]}")
+    return done.stdout
+
+
+def _shards(stage: str, fleet: Fleet) -> list[dict]:
+    with ThreadPoolExecutor(max_workers=fleet.args.parallel) as pool:
+        return list(pool.map(lambda i: _one_shard(stage, f"{i}/{fleet.args.shards}", fleet), range(1, fleet.args.run_shards + 1)))
+
+
+COPIED = re.compile(r"\(([\d.]+) MB\).*copy of the main database ([\d.]+)s, extraction ([\d.]+)s")
+
+
+def _one_shard(stage: str, shard: str, fleet: Fleet) -> dict:
+    """One matrix job: `scoreboard STAGE --shard I/N --shard-db PATH` against the main database, in a process of its own (its
+    wall time includes the start, the private copy of the main database and the extraction of what it wrote)."""
+    index, count = (int(x) for x in shard.split("/"))
+    shard_db = fleet.workdir / "shards" / f"{stage}-{index}-of-{count}.db"
+    shard_db.parent.mkdir(exist_ok=True)
+    command = [stage, "--shard", shard, "--shard-db", str(shard_db)]
+    if stage == "analyze":
+        ids = [sid for sid in fleet.changed if shard_of(sid, count) == index]
+        command += [x for sid in ids for x in ("--server", sid, "--source", f"{sid}={fleet.workdir / 'repos' / sid}")]
+    elif stage in ("monitor", "probe"):
+        ids = [sid for sid in fleet.remote if shard_of(sid, count) == index]
+        command += ["--transport", "remote", "--concurrency", str(fleet.args.concurrency), "--connect-timeout", str(fleet.args.deadline)]
+    else:
+        ids = []
+    started = time.perf_counter()
+    if stage == "analyze" and not ids:
+        return {"shard": shard, "servers": 0, "wall": 0.0, "counts": {}, "shard_db": None, "copy": 0.0, "mb": 0.0}
+    output = _cli(fleet, *command)
+    wall = time.perf_counter() - started
+    found = COPIED.search(output)
+    shard_conn = sqlite3.connect(shard_db)
+    counts = json.loads((shard_conn.execute("select counts from runs where stage = ? order by id desc", [stage]).fetchone() or ["{}"])[0] or "{}")
+    if stage == "judge":
+        ids = [r[0] for r in sqlite3.connect(fleet.db).execute("select id from servers where is_active = 1")
+               if shard_of(r[0], count) == index]
+    shard_conn.close()
+    return {"shard": shard, "servers": len(ids), "wall": wall, "counts": counts, "shard_db": str(shard_db),
+            "copy": float(found.group(2)) if found else 0.0, "extract": float(found.group(3)) if found else 0.0,
+            "mb": float(found.group(1)) if found else 0.0}
 
 
 def _repositories(root: Path, server_ids: list[str]) -> None:
@@ -194,9 +241,10 @@ def projection(figures: Figures, args: argparse.Namespace, servers: int = 25_000
         active = sum(max(0.0, r["wall"] - startup - w) for r, w in zip(rows, waited)) / max(1, sum(r["servers"] for r in rows))
         everyone = sum(r["servers"] for r in rows) * args.shards / len(rows)  # the stage's servers in every shard, run or not
         job = startup + (waves * args.deadline if stage in ("monitor", "probe") else 0.0) + active * everyone * scale / matrix
-        merge = JOB_SETUP_S + figures.timings.get("merge", 0.0) * scale  # the job that gathers the shards' databases
+        # the job that gathers the shards' databases: this run merged run_shards of them
+        merge = restore + figures.timings[f"merge {stage}"] * scale * args.shards / args.run_shards
         out[stage] = {"per_server_ms": active * 1000, "job_stage_s": job, "wall_s": restore + job + merge, "runs": RUNS_A_DAY[stage],
-                      "runner_s": matrix * (restore + job) + merge + restore}
+                      "runner_s": matrix * (restore + job) + merge}
     site_upload = figures.sizes["site"] * scale / 1e6 / UPLOAD_MB_S
     tail = (figures.timings["score"] + figures.timings["build"]) * scale
     out["score+build"] = {"per_server_ms": tail / servers * 1000, "job_stage_s": tail, "wall_s": restore + tail + site_upload + publish_snapshot,
@@ -225,8 +273,9 @@ def report(figures: Figures, args: argparse.Namespace, speed: tuple[float, float
                 counts[k] = counts.get(k, 0) + v
         say(f"  {stage:<8} {figures.timings[stage]:6.1f} s wall; per shard median {statistics.median(walls):.1f} s, "
             f"min {min(walls):.1f}, max {max(walls):.1f} ({sum(r['servers'] for r in rows):,} servers); {json.dumps(counts, sort_keys=True)}")
-        say("           shards: " + " ".join(f"{r['wall']:.1f}" for r in rows))
-    say(f"  merge    {figures.timings.get('merge', 0.0):6.1f} s (the shards wrote to the main database)")
+        say("           shards: " + " ".join(f"{r['wall']:.1f}" for r in rows) + "; of which the copy of the main database: "
+            + " ".join(f"{r['copy']:.1f}" for r in rows) + "; shard databases " + " ".join(f"{r['mb']:.1f}" for r in rows) + " MB")
+        say(f"           merge {figures.timings[f'merge {stage}']:.1f} s: {figures.merged[stage]}")
     say(f"  score    {figures.timings['score']:6.1f} s; build {figures.timings['build']:.1f} s")
     say(f"sizes: database {mb(figures.sizes['db_before_day'])} after 30 days, {mb(figures.sizes['db'])} after the day, "
         f"{mb(figures.sizes['db_gzip'])} gzip'd ({figures.timings['gzip']:.0f} s; gunzip {figures.timings['gunzip']:.0f} s); "

@@ -23,6 +23,7 @@ from pipeline.analyze.sources import SourceChooser, fetch_order
 from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
+from pipeline.fleet import shards
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.listing_only import listing_only
 from pipeline.models import ProbeResult, StageReport
@@ -77,12 +78,12 @@ def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageRepor
     return report
 
 
-def _servers(db: Database, ids: tuple[str, ...]):
+def _servers(db: Database, ids: tuple[str, ...], shard: shards.Shard | None = None):
     servers = store.active_servers(db, ids or None)
     missing = set(ids) - {s.id for s in servers}
     if missing:
         raise click.ClickException(f"no active server with id: {', '.join(sorted(missing))}")
-    return servers
+    return shards.select(servers, shard)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -114,12 +115,13 @@ transport_option = click.option("--transport", type=click.Choice(["remote", "std
                                 help="Only remote servers, or only those we start (stdio and packages, in the sandbox).")
 
 
-def _select(db: Database, stage: str, server_ids: tuple[str, ...], due: bool = False, transport: str | None = None) -> list:
-    """The servers a stage works on: those named (else every active one), of the transport asked for, oldest examined first
-    (so a run its budget cut short is taken up where it stopped), only the due ones with --due."""
+def _select(db: Database, stage: str, server_ids: tuple[str, ...], due: bool = False, transport: str | None = None,
+            shard: shards.Shard | None = None) -> list:
+    """The servers a stage works on: those named (else every active one) in the shard, of the transport asked for, oldest
+    examined first (so a run its budget cut short is taken up where it stopped), only the due ones with --due."""
     from pipeline.fleet import cadence
 
-    servers = _servers(db, server_ids)
+    servers = _servers(db, server_ids, shard)
     if transport is not None:
         servers = [s for s in servers if s.is_local == (transport == "stdio")]
     last, now = store.last_examined(db, stage), utcnow()
@@ -151,6 +153,57 @@ def _deadline(budget: float | None):
     return Deadline(budget)
 
 
+def shardable(stage: str) -> Callable[[Callable], Callable]:
+    """`--shard I/N` and `--shard-db PATH` on a per-server stage; the command gets `shard` (None without --shard)."""
+
+    def wrap(command: Callable) -> Callable:
+        @click.option("--shard", "shard_text", metavar="I/N", help="Only the servers whose stable hash falls in shard I of N.")
+        @click.option("--shard-db", type=click.Path(path_type=Path, dir_okay=False),
+                      help="With --shard: leave --db unchanged; write what the stage produced into this shard database "
+                           "(`scoreboard merge` folds it in).")
+        @functools.wraps(command)
+        def sharded(settings: Settings, shard_text: str | None, shard_db: Path | None, **kwargs):
+            from pipeline.fleet.capture import ShardFailed, captured
+
+            try:
+                shard = shards.parse_shard(shard_text) if shard_text is not None else None
+            except ValueError as exc:
+                raise click.UsageError(str(exc)) from exc
+            if shard_db is None:
+                return command(settings, shard=shard, **kwargs)
+            if shard is None:
+                raise click.UsageError("--shard-db needs --shard I/N")
+            interrupted = None
+            try:
+                with captured(settings.db_path, shard_db, stage, shard) as work:
+                    try:
+                        command(settings.model_copy(update={"db_path": work.path}), shard=shard, **kwargs)
+                    except Interrupted as exc:  # what was committed before it goes into the shard
+                        interrupted = exc
+            except ShardFailed as exc:
+                raise click.ClickException(str(exc)) from exc
+            echo(work.line(shard, stage))
+            if interrupted:
+                raise interrupted
+
+        return sharded
+
+    return wrap
+
+
+def whole_catalog(command: Callable) -> Callable:
+    """A stage over the whole catalog takes no --shard (deviation 100): it is run once, on the merged database."""
+
+    @click.option("--shard", "shard_text", metavar="I/N", help="Not accepted: this stage reads the whole catalog; run it on the merged database.")
+    @functools.wraps(command)
+    def whole(settings: Settings, shard_text: str | None, **kwargs):
+        if shard_text is not None:
+            raise click.UsageError(f"`{command.__name__}` reads the whole catalog and takes no --shard: run it once, on the merged database")
+        return command(settings, **kwargs)
+
+    return whole
+
+
 @cli.command()
 @click.option("--catalog", type=click.Path(path_type=Path, exists=True, dir_okay=False), show_default="embedded local catalog")
 @click.option("--from-snapshot", "snapshot", type=click.Path(path_type=Path, exists=True, file_okay=False),
@@ -161,8 +214,9 @@ def _deadline(budget: float | None):
 @click.option("--sources", "source_names", help="Comma-separated sources to read (default: every one available, plus `local`).")
 @budget_option
 @pass_settings
+@whole_catalog
 def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, online: bool, source_names: str | None, budget: float | None) -> None:
-    """Read the sources and merge their servers into the catalog (the embedded local catalog by default)."""
+    """Read the sources and merge their servers into the catalog (the embedded local catalog by default); whole-catalog."""
     from pipeline.discover import run_discover
     from pipeline.discover.http import USER_AGENT, SourceHTTP, source_client
     from pipeline.discover.local import DEFAULT_CATALOG
@@ -219,7 +273,9 @@ def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None,
               "oldest; auto: an eighth of the fleet, so a weekly sweep refreshes it every 8 weeks.")
 @budget_option
 @pass_settings
-def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str, ...], due: bool, oldest: str | None, budget: float | None) -> None:
+@shardable("analyze")
+def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str, ...], due: bool, oldest: str | None, budget: float | None,
+            shard: shards.Shard | None) -> None:
     """Analyse each server's source: its GitHub repository, else its npm or PyPI package (or the installed one)."""
     from pipeline.fleet import cadence
 
@@ -229,11 +285,12 @@ def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str,
     if oldest is not None and not (oldest == "auto" or oldest.isdigit()):
         raise click.UsageError(f"--oldest takes a number of servers or auto, not {oldest!r}")
     db = _open(settings)
-    servers = _select(db, "analyze", server_ids, due and oldest is None)
+    servers = _select(db, "analyze", server_ids, due and oldest is None, shard=shard)
     if oldest is not None:
         servers = cadence.oldest(servers, store.last_analysed(db), cadence.sweep_size(len(servers)) if oldest == "auto" else int(oldest))
     _analyze(db, settings, servers=servers, directories={k: Path(v) for k, v in (s.split("=", 1) for s in sources)},
-             args={"servers": list(server_ids), "due": due, "oldest": oldest, "budget": budget}, budget=budget, fresh=oldest is not None)
+             args={"servers": list(server_ids), "due": due, "oldest": oldest, "budget": budget, "shard": str(shard) if shard else None},
+             budget=budget, fresh=oldest is not None)
 
 
 def _install(settings: Settings, specs: list) -> dict:
@@ -320,9 +377,10 @@ def _exit_unmet(probe_result: ProbeResult) -> None:
 @click.option("--timeout", "call_timeout", type=float, help="Seconds allowed for one request.")
 @probe_options
 @pass_settings
+@shardable("probe")
 def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], stdio_command: str | None, as_json: bool,
           call_timeout: float | None, concurrency: int | None, connect_timeout: float | None, due: bool, transport: str | None,
-          budget: float | None) -> None:
+          budget: float | None, shard: shards.Shard | None) -> None:
     """Deep-probe each catalog server live: handshake, lists, basic checks.
 
     With TARGET (an MCP URL) or --stdio COMMAND: probe that one server, which need not be in the catalog,
@@ -337,11 +395,13 @@ def probe(settings: Settings, target: str | None, server_ids: tuple[str, ...], s
 
         if target and stdio_command:
             raise click.UsageError("give either TARGET or --stdio COMMAND")
+        if shard:
+            raise click.UsageError("--shard selects catalog servers; TARGET and --stdio probe one server outside it")
         seen = probe_target(target, shlex.split(stdio_command) if stdio_command else None, settings, utcnow())
         echo(json.dumps(store.cleaned_json(seen), indent=2, sort_keys=True) if as_json else render_probe(seen, target))
         _exit_unmet(seen)
         return
-    _probe(_open(settings), settings, server_ids, "deep", due, transport, budget)
+    _probe(_open(settings), settings, server_ids, "deep", due, transport, budget, shard)
 
 
 def _probe_settings(settings: Settings, concurrency: int | None, connect_timeout: float | None, **more: float | None) -> Settings:
@@ -350,13 +410,14 @@ def _probe_settings(settings: Settings, concurrency: int | None, connect_timeout
 
 
 def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str, due: bool = False, transport: str | None = None,
-           budget: float | None = None) -> None:
+           budget: float | None = None, shard: shards.Shard | None = None) -> None:
     stage = "probe" if kind == "deep" else "monitor"
-    servers = _select(db, stage, server_ids, due, transport)
+    servers = _select(db, stage, server_ids, due, transport, shard)
     installer = Installer.from_settings(settings)
     run = run_probe if kind == "deep" else run_monitor
     deadline = _deadline(budget)
-    args = {"servers": list(server_ids), "due": due, "transport": transport, "budget": budget, "concurrency": settings.concurrency}
+    args = {"servers": list(server_ids), "due": due, "transport": transport, "budget": budget, "concurrency": settings.concurrency,
+            "shard": str(shard) if shard else None}
     _stage(db, stage, args, lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id,
                                                 deadline=deadline))
 
@@ -365,12 +426,13 @@ def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: 
 @server_option
 @probe_options
 @pass_settings
+@shardable("monitor")
 def monitor(settings: Settings, server_ids: tuple[str, ...], concurrency: int | None, connect_timeout: float | None, due: bool,
-            transport: str | None, budget: float | None) -> None:
+            transport: str | None, budget: float | None, shard: shards.Shard | None) -> None:
     """Fast-probe each server (connect, handshake, ping) for reliability; raw fast runs older than 48 hours are then pruned
     (their daily rollups stay)."""
     settings = _probe_settings(settings, concurrency, connect_timeout)
-    _probe(_open(settings), settings, server_ids, "fast", due, transport, budget)
+    _probe(_open(settings), settings, server_ids, "fast", due, transport, budget, shard)
 
 
 @cli.command()
@@ -378,12 +440,13 @@ def monitor(settings: Settings, server_ids: tuple[str, ...], concurrency: int | 
 @due_option
 @budget_option
 @pass_settings
-def judge(settings: Settings, server_ids: tuple[str, ...], due: bool, budget: float | None) -> None:
+@shardable("judge")
+def judge(settings: Settings, server_ids: tuple[str, ...], due: bool, budget: float | None, shard: shards.Shard | None) -> None:
     """Rate tool schemas for interpretability (offline judge unless LLM keys are configured)."""
     db = _open(settings)
-    servers = _select(db, "judge", server_ids, due)
+    servers = _select(db, "judge", server_ids, due, shard=shard)
     deadline = _deadline(budget)
-    _stage(db, "judge", {"due": due, "budget": budget},
+    _stage(db, "judge", {"due": due, "budget": budget, "shard": str(shard) if shard else None},
            lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow(), deadline=deadline))
 
 
@@ -412,8 +475,9 @@ def rescore(settings: Settings, server_id: str, requested_by: str | None) -> Non
 
 @cli.command()
 @pass_settings
+@whole_catalog
 def score(settings: Settings) -> None:
-    """Rescore every active server from stored evidence (no network)."""
+    """Rescore every active server from stored evidence (no network); whole-catalog: run it on the merged database."""
     db = _open(settings)
     servers = store.active_servers(db)
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
@@ -422,6 +486,7 @@ def score(settings: Settings) -> None:
 @cli.command()
 @click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Output directory (default _site/).")
 @pass_settings
+@whole_catalog
 def build(settings: Settings, site_dir: Path | None) -> None:
     """Render the database into the static site."""
     from pipeline.render import run_build
@@ -431,6 +496,27 @@ def build(settings: Settings, site_dir: Path | None) -> None:
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
                                                                       site_url=settings.site_url, datasette_url=settings.datasette_url))
     echo(f"site written to {target}/index.html")
+
+
+@cli.command()
+@click.argument("shard_dbs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@pass_settings
+def merge(settings: Settings, shard_dbs: tuple[Path, ...]) -> None:
+    """Fold shard databases (a stage's --shard-db) into --db in one transaction; a shard merged before is skipped.
+
+    Every shard is checked first: if any is unreadable, corrupt, not a shard, of another schema or engine, or a second
+    claim on the same shard of a stage run, nothing is merged and the database is left as it was.
+    """
+    from pipeline.fleet.merge import MergeRefused, merge_shards
+
+    db = _open(settings)
+    try:
+        report = merge_shards(db, shard_dbs, now=utcnow())
+    except MergeRefused as exc:
+        raise click.ClickException(str(exc)) from exc
+    for skipped in report.skipped:
+        echo(f"skipped {skipped}", err=True)
+    echo(report.summary_line())
 
 
 @cli.command()

@@ -1,2 +1,2 @@
-"""Fleet operations: what runs when, within what time, on which share of the fleet (not a stage: the CLI composes these
-with the stages)."""
+"""Fleet operations: what runs the stages as a job graph (shards and their merge, cadence, budgets, snapshots, status), not a
+stage: the CLI composes these with the stages."""

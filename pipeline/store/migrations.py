@@ -332,3 +332,14 @@ def m007_fleet_operations(db: Database) -> None:
     _table(db, "rescore_requests").create({"id": int, "server_id": str, "requested_at": str, "requested_by": str, "status": str}, pk="id",
                                           not_null={"server_id", "requested_at", "status"}, foreign_keys=[("server_id", "servers", "id")])
     _table(db, "rescore_requests").create_index(["server_id", "requested_at"])
+
+
+@migrations()
+def m008_shard_merges(db: Database) -> None:
+    """Shard databases folded into this one (`scoreboard merge`), so a shard given twice is merged once."""
+    _table(db, "shard_merges").create(
+        {"shard_id": str, "stage": str, "shard": str, "base": str, "engine_version": str, "created_at": str, "merged_at": str, "rows": str},
+        pk="shard_id",
+        not_null={"stage", "shard", "base", "engine_version", "created_at", "merged_at", "rows"},
+    )
+    _table(db, "shard_merges").create_index(["stage", "base", "shard"], unique=True)
