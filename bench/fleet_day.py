@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import statistics
 import subprocess
@@ -295,6 +296,7 @@ def report(figures: Figures, args: argparse.Namespace, speed: tuple[float, float
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated bench still stops its endpoint server
     speed = calibration()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or Path(tmp)
