@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -84,7 +84,8 @@ def arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--deadline", type=float, default=Settings().connect_timeout, help="the connect deadline, seconds")
     parser.add_argument("--changed", type=float, default=0.04, help="share of the servers whose source changed in the day (analysed)")
     parser.add_argument("--quick", action="store_true", help="1,000 servers in 3 shards, for iteration")
-    parser.add_argument("--workdir", type=Path, help="keep the database and site here (default: a temporary directory)")
+    parser.add_argument("--workdir", type=Path, help="keep the database, the site and figures.json here (default: a temporary directory)")
+    parser.add_argument("--figures", type=Path, help="print the report of an earlier run from its figures.json, and run nothing")
     args = parser.parse_args(argv)
     if args.quick:
         args.servers, args.shards = min(args.servers, 1_000), 3
@@ -192,7 +193,7 @@ def _one_shard(stage: str, shard: str, fleet: Fleet) -> dict:
         ids = []
     started = time.perf_counter()
     if stage == "analyze" and not ids:
-        return {"shard": shard, "servers": 0, "wall": 0.0, "counts": {}, "shard_db": None, "copy": 0.0, "mb": 0.0}
+        return {"shard": shard, "servers": 0, "wall": 0.0, "counts": {}, "shard_db": None, "copy": 0.0, "extract": 0.0, "mb": 0.0}
     output = _cli(fleet, *command)
     wall = time.perf_counter() - started
     found = COPIED.search(output)
@@ -231,7 +232,10 @@ def projection(figures: Figures, args: argparse.Namespace, servers: int = 25_000
     waits (one deadline per wave of the concurrency, counted as if nothing overlapped them), and each stage's measured
     per-server cost for the rest, scaled from this run's fleet; plus the stated setup, the restore and the merge."""
     scale = servers / figures.servers
-    startup = figures.shards["startup"][0]["wall"]
+    empty = figures.shards["startup"][0]
+    base = empty["wall"] - empty["copy"] - empty["extract"]  # a process's start, imports and fixed reads
+    jobs = [r for stage in SHARD_STAGES for r in figures.shards[stage] if r["shard_db"]]
+    copy = statistics.mean(r["copy"] + r["extract"] for r in jobs) * scale  # the private copy of the main database grows with it
     restore = JOB_SETUP_S + figures.sizes["db_gzip"] * scale / 1e6 / DOWNLOAD_MB_S + figures.timings["gunzip"] * scale
     publish_snapshot = figures.timings["gzip"] * scale + figures.sizes["db_gzip"] * scale / 1e6 / UPLOAD_MB_S
     waves = -(-round(figures.black_holed * scale / matrix) // args.concurrency)
@@ -239,9 +243,10 @@ def projection(figures: Figures, args: argparse.Namespace, servers: int = 25_000
     for stage in SHARD_STAGES:
         rows = figures.shards[stage]
         waited = [-(-r["counts"].get("timeout", 0) // args.concurrency) * args.deadline for r in rows]
-        active = sum(max(0.0, r["wall"] - startup - w) for r, w in zip(rows, waited)) / max(1, sum(r["servers"] for r in rows))
+        spent = sum(max(0.0, r["wall"] - r["copy"] - r["extract"] - base - w) for r, w in zip(rows, waited))
+        active = spent / max(1, sum(r["servers"] for r in rows))
         everyone = sum(r["servers"] for r in rows) * args.shards / len(rows)  # the stage's servers in every shard, run or not
-        job = startup + (waves * args.deadline if stage in ("monitor", "probe") else 0.0) + active * everyone * scale / matrix
+        job = base + copy + (waves * args.deadline if stage in ("monitor", "probe") else 0.0) + active * everyone * scale / matrix
         # the job that gathers the shards' databases: this run merged run_shards of them
         merge = restore + figures.timings[f"merge {stage}"] * scale * args.shards / args.run_shards
         out[stage] = {"per_server_ms": active * 1000, "job_stage_s": job, "wall_s": restore + job + merge, "runs": RUNS_A_DAY[stage],
@@ -261,10 +266,10 @@ def report(figures: Figures, args: argparse.Namespace, speed: tuple[float, float
     say(f"analyze: the {figures.changed:,} servers whose source changed in the day ({args.changed:.0%}), from generated repositories "
         f"({figures.timings['repositories']:.0f} s to write); unchanged sources (one conditional request each) are not measured")
     say("left out: sandbox probes of the local share (its packages are not installed here; bench/sandbox_fleet.py measures them)")
-    startup = figures.shards["startup"][0]["wall"]
+    empty = figures.shards["startup"][0]
+    startup = f"{empty['wall']:.1f} s, of which {empty['copy'] + empty['extract']:.1f} s copying the main database and extracting the shard"
     say(f"the real day, {args.run_shards} of {args.shards} shards, {args.parallel} at a time, concurrency {args.concurrency}, "
-        f"connect deadline {args.deadline:g} s "
-        f"(a job's start-up: {startup:.1f} s):")
+        f"connect deadline {args.deadline:g} s (a job that selects nothing: {startup}):")
     for stage in SHARD_STAGES:
         rows = figures.shards[stage]
         walls = [r["wall"] for r in rows]
@@ -296,13 +301,20 @@ def report(figures: Figures, args: argparse.Namespace, speed: tuple[float, float
 
 def main(argv: list[str] | None = None) -> None:
     args = arguments(argv)
+    if args.figures:  # the report of an earlier run, again (its options are the ones saved with it)
+        saved = json.loads(args.figures.read_text())
+        report(Figures(**saved["figures"]), argparse.Namespace(**saved["args"]), tuple(saved["speed"]))
+        return
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a terminated bench still stops its endpoint server
     speed = calibration()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         figures = run_day(args, workdir)
-    report(figures, args, (speed, calibration()))
+        after = calibration()
+        kept = {"figures": asdict(figures), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "speed": [speed, after]}
+        (workdir / "figures.json").write_text(json.dumps(kept, indent=1))
+    report(figures, args, (speed, after))
 
 
 if __name__ == "__main__":
