@@ -25,6 +25,7 @@ from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
 from pipeline.fleet import shards
+from pipeline.fleet.optout import OptOutError, OptOutList, load_optout
 from pipeline.judge import OfflineJudge, run_judge
 from pipeline.listing_only import listing_only
 from pipeline.models import ProbeResult, StageReport
@@ -79,6 +80,14 @@ def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageRepor
     return report
 
 
+def _optout(settings: Settings) -> OptOutList:
+    """The repository's opt-out file, validated: a malformed one stops the command before anyone is probed or listed."""
+    try:
+        return load_optout(settings.optout_path)
+    except OptOutError as exc:
+        raise click.ClickException(f"the opt-out file is malformed, so nothing is probed or listed until it is fixed:\n{exc}") from exc
+
+
 def _servers(db: Database, ids: tuple[str, ...], shard: shards.Shard | None = None):
     servers = store.active_servers(db, ids or None)
     missing = set(ids) - {s.id for s in servers}
@@ -116,25 +125,11 @@ transport_option = click.option("--transport", type=click.Choice(["remote", "std
                                 help="Only remote servers, or only those we start (stdio and packages, in the sandbox).")
 
 
-def _select(db: Database, stage: str, server_ids: tuple[str, ...], due: bool = False, transport: str | None = None,
-            shard: shards.Shard | None = None) -> list:
-    """The servers a stage works on: those named (else every active one), of the transport asked for, oldest examined first
-    (so a run its budget cut short is taken up where it stopped), only the due ones with --due."""
-    from pipeline.fleet import cadence
+def _select(db: Database, stage, server_ids: tuple[str, ...], due: bool = False, transport=None, shard: shards.Shard | None = None) -> list:
+    """The servers named (else every active one) in the shard, as the stage's selection orders and filters them (pipeline.fleet.selection)."""
+    from pipeline.fleet.selection import selected
 
-    servers = _servers(db, server_ids, shard)
-    if transport is not None:
-        servers = [s for s in servers if s.is_local == (transport == "stdio")]
-    last, now = store.last_examined(db, stage), utcnow()
-    if not due:
-        return cadence.oldest_first(servers, last, lambda s: s.id)
-    if stage == "analyze":
-        return cadence.due_for_analysis(servers, last, now)
-    if stage == "monitor":
-        return cadence.due_for_monitor(servers, last, now)
-    if stage == "probe":
-        return cadence.due_for_probe(servers, last, now, store.sandboxed_versions(db))
-    return cadence.due_for_judging(servers, last, now)
+    return selected(db, stage, _servers(db, server_ids, shard), utcnow(), due=due, transport=transport)
 
 
 def probe_options(command: Callable) -> Callable:
@@ -183,6 +178,9 @@ def shardable(stage: str) -> Callable[[Callable], Callable]:
                         interrupted = exc
             except ShardFailed as exc:
                 raise click.ClickException(str(exc)) from exc
+            except click.ClickException as exc:  # the copy is private: its faults are the main database's
+                exc.message = exc.message.replace(str(work.path), f"{settings.db_path} (its private copy)")
+                raise
             echo(work.line(shard, stage))
             if interrupted:
                 raise interrupted
@@ -236,8 +234,8 @@ def discover(settings: Settings, catalog: Path | None, snapshot: Path | None, on
             raise click.UsageError(str(exc)) from exc
         args = {"catalog": str(catalog), "snapshot": str(snapshot) if snapshot else None, "online": online, "sources": [s.name for s in sources],
                 "budget": budget}
-        deadline = _deadline(budget)
-        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow(), deadline=deadline))
+        deadline, optout = _deadline(budget), _optout(settings)
+        _stage(db, "discover", args, lambda _: run_discover(db, sources=sources, downloads=downloads, now=utcnow(), deadline=deadline, optout=optout))
 
 
 def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None, online: bool, names: list[str] | None, http: SourceHTTP):
@@ -415,12 +413,13 @@ def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: 
     stage = "probe" if kind == "deep" else "monitor"
     servers = _select(db, stage, server_ids, due, transport, shard)
     installer = Installer.from_settings(settings)
+    optout = _optout(settings)
     run = run_probe if kind == "deep" else run_monitor
     deadline = _deadline(budget)
     args = {"servers": list(server_ids), "due": due, "transport": transport, "budget": budget, "concurrency": settings.concurrency,
             "shard": str(shard) if shard else None}
     _stage(db, stage, args, lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id,
-                                                deadline=deadline))
+                                                deadline=deadline, optout=optout))
 
 
 @cli.command()
@@ -501,8 +500,9 @@ def build(settings: Settings, site_dir: Path | None) -> None:
 
 @cli.command()
 @click.argument("shard_dbs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--complete", is_flag=True, help="Refuse unless every shard 1..N of each stage run is given (or was merged before).")
 @pass_settings
-def merge(settings: Settings, shard_dbs: tuple[Path, ...]) -> None:
+def merge(settings: Settings, shard_dbs: tuple[Path, ...], complete: bool) -> None:
     """Fold shard databases (a stage's --shard-db) into --db in one transaction; a shard merged before is skipped.
 
     Every shard is checked first: if any is unreadable, corrupt, not a shard, of another schema or engine, or a second
@@ -512,12 +512,33 @@ def merge(settings: Settings, shard_dbs: tuple[Path, ...]) -> None:
 
     db = _open(settings)
     try:
-        report = merge_shards(db, shard_dbs, now=utcnow())
+        report = merge_shards(db, shard_dbs, now=utcnow(), complete=complete)
     except MergeRefused as exc:
         raise click.ClickException(str(exc)) from exc
     for skipped in report.skipped:
         echo(f"skipped {skipped}", err=True)
     echo(report.summary_line())
+
+
+@cli.command()
+@click.option("--alerts", "alerts_only", is_flag=True, help="Print only the alerts, one a line (ALERT <title>: <detail> (since …)); exit 1 if any.")
+@click.option("--json", "as_json", is_flag=True, help="Print status.json instead of the table.")
+@pass_settings
+def status(settings: Settings, alerts_only: bool, as_json: bool) -> None:
+    """Each stage's last run and last success, the fast probes' success rate, and the alerts (the site's status page)."""
+    import json
+
+    from pipeline.fleet.status import status_lines, status_of
+
+    found = status_of(_open(settings), utcnow())
+    if as_json:
+        echo(json.dumps(found.model_dump(mode="json"), indent=2))
+    else:
+        for line in status_lines(found):
+            if line.startswith("ALERT ") or not alerts_only:
+                echo(line)
+    if alerts_only and found.alerts:
+        raise SystemExit(1)
 
 
 @cli.command()
@@ -624,14 +645,17 @@ def run(settings: Settings, site_dir: Path | None) -> None:
 
     db = _open(settings)
     target = site_dir or settings.site_dir
-    _stage(db, "discover", {}, lambda _: run_discover(db, sources=[LocalCatalogSource()], now=utcnow()))
+    optout = _optout(settings)
+    _stage(db, "discover", {}, lambda _: run_discover(db, sources=[LocalCatalogSource()], now=utcnow(), optout=optout))
     servers = store.active_servers(db)
     installer = Installer.from_settings(settings)
     # Installed first: the probe needs the packages, and the analysis falls back to them when a registry cannot be reached.
     _install(settings, [s.launch for s in servers if s.launch])
     _analyze(db, settings, servers)
-    _stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
-    _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id))
+    _stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id,
+                                                      optout=optout))
+    _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(),
+                                                          run_id=run_id, optout=optout))
     _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),

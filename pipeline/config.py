@@ -23,6 +23,8 @@ def _default_cache_dir() -> Path:
 class Settings(BaseModel):
     db_path: Path = _WORKDIR / "data" / "scoreboard.db"
     site_dir: Path = _WORKDIR / "_site"
+    # SCOREBOARD_OPTOUT: the opt-out file (pipeline.fleet.optout); a source tree's own at its top, none for an installed package.
+    optout_path: Path | None = CHECKOUT / "optout.yml" if CHECKOUT else None
     cache_dir: Path = _default_cache_dir()
     site_url: str = "http://localhost:8000/"  # where the site is published: absolute links in the sitemap and feed
     datasette_url: str = "http://localhost:8001/"  # where Datasette serves the database: server pages link to their rows
@@ -63,6 +65,7 @@ class Settings(BaseModel):
         env = {
             "db_path": os.environ.get("SCOREBOARD_DB"),
             "site_dir": os.environ.get("SCOREBOARD_SITE"),
+            "optout_path": os.environ.get("SCOREBOARD_OPTOUT"),
             "cache_dir": os.environ.get("SCOREBOARD_CACHE"),
             "site_url": os.environ.get("SCOREBOARD_SITE_URL"),
             "datasette_url": os.environ.get("SCOREBOARD_DATASETTE_URL"),

@@ -45,6 +45,7 @@ def render(url: str, profile) -> tuple[str, str]:
     ("outside-in/index.html", "Rank"),
     ("methodology/index.html", "schema_completeness"),
     ("downloads/index.html", "Datasette Lite"),
+    ("status/index.html", "Fast-probe success"),
 ])
 def test_page_renders_without_console_errors(served, page, expected):
     base, profile = served

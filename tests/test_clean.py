@@ -132,8 +132,10 @@ def _renders_everywhere(text: str) -> None:
     text.encode("utf-8")  # no lone surrogate is left to encode
     assert page_problems(PAGE.render(value=text)) == []
     atom = FEED.render(site_url="https://e.example/", updated="2026-11-29T00:00:00Z", changes=[
-        {"id": "s", "name": text, "day": "2026-11-29", "previous_day": "2026-11-28", "previous": 1.0, "composite": 2.0, "grade": None}])
-    title = ET.fromstring(atom.encode("utf-8")).find("{http://www.w3.org/2005/Atom}entry/{http://www.w3.org/2005/Atom}title").text or ""
+        {"id": "s", "name": text, "day": "2026-11-29", "previous_day": "2026-11-28", "previous": 1.0, "composite": 2.0, "grade": None}],
+        alerts=[{"id": "https://e.example/status/index.html#a", "title": "Alert: a", "link": "https://e.example/status/index.html",
+                 "updated": "2026-11-29T00:00:00Z", "summary": text}])  # a failed stage's error can quote what a server sent
+    title = ET.fromstring(atom.encode("utf-8")).findall("{http://www.w3.org/2005/Atom}entry/{http://www.w3.org/2005/Atom}title")[-1].text or ""
     assert title.startswith(isolate_bidi(text).replace("\r\n", "\n").replace("\r", "\n"))  # an XML parser reads line breaks as \n
     assert page_problems(atom) == []
     assert json.loads(json_file({"name": text}).decode("utf-8")) == {"name": text}

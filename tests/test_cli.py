@@ -9,7 +9,7 @@ import pytest
 
 from tests.support import CATALOG_SIZE, REPO
 
-COMMANDS = ["discover", "analyze", "probe", "monitor", "judge", "score", "build", "serve", "run", "install"]
+COMMANDS = ["discover", "analyze", "probe", "monitor", "judge", "rescore", "score", "build", "merge", "serve", "run", "install", "status"]
 
 
 def scoreboard(*args: str) -> subprocess.CompletedProcess:

@@ -126,8 +126,10 @@ def test_three_shards_merged_give_the_evidence_of_one_run(judged):
     merged = copy(main, folder, "merged.db")
     done = scoreboard("merge", "--db", str(merged), *map(str, shards))
     assert done.returncode == 0, done.stderr
-    total = len(rows(reference, JUDGEMENTS))
-    assert f"merge done: shards 3 merged, 0 already merged; rows judgements {total}, runs 3;" in done.stdout
+    total, servers = len(rows(reference, JUDGEMENTS)), len(rows(reference, "select id from servers"))
+    # every judged server's `examined` mark (the cadence's) comes with its judgements
+    assert f"merge done: shards 3 merged, 0 already merged; rows examined {servers}, judgements {total}, runs 3;" in done.stdout
+    assert rows(merged, "select server_id, stage from examined order by 1") == rows(reference, "select server_id, stage from examined order by 1")
     assert "[merge] 3/3" in done.stderr
     assert total > 100 and rows(merged, JUDGEMENTS) == rows(reference, JUDGEMENTS)
     assert rows(merged, "select stage, json_extract(args, '$.shard') from runs where stage = 'judge'") == [
@@ -209,6 +211,17 @@ def test_two_shards_claiming_the_same_part_of_one_run_are_refused(judged, tmp_pa
     assert done.returncode == 2 and "shard 2/3 of this judge run was already merged from another shard database" in done.stderr
 
 
+def test_a_complete_merge_refuses_a_run_with_a_shard_missing(judged, tmp_path):
+    _, _, main, _, shards = judged
+    target = copy(main, tmp_path, "target.db")
+    before = dump(target)
+    done = in_process("merge", "--complete", "--db", str(target), str(shards[0]), str(shards[2]))
+    assert done.returncode == 2 and "the judge run in 3 shards (base " in done.stderr and "is incomplete: shard 2/3 missing" in done.stderr
+    assert dump(target) == before
+    assert in_process("merge", "--db", str(target), str(shards[1])).returncode == 0  # as shards arrive, without --complete
+    assert in_process("merge", "--complete", "--db", str(target), *map(str, shards)).returncode == 0  # merged before counts
+
+
 def test_shards_of_one_run_split_two_ways_are_refused(judged, tmp_path):
     folder, _, main, _, shards = judged
     half = shard_run("judge", main, tmp_path, 2, only=(2,))[0]
@@ -251,3 +264,65 @@ def test_analyze_from_local_directories_in_shards_is_the_unsharded_analysis(flee
     analysed = rows(main, query)
     assert len(analysed) == 8 and analysed == rows(reference, query)
     assert json.loads(analysed[0][-1])["server_id"] == servers[0]
+
+
+def test_a_shard_of_another_database_is_refused_whole(judged, tmp_path):
+    """A shard that reads well but whose rows this database cannot hold (its servers are not here): nothing of it stays."""
+    _, _, _, _, shards = judged
+    other = tmp_path / "other.db"
+    store.open_db(other).close()
+    before = dump(other)
+    done = in_process("merge", "--db", str(other), *map(str, shards))
+    assert done.returncode == 2 and f"{shards[0]}: FOREIGN KEY constraint failed" in done.stderr
+    assert dump(other) == before
+
+
+def test_a_stage_that_fails_leaves_no_shard(fleet, tmp_path):
+    from pipeline.fleet.capture import captured
+    from pipeline.fleet.shards import Shard
+
+    with pytest.raises(RuntimeError, match="disk full"):
+        with captured(fleet, tmp_path / "judge.db", "judge", Shard(1, 2)) as work:
+            db = store.open_db(work.path)
+            store.start_run(db, "judge", {}, datetime.now(timezone.utc))
+            db.close()
+            raise RuntimeError("disk full")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_corrupt_main_database_gives_no_shard_and_is_named(fleet, tmp_path):
+    main = copy(fleet, tmp_path, "main.db")
+    data = bytearray(main.read_bytes())
+    data[4096 * 3:4096 * 40] = b"\xff" * (4096 * 37)
+    main.write_bytes(bytes(data))
+    done = in_process("judge", "--db", str(main), "--shard", "1/2", "--shard-db", str(tmp_path / "shard.db"))
+    assert done.returncode == 2 and f"{main}" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert ".work" not in done.stderr, done.stderr
+    assert not [p.name for p in tmp_path.iterdir() if "shard" in p.name]
+
+
+def test_rows_a_stage_deletes_are_deleted_in_main_after_the_rows_holding_their_ids(fleet, tmp_path):
+    """A stage that prunes (old raw probes and their snapshots) in a shard: the merge deletes the snapshot, then its probe."""
+    from pipeline.fleet.capture import captured
+    from pipeline.fleet.shards import Shard
+    from tests.support import probe
+
+    main = copy(fleet, tmp_path, "main.db")
+    db = store.open_db(main)
+    old = store.record_probe(db, probe().model_copy(update={"server_id": "synthetic-00001"}), None)
+    db.close()
+    with captured(main, tmp_path / "prune.db", "monitor", Shard(1, 1)) as work:
+        db = store.open_db(work.path)
+        with db.atomic():
+            db.execute("delete from tool_snapshots where probe_run_id = ?", [old])
+            db.execute("delete from probe_runs where id = ?", [old])
+        fresh = store.record_probe(db, probe().model_copy(update={"server_id": "synthetic-00002"}), None)
+        db.close()
+    assert rows(tmp_path / "prune.db", "select tbl, op from shard_rows") == [
+        ("probe_daily", "insert"), ("probe_runs", "delete"), ("probe_runs", "insert"), ("tool_snapshots", "delete"),
+        ("tool_snapshots", "insert")]  # the new probe took the deleted one's row id (SQLite reuses the highest): both are carried
+    assert in_process("merge", "--db", str(main), str(tmp_path / "prune.db")).returncode == 0
+    assert rows(main, f"select count(*) from probe_runs where id = {old}") == [(0,)]
+    assert rows(main, f"select count(*) from tool_snapshots where probe_run_id = {old}") == [(0,)]
+    linked = rows(main, "select p.server_id from tool_snapshots s join probe_runs p on p.id = s.probe_run_id where s.server_id = 'synthetic-00002'")
+    assert linked == [("synthetic-00002",)] and fresh

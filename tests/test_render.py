@@ -119,8 +119,8 @@ def test_changes_feed_sitemap_robots_404_and_downloads(db, tmp_path):
     assert "https://scores.example/board/" in locations and "https://scores.example/board/servers/mcp-server-time.html" in locations
     category_pages = {loc for loc in locations if "/category/" in loc}
     assert {loc.split("/")[-2] for loc in category_pages} == {slug(s.category) for s in servers}
-    # leaderboard, servers, rubric boards, the listed-only board, methodology, downloads
-    assert len(locations) == 1 + CATALOG_SIZE + 3 + 1 + 1 + 1 + len(category_pages)
+    # leaderboard, servers, rubric boards, the listed-only board, methodology, downloads, status
+    assert len(locations) == 1 + CATALOG_SIZE + 3 + 1 + 1 + 1 + 1 + len(category_pages)
     assert "https://scores.example/board/outside-in/" in locations and "https://scores.example/board/methodology/" in locations
     assert "Sitemap: https://scores.example/board/sitemap.xml" in (site / "robots.txt").read_text()
     assert "https://scores.example/board/index.html" in (site / "404.html").read_text()

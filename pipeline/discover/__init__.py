@@ -24,6 +24,7 @@ from pipeline.discover.http import SourceHTTP
 from pipeline.discover.merge import merge_listings
 from pipeline.discover.plan import plan_catalog
 from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
+from pipeline.fleet.optout import DELISTED_BY, OptOutList
 from pipeline.models import StageReport
 from pipeline.progress import Progress
 
@@ -90,11 +91,15 @@ def run_discover(
     downloads: Downloads | None = None,
     progress: Progress | None = None,
     deadline: Deadline = NO_BUDGET,
+    optout: OptOutList = OptOutList(),
 ) -> StageReport:
     """Read each source, merge what was read into the catalog. Once `deadline` passes no further source is read (a source
-    not read deactivates nothing, as an incomplete one), nor are download counts fetched: skipped_budget counts them."""
+    not read deactivates nothing, as an incomplete one), nor are download counts fetched: skipped_budget counts them.
+    `optout`: the repository's opt-out file; the servers its delisting entries name are taken off the scoreboard, and a
+    delisting whose entry was removed is lifted (deviation 152)."""
     started = time.monotonic()
     report = StageReport(stage="discover")
+    lifted = _lift_withdrawn(db, optout)  # before the plan: a source listing the server this run makes it active again
     progress = progress or Progress("discover", len(sources) + 1)
     listings, entries, ran = [], [], []
     listed: dict[str, int] = {}
@@ -139,6 +144,8 @@ def run_discover(
         progress.note(f"{refusal.server_id}: {refusal}")
     report.phases["write"] = time.monotonic() - write_started
     report.counts.update({**counts, "skipped": skipped, **listed})
+    delisted = _delist_named(db, optout, now)
+    report.counts.update({k: v for k, v in {"delisted_by_file": delisted, "delisting_lifted": lifted}.items() if v})
     progress.step("catalog", f"{len(listings)} listings merged into {len(merged)} servers; " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     if downloads is not None and deadline.expired():
         report.counts[SKIPPED] = report.counts.get(SKIPPED, 0) + 1
@@ -146,6 +153,29 @@ def run_discover(
         _enrich_downloads(db, downloads, now, report, progress)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _lift_withdrawn(db: Database, optout: OptOutList) -> int:
+    """Lift the delistings the file made whose entry is gone (or no longer asks to delist)."""
+    held = store.delisted(db, by=DELISTED_BY)
+    keys = store.naming_keys(db, held) if held else {}
+    withdrawn = [server_id for server_id in held if not getattr(optout.match(server_id, keys.get(server_id, set())), "delist", False)]
+    store.lift_delisting(db, withdrawn)
+    return len(withdrawn)
+
+
+def _delist_named(db: Database, optout: OptOutList, now: datetime) -> int:
+    """Delist the servers the file's delisting entries name that no delisting holds yet (a server's own request stays its own)."""
+    if not any(entry.delist for entry in optout.entries):
+        return 0
+    held = set(store.delisted(db))
+    named = 0
+    for server_id, keys in sorted(store.naming_keys(db).items()):
+        entry = optout.match(server_id, keys)
+        if entry is not None and entry.delist and server_id not in held:
+            store.delist(db, server_id, now, by=DELISTED_BY, reference=entry.cited)
+            named += 1
+    return named
 
 
 def _enrich_downloads(db: Database, downloads: Downloads, now: datetime, report: StageReport, progress: Progress) -> None:

@@ -1,5 +1,5 @@
 """What is due: seed 000's Ongoing Maintenance table and Score Lifecycle as pure functions of when each server was last
-examined (deviations 110-112). Every selection is oldest first (never examined before all), so a run cut short by its
+examined (deviations 110 and 111). Every selection is oldest first (never examined before all), so a run cut short by its
 budget is taken up by the next run where it stopped.
 
 - analysis: hourly batches of at most 1,000 servers not checked in the last hour (an unchanged source costs one cheap call);

@@ -27,7 +27,7 @@ from pipeline.fleet.tables import quoted, tables
 MANIFEST = ("create table shard_manifest (shard_id text primary key, stage text not null, shard text not null, shard_index integer not null, "
             "shard_count integer not null, engine_version text not null, migrations text not null, base text not null, rows text not null, "
             "created_at text not null)")
-ROWS = "create table shard_rows (tbl text not null, rid integer not null, op text not null, old text, primary key (tbl, rid))"
+ROWS = "create table shard_rows (tbl text not null, rid integer not null, op text not null, old text, primary key (tbl, rid, op))"
 
 
 class ShardFailed(Exception):
@@ -52,6 +52,9 @@ class Captured:
 def captured(main: Path, shard_db: Path, stage: str, shard: Shard) -> Iterator[Captured]:
     """Yield a private copy of `main` for the stage (its path in `.path` until the end); write the shard when the body ends.
     A body that raises leaves no shard, so a failed shard job gives the merge nothing to fold in."""
+    if shard_db.resolve() == main.resolve():
+        raise ShardFailed(f"{shard_db}: the shard database must be another file than the main database")
+    shard_db.parent.mkdir(parents=True, exist_ok=True)
     work = shard_db.with_name(shard_db.name + ".work")
     result = Captured(path=work)
     started = time.monotonic()
@@ -103,7 +106,7 @@ def _copy(main: Path, work: Path) -> dict:
                 copy.close()
         finally:
             reader.close()
-        db = store.open_db(work, create=False)
+        db = store.open_db(work, create=False, integrity_check=False)  # the stage's own opening checks the copy
     except (sqlite3.DatabaseError, store.ScoreboardDatabaseError) as exc:
         _remove(work)
         raise ShardFailed(f"{main}: cannot be used as the main database: {str(exc).replace(str(work), 'its copy')}") from exc
@@ -115,14 +118,16 @@ def _copy(main: Path, work: Path) -> dict:
 
 
 def _install_triggers(conn: sqlite3.Connection) -> None:
+    conn.execute("begin")  # one transaction, its schema statements included (each would otherwise be a commit of its own)
     with conn:
         conn.execute("create table _shard_changes (tbl text not null, rid integer not null, new integer not null, primary key (tbl, rid))")
         for table in tables(conn).values():
             name, old, literal = quoted(table.name), quoted(f"_shard_old_{table.name}"), "'" + table.name.replace("'", "''") + "'"
             conn.execute(f"create table {old} as select rowid as _rid, * from {name} where 0")
             conn.execute(f"create unique index {quoted(f'_shard_old_{table.name}_rid')} on {old} (_rid)")
+            # A new row is new even on the rowid of a row the stage deleted (SQLite reuses the highest rowid).
             conn.execute(f"create trigger {quoted(f'_shard_insert_{table.name}')} after insert on {name} begin "
-                         f"insert or ignore into _shard_changes values ({literal}, new.rowid, 1); end")
+                         f"insert or replace into _shard_changes values ({literal}, new.rowid, 1); end")
             for event in ("update", "delete"):
                 # The row as it was in the main database, kept at its first change (a row the stage added has none).
                 conn.execute(f"create trigger {quoted(f'_shard_{event}_{table.name}')} before {event} on {name} begin "
@@ -135,26 +140,27 @@ def _extract(work: Path, shard_db: Path, stage: str, shard: Shard, base: dict) -
     """Write the shard: the copy's schema, its migrations, the rows the stage touched, shard_rows and the manifest."""
     partial = shard_db.with_name(shard_db.name + ".partial")
     partial.unlink(missing_ok=True)
-    conn = sqlite3.connect(partial)
+    conn = sqlite3.connect(partial, isolation_level=None)  # one explicit transaction: the schema's statements too
     try:
         conn.execute("attach database ? as work", [str(work)])
-        with conn:
-            for (sql,) in conn.execute("select sql from work.sqlite_master where sql is not null and type in ('table', 'index') "
-                                       "and name not like '\\_shard\\_%' escape '\\' order by type = 'index', rowid").fetchall():
-                conn.execute(sql)
-            conn.execute(MANIFEST)
-            conn.execute(ROWS)
-            conn.execute("insert into _sqlite_migrations select * from work._sqlite_migrations")
-            counts: dict[str, int] = {}
-            for table in tables(conn, "work").values():
-                touched = _extract_table(conn, table.name, table.columns)
-                if touched:
-                    counts[table.name] = touched
-            migrations = [r[0] for r in conn.execute("select name from _sqlite_migrations order by id")]
-            conn.execute("insert into shard_manifest values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-                uuid.uuid4().hex, stage, str(shard), shard.index, shard.count, ENGINE_VERSION, json.dumps(migrations),
-                json.dumps(base, sort_keys=True), json.dumps(counts, sort_keys=True), datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            ])
+        conn.execute("begin")
+        for (sql,) in conn.execute("select sql from work.sqlite_master where sql is not null and type in ('table', 'index') "
+                                   "and name not like '\\_shard\\_%' escape '\\' order by type = 'index', rowid").fetchall():
+            conn.execute(sql)
+        conn.execute(MANIFEST)
+        conn.execute(ROWS)
+        conn.execute("insert into _sqlite_migrations select * from work._sqlite_migrations")
+        counts: dict[str, int] = {}
+        for table in tables(conn, "work").values():
+            touched = _extract_table(conn, table.name, table.columns)
+            if touched:
+                counts[table.name] = touched
+        migrations = [r[0] for r in conn.execute("select name from _sqlite_migrations order by id")]
+        conn.execute("insert into shard_manifest values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
+            uuid.uuid4().hex, stage, str(shard), shard.index, shard.count, ENGINE_VERSION, json.dumps(migrations),
+            json.dumps(base, sort_keys=True), json.dumps(counts, sort_keys=True), datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        ])
+        conn.execute("commit")
     finally:
         conn.close()
     os.replace(partial, shard_db)
@@ -164,16 +170,18 @@ def _extract(work: Path, shard_db: Path, stage: str, shard: Shard, base: dict) -
 def _extract_table(conn: sqlite3.Connection, name: str, columns: list[str]) -> int:
     """One table's touched rows into the shard; returns how many the shard keeps (a row changed back to what it was is not)."""
     table, old, cols = quoted(name), quoted(f"_shard_old_{name}"), ", ".join(quoted(c) for c in columns)
-    conn.execute(f"insert into main.{table} (rowid, {cols}) select rowid, {cols} from work.{table} "
-                 "where rowid in (select rid from work._shard_changes where tbl = ?)", [name])
-    conn.execute(f"insert into shard_rows select tbl, rid, 'insert', null from work._shard_changes c where tbl = ? and new = 1 "
+    copy = f"insert into main.{table} (rowid, {cols}) select rowid, {cols} from work.{table} "
+    conn.execute(copy + "where rowid in (select rid from work._shard_changes where tbl = ? and new = 1)", [name])
+    conn.execute("insert into shard_rows select tbl, rid, 'insert', null from work._shard_changes c where tbl = ? and new = 1 "
                  f"and exists (select 1 from main.{table} t where t.rowid = c.rid)", [name])
-    for row in conn.execute(f"select _rid, {cols} from work.{old}").fetchall():
-        rid, before = row[0], dict(zip(columns, row[1:]))
-        now = conn.execute(f"select {cols} from main.{table} where rowid = ?", [rid]).fetchone()
+    for row in conn.execute(f"select o._rid, c.new, {', '.join('o.' + quoted(c) for c in columns)} from work.{old} o "
+                            "join work._shard_changes c on c.tbl = ? and c.rid = o._rid", [name]).fetchall():
+        rid, reused, before = row[0], row[1], dict(zip(columns, row[2:]))
+        now = None if reused else conn.execute(f"select {cols} from work.{table} where rowid = ?", [rid]).fetchone()
         if now is not None and dict(zip(columns, now)) == before:
-            conn.execute(f"delete from main.{table} where rowid = ?", [rid])  # changed back: nothing to carry
-            continue
+            continue  # changed back: nothing to carry
+        if now is not None:
+            conn.execute(copy + "where rowid = ?", [rid])
         conn.execute("insert into shard_rows values (?, ?, ?, ?)", [name, rid, "delete" if now is None else "update", json.dumps(before)])
     return conn.execute("select count(*) from shard_rows where tbl = ?", [name]).fetchone()[0]
 

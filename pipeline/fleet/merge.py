@@ -84,7 +84,8 @@ def read_shard(path: Path) -> ShardFile:
     return ShardFile(path, conn, manifest)
 
 
-def merge_shards(db: Database, paths: Sequence[Path], now: datetime, progress: Progress | None = None) -> MergeReport:
+def merge_shards(db: Database, paths: Sequence[Path], now: datetime, progress: Progress | None = None, complete: bool = False) -> MergeReport:
+    """Fold the shards in; with `complete`, only when every shard 1..N of each stage run is given or was merged before."""
     started = time.monotonic()
     report = MergeReport()
     opened: list[ShardFile] = []
@@ -96,6 +97,8 @@ def merge_shards(db: Database, paths: Sequence[Path], now: datetime, progress: P
             except MergeRefused as refusal:
                 problems.append(str(refusal))
         todo = _to_merge(db, opened, problems, report)
+        if complete:
+            problems += _missing(db, opened)
         if problems:
             raise MergeRefused("\n".join(problems) + "\nnothing was merged; the database is unchanged")
         if not todo:  # every shard was merged before: the database does not change, not even by a runs row
@@ -171,6 +174,21 @@ def _to_merge(db: Database, opened: list[ShardFile], problems: list[str], report
     return todo
 
 
+def _missing(db: Database, opened: list[ShardFile]) -> list[str]:
+    """Each stage run whose shards, given here or merged before, leave some of 1..N out: a shard job that failed."""
+    runs: dict[tuple[str, str, int], set[int]] = {}
+    for shard in opened:
+        m = shard.manifest
+        runs.setdefault((m["stage"], m["base"]["fingerprint"], m["shard_count"]), set()).add(m["shard_index"])
+    found = []
+    for (stage, base, n), present in sorted(runs.items()):
+        present |= {int(r[0].split("/")[0]) for r in db.execute("select shard from shard_merges where stage = ? and base = ?", [stage, base])}
+        missing = [f"{i}/{n}" for i in range(1, n + 1) if i not in present]
+        if missing:
+            found.append(f"the {stage} run in {n} shards (base {base}) is incomplete: shard {', '.join(missing)} missing")
+    return found
+
+
 def _apply(db: Database, shard: ShardFile) -> dict[str, int]:
     """Fold one shard's rows into the main database (inside the caller's transaction); rows applied per table."""
     ours = tables(db.conn)
@@ -181,12 +199,17 @@ def _apply(db: Database, shard: ShardFile) -> dict[str, int]:
     referenced = {parent for table in ours.values() for parent in table.parents.values()}
     ids: dict[str, dict[int, int]] = {}
     rows: dict[str, int] = {}
-    for name in parents_first(ours, present):
-        rows[name] = _apply_table(db.conn, shard.conn, ours[name], ids, keep_ids=name in referenced)
-    return rows
+    order = parents_first(ours, present)
+    for name in order:
+        rows[name] = _apply_table(db.conn, shard.conn, ours[name], ids, keep_ids=name in referenced, deletes=False)
+    for name in reversed(order):  # a row goes after the rows that hold its id (a pruned probe after its snapshots)
+        rows[name] += _apply_table(db.conn, shard.conn, ours[name], ids, keep_ids=False, deletes=True)
+    return {name: count for name, count in rows.items() if count}
 
 
-def _apply_table(main: sqlite3.Connection, shard: sqlite3.Connection, table: Table, ids: dict[str, dict[int, int]], keep_ids: bool) -> int:
+def _apply_table(main: sqlite3.Connection, shard: sqlite3.Connection, table: Table, ids: dict[str, dict[int, int]], keep_ids: bool,
+                 deletes: bool) -> int:
+    """The shard's rows of one table: its deletions, or else its insertions and changes."""
     cols = table.columns
     name = quoted(table.name)
     mapped = ids.setdefault(table.name, {})
@@ -194,7 +217,8 @@ def _apply_table(main: sqlite3.Connection, shard: sqlite3.Connection, table: Tab
     batch: list[list[Any]] = []
     upsert = _upsert_sql(table)
     for row in shard.execute(f"select r.op, r.old, {', '.join('t.' + quoted(c) for c in cols)} from shard_rows r "
-                             f"left join {name} t on t.rowid = r.rid where r.tbl = ? order by r.rid", [table.name]):
+                             f"left join {name} t on t.rowid = r.rid where r.tbl = ? and (r.op = 'delete') = ? order by r.rid",
+                             [table.name, deletes]):
         op, old, values = row[0], json.loads(row[1]) if row[1] else None, dict(zip(cols, row[2:]))
         count += 1
         for column, parent in table.parents.items():

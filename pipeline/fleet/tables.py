@@ -18,12 +18,8 @@ class Table:
     columns: list[str]
     key: list[str]  # the primary key's columns ([] for a rowid table without one)
     natural: list[str]  # what identifies a row across databases: a unique index, else a primary key that is not a row id
+    surrogate: bool  # keyed by an integer id local to one database: a new row gets a new id in another
     parents: dict[str, str] = field(default_factory=dict)  # column -> table whose integer id it holds
-
-    @property
-    def surrogate(self) -> bool:
-        """Keyed by an integer id local to one database: a new row gets a new id in another."""
-        return self.key == ["id"]
 
 
 def tables(conn: sqlite3.Connection, schema: str = "main") -> dict[str, Table]:
@@ -36,10 +32,13 @@ def tables(conn: sqlite3.Connection, schema: str = "main") -> dict[str, Table]:
         info = conn.execute(f"pragma {schema}.table_info({quoted(name)})").fetchall()
         columns = [r[1] for r in info]
         key = [r[1] for r in sorted((r for r in info if r[5]), key=lambda r: r[5])]
+        surrogate = key == ["id"] and next(r[2] for r in info if r[1] == "id").upper() == "INTEGER"
         unique = [r[1] for r in conn.execute(f"pragma {schema}.index_list({quoted(name)})") if r[2] and r[3] == "c"]
-        natural = [r[2] for r in conn.execute(f"pragma {schema}.index_info({quoted(unique[0])})")] if unique else ([] if key == ["id"] else key)
-        parents = {r[3]: r[2] for r in conn.execute(f"pragma {schema}.foreign_key_list({quoted(name)})") if r[4] == "id"}
-        found[name] = Table(name, columns, key, natural, parents)
+        natural = [r[2] for r in conn.execute(f"pragma {schema}.index_info({quoted(unique[0])})")] if unique else ([] if surrogate else key)
+        found[name] = Table(name, columns, key, natural, surrogate)
+    for name, table in found.items():
+        table.parents = {r[3]: r[2] for r in conn.execute(f"pragma {schema}.foreign_key_list({quoted(name)})")
+                         if r[2] in found and found[r[2]].surrogate and r[4] == "id"}
     return found
 
 

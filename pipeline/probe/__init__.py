@@ -18,6 +18,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.config import Settings
 from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
+from pipeline.fleet.optout import OptOutList
 from pipeline.http_headers import retry_after
 from pipeline.identity import is_public_endpoint, remote_key
 from pipeline.listing_only import listing_only
@@ -52,12 +53,20 @@ def run_probe(
     run_id: int | None = None,
     progress: Progress | None = None,
     deadline: Deadline = NO_BUDGET,
+    optout: OptOutList = OptOutList(),
 ) -> StageReport:
     """Probe `servers` in their order (oldest first, when the caller chose them by cadence). Once `deadline` passes no
-    new probe starts: those already started end within their own probe budget, and the rest are counted skipped_budget."""
+    new probe starts: those already started end within their own probe budget, and the rest are counted skipped_budget.
+    `optout`: the repository's opt-out file; a server it names is never probed nor started, whatever else it asks."""
     started = time.monotonic()
     stage = "probe" if kind == "deep" else "monitor"
     report = StageReport(stage=stage)
+    if optout.entries:
+        keys = store.naming_keys(db, [s.id for s in servers])
+        asked = [s for s in servers if optout.match(s.id, keys.get(s.id, set())) is None]
+        if len(asked) < len(servers):
+            report.counts["opted_out_file"] = len(servers) - len(asked)
+        servers = asked
     # A listing-only server (deviation 80) has nothing to start or reach, and no analysis of it to find a way in: it is
     # passed over before any is read, and counted apart from servers whose listed ways in cannot be used.
     measurable = [s for s in servers if not listing_only(s)]
@@ -87,10 +96,7 @@ def run_probe(
         servers = asked
     progress = progress or Progress(stage, len(servers))
     sandbox = sandbox or package_sandbox(settings)
-    specs = [s.launch for s in servers if s.launch is not None]
-    if specs:
-        progress.note(f"installing {len({install_key(s) for s in specs})} packages into the cache")
-    installs = installer.install(specs) if specs else {}
+    installs: dict[str, Installed] = {}
 
     def record(result: ProbeResult) -> None:
         result.started_from = origins.get(result.server_id)
@@ -112,7 +118,7 @@ def run_probe(
         progress.step(result.server_id, f"{outcome}{era}{tools}" + (f" ({(result.detail or '')[:120]})" if not result.reachable else ""),
                       ok=result.reachable)
 
-    async def probe_all() -> None:
+    async def probe_all(servers: list[Server]) -> None:
         # One task per server, so at most one connection to each at a time; remotes mostly wait on the network, packages we
         # start take CPU and memory: each has its own limit.
         remote, started = anyio.CapacityLimiter(max(1, settings.concurrency)), anyio.CapacityLimiter(max(1, settings.sandbox_concurrency))
@@ -129,12 +135,37 @@ def run_probe(
             for server in servers:
                 group.start_soon(one, server)
 
+    rounds = [list(servers)] if deadline.seconds is None else _rounds(servers, settings)
     try:
-        anyio.run(probe_all)
+        for position, batch in enumerate(rounds):
+            if deadline.expired():
+                report.counts[SKIPPED] = report.counts.get(SKIPPED, 0) + sum(len(later) for later in rounds[position:])
+                break
+            specs = [s.launch for s in batch if s.launch is not None]
+            if specs:
+                progress.note(f"installing {len({install_key(s) for s in specs})} packages into the cache")
+                installs.update(installer.install(specs))
+            anyio.run(probe_all, batch)
     except KeyboardInterrupt:
         report.interrupted = True
     report.seconds = time.monotonic() - started
     return report
+
+
+def _rounds(servers: Sequence[Server], settings: Settings) -> list[list[Server]]:
+    """Within a budget, servers are taken a round at a time, their packages installed at the start of each, so installing
+    is inside the budget too (one round's installs at most run past it): a round holds four times as many servers as
+    are probed at once, of each kind."""
+    rounds: list[list[Server]] = [[]]
+    started = 0
+    for server in servers:
+        launched = server.launch is not None
+        if len(rounds[-1]) >= 4 * max(1, settings.concurrency) or (launched and started >= 4 * max(1, settings.sandbox_concurrency)):
+            rounds.append([])
+            started = 0
+        rounds[-1].append(server)
+        started += launched
+    return [batch for batch in rounds if batch]
 
 
 def _from_analyses(db: Database, servers: Sequence[Server]) -> tuple[list[Server], dict[str, str]]:

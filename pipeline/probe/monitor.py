@@ -10,6 +10,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.config import Settings
 from pipeline.fleet.budget import NO_BUDGET, Deadline
+from pipeline.fleet.optout import OptOutList
 from pipeline.models import Server, StageReport
 from pipeline.probe import run_probe
 from pipeline.probe.sandbox import Sandbox
@@ -31,12 +32,13 @@ def run_monitor(
     progress: Progress | None = None,
     deadline: Deadline = NO_BUDGET,
     keep_raw: timedelta | None = RAW_FAST_KEPT,
+    optout: OptOutList = OptOutList(),
 ) -> StageReport:
     """Fast-probe `servers`, then prune raw fast runs older than `keep_raw` (their daily rollups stay; deviation 113)."""
     report = run_probe(
         db, servers=servers, installer=installer, sandbox=sandbox, settings=settings, now=now,
-        kind="fast", run_id=run_id, progress=progress, deadline=deadline,
+        kind="fast", run_id=run_id, progress=progress, deadline=deadline, optout=optout,
     )
-    if keep_raw is not None and not report.interrupted:
-        report.counts["pruned_raw"] = store.prune_fast_runs(db, now - keep_raw)
+    if keep_raw is not None and not report.interrupted and (pruned := store.prune_fast_runs(db, now - keep_raw)):
+        report.counts["pruned_raw"] = pruned
     return report

@@ -19,6 +19,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.assets import TEMPLATES
 from pipeline.collector import without_cyclic_gc
+from pipeline.fleet.status import status_of
 from pipeline.listing_only import listing_only
 from pipeline.models import RubricInfo, StageReport
 from pipeline.render.executors import Executor, ForkPool, Serial
@@ -47,6 +48,7 @@ def run_build(
     database = store.database_path(db)
     with without_cyclic_gc(), Snapshot(database, writer.path_for(f"downloads/{snapshot_name(now)}")) as snapshot:
         site = load_site(db, rubrics, now)
+        status = status_of(db, now)
         laps("load")
         plan = plan_site(site, rubrics, now)
         fingerprints = Fingerprints(site_dir, code_fingerprint(TEMPLATES, site_url, datasette_url), writer.existing)
@@ -56,7 +58,7 @@ def run_build(
                             f"{datasette_url.rstrip('/')}/{Path(database).stem}")
         executor = executor or _default_executor(plan, todo, workers)
         with closing(executor.map(renderer.run, tasks(todo, plan.boards))) as rendered:
-            write_shared(writer, renderer.environment(), plan, rubrics, database=database, site_url=site_url, now=now)
+            write_shared(writer, renderer.environment(), plan, rubrics, status=status, database=database, site_url=site_url, now=now)
             laps("shared files")
             for claimed, counts, taken in rendered:
                 writer.adopt(claimed, counts)

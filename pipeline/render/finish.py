@@ -18,6 +18,7 @@ from markupsafe import Markup
 
 from pipeline import ENGINE_VERSION
 from pipeline.assets import METHODOLOGY, STATIC
+from pipeline.fleet.status import FleetStatus
 from pipeline.lifetime import end, guarded
 from pipeline.models import RubricInfo
 from pipeline.render import schemas
@@ -26,6 +27,7 @@ from pipeline.render.datasette import metadata
 from pipeline.render.fingerprints import MANIFEST, Fingerprints
 from pipeline.render.plan import SitePlan
 from pipeline.render.rendering import json_file
+from pipeline.render.status import STATUS_JSON, STATUS_PAGE, feed_alerts, status_context, status_json
 from pipeline.render.writer import SiteWriter
 
 LEADERBOARD_CSV_COLUMNS = ["rank", "id", "name", "composite", "grade", "visibility", "dimension_indicator", "transport", "era",
@@ -101,20 +103,26 @@ def _csv(rows: list) -> str:
     return out.getvalue()
 
 
-def _feed_updated(changes: list, now: datetime) -> str:
-    return changes[0]["day"] + "T00:00:00Z" if changes else now.astimezone(timezone.utc).date().isoformat() + "T00:00:00Z"
+def _feed_updated(changes: list, alerts: list[dict[str, str]], now: datetime) -> str:
+    """The newest entry's time: a change's day or an alert's start; the build's day when there is neither."""
+    stamps = [changes[0]["day"] + "T00:00:00Z"] if changes else []
+    stamps += [alert["updated"] for alert in alerts]
+    return max(stamps, default=now.astimezone(timezone.utc).date().isoformat() + "T00:00:00Z")
 
 
-def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: Sequence[RubricInfo], *, database: str, site_url: str,
-                 now: datetime) -> None:
-    """Everything but the pages: the board JSON files, methodology, changes, feed, downloads, static files, schemas."""
+def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: Sequence[RubricInfo], *, status: FleetStatus, database: str,
+                 site_url: str, now: datetime) -> None:
+    """Everything but the pages: the board JSON files, methodology, changes, status, feed, downloads, static files, schemas."""
     base = {"engine_version": ENGINE_VERSION}
     for path, document in plan.files.items():
         writer.write(path, json_file(document, compact=path != "api/changes.json"))  # the changes file is short: indented
     methodology = methodology_html(METHODOLOGY.read_text(encoding="utf-8"))
     writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), root="../", **base))
-    writer.write("feed.xml", env.get_template("feed.xml.j2").render(changes=plan.changes, site_url=site_url,
-                                                                     updated=_feed_updated(plan.changes, now)))
+    writer.write(STATUS_PAGE, env.get_template("status.html").render(root="../", **status_context(status), **base))
+    writer.write(STATUS_JSON, json_file(status_json(status)))
+    alerts = feed_alerts(status, site_url)
+    writer.write("feed.xml", env.get_template("feed.xml.j2").render(changes=plan.changes, alerts=alerts, site_url=site_url,
+                                                                     updated=_feed_updated(plan.changes, alerts, now)))
     writer.write("downloads/leaderboard.csv", _csv(plan.rows))
     writer.write("downloads/metadata.json", json_file(metadata(Path(database).stem)))
     writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name(now), site_url=site_url,

@@ -17,6 +17,9 @@ from pipeline.store.catalog import (
     catalog_state,
     classification_of,
     delist,
+    delisted,
+    lift_delisting,
+    naming_keys,
     packages_due_for_downloads,
     record_problems,
     repo_aliases,
@@ -26,6 +29,7 @@ from pipeline.store.catalog import (
 from pipeline.store.connection import ScoreboardDatabaseError, database_path, open_db, snapshot
 from pipeline.store.encoding import cleaned_json, content_hash, dumps, in_chunks, iso, parse_iso
 from pipeline.store.evidence import (
+    fast_probe_minutes,
     judged_hashes,
     latest_analyses,
     latest_analysis_ids,
@@ -40,17 +44,18 @@ from pipeline.store.evidence import (
 from pipeline.store.fleet import last_analysed, last_examined, last_rescore, mark_examined, prune_fast_runs, record_rescore, sandboxed_versions
 from pipeline.store.pages import page_evidence, page_evidence_stamps
 from pipeline.store.refusals import WriteRefused
-from pipeline.store.runs import fail_run, finish_run, start_run
+from pipeline.store.runs import fail_run, finish_run, first_run_at, latest_runs, start_run
 from pipeline.store.scores import CardRow, card_row, drop_cards, load_scores, score_cards, score_changes, visibilities, write_card_rows
 from pipeline.store.scoring import ScoringEvidence, duplicate_descriptions, scoring_evidence
 
 __all__ = [
     "active_servers", "apply_catalog_plan", "card_row", "CardRow", "catalog_state", "CatalogPlan", "CatalogState", "classification_of",
-    "cleaned_json", "content_hash", "database_path", "delist", "drop_cards", "dumps", "duplicate_descriptions", "fail_run", "finish_run",
-    "in_chunks", "iso", "judged_hashes", "last_analysed", "last_examined", "last_rescore", "latest_analyses", "latest_analysis_ids",
-    "latest_probe", "latest_probe_summaries", "latest_probes", "load_scores", "mark_examined", "open_db", "packages_due_for_downloads",
-    "page_evidence", "page_evidence_stamps", "parse_iso", "prune_fast_runs", "rate_limited_until", "record_analysis", "record_probe",
-    "record_problems", "record_rescore", "repo_aliases", "sandboxed_versions", "save_aliases", "save_download_counts", "save_judgements",
-    "score_cards", "score_changes", "ScoreboardDatabaseError", "scoring_evidence", "ScoringEvidence", "snapshot", "start_run",
-    "visibilities", "write_card_rows", "WriteRefused",
+    "cleaned_json", "content_hash", "database_path", "delist", "delisted", "drop_cards", "dumps", "duplicate_descriptions", "fail_run",
+    "fast_probe_minutes", "finish_run", "first_run_at", "in_chunks", "iso", "judged_hashes", "last_analysed", "last_examined",
+    "last_rescore", "latest_analyses", "latest_analysis_ids", "latest_probe", "latest_probe_summaries", "latest_probes", "latest_runs",
+    "lift_delisting", "load_scores", "mark_examined", "naming_keys", "open_db", "packages_due_for_downloads", "page_evidence",
+    "page_evidence_stamps", "parse_iso", "prune_fast_runs", "rate_limited_until", "record_analysis", "record_probe", "record_problems",
+    "record_rescore", "repo_aliases", "sandboxed_versions", "save_aliases", "save_download_counts", "save_judgements", "score_cards",
+    "score_changes", "ScoreboardDatabaseError", "scoring_evidence", "ScoringEvidence", "snapshot", "start_run", "visibilities",
+    "write_card_rows", "WriteRefused",
 ]

@@ -16,7 +16,7 @@ from sqlite_utils import Database
 
 from pipeline.classify import classify
 from pipeline.clean import clean, clean_text
-from pipeline.identity import pypi_name
+from pipeline.identity import pypi_name, remote_key, repository_key
 from pipeline.models import Server, SourceRecord
 from pipeline.store.encoding import clean_json_text, content_hash, dumps, in_chunks, iso, parse_iso
 from pipeline.store.refusals import DATA_ERRORS, WriteRefused, one_server
@@ -216,15 +216,51 @@ def save_download_counts(db: Database, due: dict[tuple[str, str], list[str]], co
     return len(per_server)
 
 
-def delist(db: Database, server_id: str, now: datetime) -> None:
-    """Take a server off the scoreboard at its owner's request (`/.well-known/mcp-scoreboard` with "delist": true).
+def delist(db: Database, server_id: str, now: datetime, by: str | None = None, reference: str | None = None) -> None:
+    """Take a server off the scoreboard at its owner's request: `/.well-known/mcp-scoreboard` with "delist": true, or
+    (`by`) an entry of the opt-out file, whose `reference` names the request.
 
     Its rows stay (never deleted); discovery will not make it active again while the request stands.
     """
     with db.atomic():
         row = db["servers"].get(server_id)
-        attributes = {**json.loads(row["attributes"] or "{}"), "delisted_at": iso(now)}
+        marks = {"delisted_at": iso(now), **({"delisted_by": by, "delist_reference": clean_text(reference or "", 300)} if by else {})}
+        attributes = {**json.loads(row["attributes"] or "{}"), **marks}
         db["servers"].update(server_id, {"is_active": 0, "deactivated_at": iso(now), "attributes": dumps(attributes)})
+
+
+_DELISTING = ("delisted_at", "delisted_by", "delist_reference")
+
+
+def delisted(db: Database, by: str | None = None) -> list[str]:
+    """The servers a delisting holds off the scoreboard: every one, or those marked `by` (delist's argument)."""
+    if by is None:
+        return [row["id"] for row in db.query("select id from servers where json_extract(attributes, '$.delisted_at') is not null order by id")]
+    return [row["id"] for row in db.query("select id from servers where json_extract(attributes, '$.delisted_by') = ? order by id", [by])]
+
+
+def lift_delisting(db: Database, server_ids: Iterable[str]) -> None:
+    """Forget the delisting of these servers (its request was withdrawn): the next discovery that lists one makes it active again."""
+    with db.atomic():
+        for server_id in server_ids:
+            row = db["servers"].get(server_id)
+            attributes = {k: v for k, v in json.loads(row["attributes"] or "{}").items() if k not in _DELISTING}
+            db["servers"].update(server_id, {"attributes": dumps(attributes)})
+
+
+def naming_keys(db: Database, server_ids: Iterable[str] | None = None) -> dict[str, set[str]]:
+    """Every key that names each server (every server when `server_ids` is None): its identity keys, its repository's key
+    (one for all the servers of a repository), its remote endpoint's and its registry name's."""
+    some = "" if server_ids is None else " where {} in (select value from json_each(?))"
+    params = [] if server_ids is None else [dumps(sorted(set(server_ids)))]
+    found: dict[str, set[str]] = {}
+    for row in db.query("select id, repository, subpath, repo_key, remote_url, registry_name from servers" + some.format("id"), params):
+        registry = f"registry:{row['registry_name'].lower()}" if row["registry_name"] else None
+        found[row["id"]] = {k for k in (row["repo_key"], repository_key(row["repository"]), repository_key(row["repository"], row["subpath"]),
+                                        remote_key(row["remote_url"]), registry) if k}
+    for row in db.query("select key, server_id from server_keys" + some.format("server_id"), params):
+        found.setdefault(row["server_id"], set()).add(row["key"])
+    return found
 
 
 def active_servers(db: Database, ids: Iterable[str] | None = None) -> list[Server]:

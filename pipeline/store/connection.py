@@ -17,8 +17,12 @@ class ScoreboardDatabaseError(Exception):
     """The database file is missing, not SQLite, corrupt, or not a scoreboard database."""
 
 
-def open_db(path: Path | str, *, create: bool = True) -> Database:
-    """Open (and migrate) the scoreboard database at `path`, or explain clearly why not."""
+def open_db(path: Path | str, *, create: bool = True, integrity_check: bool = True) -> Database:
+    """Open (and migrate) the scoreboard database at `path`, or explain clearly why not.
+
+    Without `integrity_check`, SQLite's quick_check (seconds for a fleet's database) is left to whoever opens the file
+    next: for a private copy that its one user opens, and checks, again.
+    """
     path = Path(path)
     if not path.exists():
         if not create:
@@ -34,7 +38,7 @@ def open_db(path: Path | str, *, create: bool = True) -> Database:
     try:
         conn = sqlite3.connect(str(path))
         conn.execute("PRAGMA busy_timeout = 10000")
-        problems = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()]
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check").fetchall()] if integrity_check else ["ok"]
         if problems != ["ok"]:
             conn.close()
             raise ScoreboardDatabaseError(f"{path}: the database is corrupt: {'; '.join(problems[:3])}")

@@ -181,3 +181,14 @@ def judged_hashes(db: Database, server_id: str, model: str) -> set[tuple[str, st
         (r["tool_name"], r["tool_hash"])
         for r in db.query("select tool_name, tool_hash from judgements where server_id = ? and model = ?", [server_id, model])
     }
+
+
+def fast_probe_minutes(db: Database, since: datetime, until: datetime) -> list[tuple[str, str, int]]:
+    """The fast probes started from `since` to `until` of servers that completed a handshake at least once (their daily
+    rollups say so), counted per minute (`YYYY-MM-DDTHH:MM`, UTC) and outcome: what the fleet's probe success rate reads."""
+    return db.execute(
+        "select substr(p.started_at, 1, 16) minute, p.outcome, count(*) from (select distinct server_id from probe_daily where ok > 0) s "
+        "join probe_runs p on p.server_id = s.server_id and p.started_at >= ? and p.started_at <= ? and p.kind = 'fast' "
+        "group by minute, p.outcome order by minute",
+        [iso(since), iso(until)],
+    ).fetchall()

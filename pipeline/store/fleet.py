@@ -50,20 +50,36 @@ def record_rescore(db: Database, server_id: str, now: datetime, requested_by: st
 def prune_fast_runs(db: Database, before: datetime) -> int:
     """Delete raw fast-probe runs started before `before`, in one transaction; their daily rollups (probe_daily) stay.
 
-    Kept past `before`, per server whose failures since it last answered are being counted (pipeline.outcomes): the first
-    and the last failed fast run since that answer, and its last answered fast run, the ends a verdict of unreachability
-    reads (deviation 113). A fast run captures no tool list, so no snapshot points at one; any that did is unlinked, not lost."""
+    What counts failed attempts (pipeline.outcomes) reads raw runs, so first the pruned failures since the server last
+    answered are folded into `fast_failures` per day (count, first, last), and rows folded earlier that a newer answer
+    made moot are dropped; each server's latest fast run and its last answered one are kept (deviation 113). A fast run
+    captures no tool list, so no snapshot points at one; any that did is unlinked rather than lost."""
+    candidates = db.execute("select id, server_id from probe_runs where kind = 'fast' and started_at < ?", [iso(before)]).fetchall()
+    if not candidates:  # most monitor runs: nothing has aged past the window since the last one
+        return 0
+    doomed: list[int] = []
     with db.atomic():
-        answered = f"select server_id, max(started_at) at from probe_runs where {REACHED_SQL} group by server_id"
-        keep = {row[0] for row in db.execute(
-            f"select max(id) from probe_runs where kind = 'fast' and {REACHED_SQL} group by server_id "
-            f"union select min(p.id) from probe_runs p left join ({answered}) a on a.server_id = p.server_id "
-            f"where p.kind = 'fast' and {FAILED_SQL} and (a.at is null or p.started_at > a.at) group by p.server_id "
-            f"union select max(p.id) from probe_runs p left join ({answered}) a on a.server_id = p.server_id "
-            f"where p.kind = 'fast' and {FAILED_SQL} and (a.at is null or p.started_at > a.at) group by p.server_id").fetchall()}
-        doomed = [row[0] for row in db.execute("select id from probe_runs where kind = 'fast' and started_at < ?", [iso(before)]).fetchall()
-                  if row[0] not in keep]
-        for part, marks in in_chunks(doomed):
-            db.execute(f"update tool_snapshots set probe_run_id = null where probe_run_id in ({marks})", part)
-            db.execute(f"delete from probe_runs where id in ({marks})", part)
+        for servers, marks in in_chunks(sorted({server_id for _, server_id in candidates}), 250):
+            answered = (f"select server_id, max(started_at) at from probe_runs where server_id in ({marks}) and {REACHED_SQL} "
+                        "group by server_id")
+            keep = {row[0] for row in db.execute(
+                f"select max(id) from probe_runs where server_id in ({marks}) and kind = 'fast' and {REACHED_SQL} group by server_id "
+                f"union select max(id) from probe_runs where server_id in ({marks}) and kind = 'fast' group by server_id", [*servers, *servers])}
+            chosen = set(servers)
+            part = [id_ for id_, server_id in candidates if server_id in chosen and id_ not in keep]
+            doomed += part
+            for ids, id_marks in in_chunks(part):
+                folded = db.execute(
+                    f"select p.server_id, substr(p.started_at, 1, 10) day, count(*), min(p.started_at), max(p.started_at) from probe_runs p "
+                    f"left join ({answered}) a on a.server_id = p.server_id where p.id in ({id_marks}) and {FAILED_SQL} "
+                    f"and (a.at is null or p.started_at > a.at) group by p.server_id, day", [*servers, *ids]).fetchall()
+                for server_id, day, failed, first, last in folded:
+                    db.execute("insert into fast_failures (server_id, day, failed, first_at, last_at) values (?, ?, ?, ?, ?) "
+                               "on conflict (server_id, day) do update set failed = failed + excluded.failed, "
+                               "first_at = min(first_at, excluded.first_at), last_at = max(last_at, excluded.last_at)",
+                               [server_id, day, failed, first, last])
+                db.execute(f"update tool_snapshots set probe_run_id = null where probe_run_id in ({id_marks})", ids)
+                db.execute(f"delete from probe_runs where id in ({id_marks})", ids)
+            db.execute(f"delete from fast_failures where rowid in (select f.rowid from fast_failures f join ({answered}) a "
+                       "on a.server_id = f.server_id where f.last_at < a.at)", servers)
     return len(doomed)

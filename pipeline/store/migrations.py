@@ -343,3 +343,13 @@ def m008_shard_merges(db: Database) -> None:
         not_null={"stage", "shard", "base", "engine_version", "created_at", "merged_at", "rows"},
     )
     _table(db, "shard_merges").create_index(["stage", "base", "shard"], unique=True)
+
+
+@migrations()
+def m009_folded_fast_failures(db: Database) -> None:
+    """Raw fast runs are kept 48 hours; the failures among those pruned that still count against a server (after it last
+    answered) are folded per day, so the failed attempts the score counts stay what they were (deviation 113)."""
+    _table(db, "fast_failures").create({"server_id": str, "day": str, "failed": int, "first_at": str, "last_at": str}, pk=("server_id", "day"),
+                                       not_null={"server_id", "day", "failed", "first_at", "last_at"},
+                                       foreign_keys=[("server_id", "servers", "id")])
+    _table(db, "probe_runs").create_index(["kind", "started_at"])  # what the monitor prunes: fast runs past the window

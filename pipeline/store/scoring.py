@@ -89,7 +89,8 @@ FAILED_SQL = (f"p.outcome not in ({_listed(ANSWERED | GATED | NOT_MEASURED | SAN
 
 def failed_attempts(db: Database, ids: list[str], since: datetime) -> dict[str, Attempts]:
     """Each server's failed attempts (deep, fast and sandbox probes) since `since` and after it last answered, with when
-    it last answered; counted in SQL, so a server probed every five minutes costs no rows read into Python."""
+    it last answered; counted in SQL, so a server probed every five minutes costs no rows read into Python. Fast runs
+    pruned after 48 hours count through their folded failures (store.fleet.prune_fast_runs)."""
     found: dict[str, Attempts] = {}
     for part, marks in in_chunks(ids, 250):  # each id is bound twice
         answered = dict(db.execute(f"select server_id, max(started_at) from probe_runs where server_id in ({marks}) and started_at >= ? "
@@ -105,6 +106,18 @@ def failed_attempts(db: Database, ids: list[str], since: datetime) -> dict[str, 
         ).fetchall()
         for server_id, count, first, last in counted:
             found[server_id] = Attempts(count, parse_iso(first), parse_iso(last), found[server_id].answered_at)
+        # Pruned fast failures since the last answer, folded per day (deviation 113): a day is in the window if its last is.
+        folded = db.execute(
+            f"select f.server_id, sum(f.failed), min(f.first_at), max(f.last_at) from fast_failures f left join (select server_id, "
+            f"max(started_at) at from probe_runs where server_id in ({marks}) and started_at >= ? and {REACHED_SQL} group by server_id) a "
+            f"on a.server_id = f.server_id where f.server_id in ({marks}) and f.last_at >= ? and (a.at is null or f.first_at > a.at) "
+            f"group by f.server_id",
+            [*part, iso(since), *part, iso(since)],
+        ).fetchall()
+        for server_id, count, first, last in folded:
+            known = found[server_id]
+            found[server_id] = Attempts(known.failed + count, min(filter(None, (known.first, parse_iso(first)))),
+                                        max(filter(None, (known.last, parse_iso(last)))), known.answered_at)
     return found
 
 
