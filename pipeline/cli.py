@@ -57,10 +57,16 @@ class Interrupted(Exception):
 
 
 def _open(settings: Settings) -> Database:
+    """The database; when the command ends its write-ahead log is folded into the file, so a job that copies or uploads
+    `scoreboard.db` alone carries every commit (a render's reader may still be open, so closing alone would not do it)."""
     try:
-        return store.open_db(settings.db_path)
+        db = store.open_db(settings.db_path)
     except store.ScoreboardDatabaseError as exc:
         raise click.ClickException(str(exc)) from exc
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(lambda: (db.execute("pragma wal_checkpoint(truncate)"), db.close()))
+    return db
 
 
 def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageReport]) -> StageReport:
