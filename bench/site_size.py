@@ -2,11 +2,11 @@
 
 python bench/site_size.py [--servers 25000] [--db PATH] [--catalog [--fixtures DIR]] [--local-snapshot]
 Target (issue 18): the full site for 25,000 servers ≤ 1 GB (GitHub Pages' limit), aiming at ≤ 700 MB. The site is built as
-published (deviation 130: the database snapshot is linked where it is published, not copied into the site) unless
+published (deviation 102: the database snapshot is linked where it is published, not copied into the site) unless
 --local-snapshot; the database's own size (and gzip'd) is printed beside it, with what the score cards weigh in it.
 
 Measured on 2 shared cores (issue 18): 25,000 synthetic servers, every one measured: 1,354 MB (as a tar 1,449 MB, gzip'd 152 MB;
-before deviations 130-133 about 2,630 MB, scaled from 2,000 servers); the snapshot catalog (8,221 servers, 4,602 listing-only):
+before deviations 102-105 about 2,630 MB, scaled from 2,000 servers); the snapshot catalog (8,221 servers, 4,602 listing-only):
 161 MB, a listing-only server 4.9 KB of its own files, a measured one 32.5 KB (a synthetic one 50 KB).
 """
 

@@ -197,7 +197,7 @@ def shardable(stage: str) -> Callable[[Callable], Callable]:
 
 
 def whole_catalog(command: Callable) -> Callable:
-    """A stage over the whole catalog takes no --shard (deviation 100): it is run once, on the merged database."""
+    """A stage over the whole catalog takes no --shard (deviation 83): it is run once, on the merged database."""
 
     @click.option("--shard", "shard_text", metavar="I/N", help="Not accepted: this stage reads the whole catalog; run it on the merged database.")
     @functools.wraps(command)
@@ -497,7 +497,7 @@ def score(settings: Settings) -> None:
 @whole_catalog
 def build(settings: Settings, site_dir: Path | None) -> None:
     """Render the database into the static site. With SCOREBOARD_SNAPSHOT_STORE=github-release:OWNER/REPO the downloads page
-    links the dated snapshots published there and the site holds no copy of the database (deviation 130)."""
+    links the dated snapshots published there and the site holds no copy of the database (deviation 102)."""
     from pipeline.render import run_build
 
     db = _open(settings)

@@ -38,7 +38,7 @@ class Settings(BaseModel):
     install_timeout: float = 600.0
     sandbox: Literal["auto", "bubblewrap", "docker"] = "auto"  # SCOREBOARD_SANDBOX: where packages run (auto: bubblewrap, else Docker)
     # Remote servers probed at once (SCOREBOARD_CONCURRENCY): each has one probe, so one connection at a time, in flight
-    # (seed 000: at most one concurrent connection per server); most of a probe is waiting on the network (deviation 112).
+    # (seed 000: at most one concurrent connection per server); most of a probe is waiting on the network (deviation 87).
     concurrency: int = 48
     sandbox_concurrency: int = 4  # SCOREBOARD_SANDBOX_CONCURRENCY: packages started in the sandbox at once (CPU and memory bound)
     connect_timeout: float = 4.0  # SCOREBOARD_CONNECT_TIMEOUT: every connection a probe opens; a black-holed host costs this once

@@ -1,4 +1,4 @@
-"""Fast-probe history: raw fast runs kept 48 hours, daily rollups for good, reliability unchanged (deviation 113)."""
+"""Fast-probe history: raw fast runs kept 48 hours, daily rollups for good, reliability unchanged (deviation 88)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The retention policy (deviation 122): pure, and history-free: pruning by it after every publish for 400 days keeps
+"""The retention policy (deviation 93): pure, and history-free: pruning by it after every publish for 400 days keeps
 exactly what it says of every snapshot ever published."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`scoreboard snapshot check` (deviation 120): refuses, listing every reason, a database that should not be published."""
+"""`scoreboard snapshot check` (deviation 91): refuses, listing every reason, a database that should not be published."""
 
 from __future__ import annotations
 

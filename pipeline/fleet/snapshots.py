@@ -3,12 +3,12 @@
 Restore fetches the newest snapshot, verifies it (the manifest's sha256, zstd's own checksum, the database's sha256,
 integrity_check, that it is a scoreboard database this engine can read), migrates an older schema and only then replaces
 --db, in one rename: any failure leaves --db as it was and says what failed where. No snapshot is an error; starting
-empty is `--first-run`, refused when the store holds a snapshot (deviation 123).
+empty is `--first-run`, refused when the store holds a snapshot (deviation 94).
 
 Publish refuses unless the store's newest snapshot is the one this database descends from (restored or last
 published from it), so two runs that restored the same snapshot cannot both publish and one silently drop the other's
 work; copies the database (VACUUM INTO: consistent and compact), refuses it unless the soundness check passes, packs
-it, uploads the file and then its manifest, and only then prunes by the retention policy (deviation 122). A failed
+it, uploads the file and then its manifest, and only then prunes by the retention policy (deviation 93). A failed
 upload leaves the store's previous snapshots as they were.
 """
 

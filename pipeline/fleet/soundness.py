@@ -1,4 +1,4 @@
-"""The soundness check before a database is published: every reason to refuse it, listed (methodology deviation 120).
+"""The soundness check before a database is published: every reason to refuse it, listed (methodology deviation 91).
 
 Refused when the file is damaged (integrity_check), not a scoreboard database, or at a schema newer or older than this
 engine's; when row counts collapsed against the previous published snapshot; when an active, measured server has no
@@ -19,7 +19,7 @@ from pipeline import store
 from pipeline.fleet.snapshot_format import inspect_database
 from pipeline.listing_only import listing_only
 
-# A count below 90% of the previous snapshot's, by more than 5 rows, is a collapse (deviation 120). Raw probe runs are not
+# A count below 90% of the previous snapshot's, by more than 5 rows, is a collapse (deviation 91). Raw probe runs are not
 # compared: they are kept 48 hours and fall by design.
 COLLAPSE_FLOOR = 0.9
 COLLAPSE_SLACK = 5

@@ -35,7 +35,7 @@ def run_monitor(
     optout: OptOutList = OptOutList(),
     prune_only: Callable[[str], bool] | None = None,
 ) -> StageReport:
-    """Fast-probe `servers`, then prune raw fast runs older than `keep_raw` (their daily rollups stay; deviation 113): of
+    """Fast-probe `servers`, then prune raw fast runs older than `keep_raw` (their daily rollups stay; deviation 88): of
     every server, or of those `prune_only` accepts (a shard's)."""
     report = run_probe(
         db, servers=servers, installer=installer, sandbox=sandbox, settings=settings, now=now,

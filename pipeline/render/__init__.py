@@ -42,7 +42,7 @@ def run_build(
     """Build the site into `site_dir`; pages whose inputs are unchanged since the last build are kept as they are.
 
     The database download: with `snapshots_url` (the public page of the dated snapshots a run publishes, e.g. a GitHub
-    release) the downloads page links them and the site holds no copy (deviation 130: a copy per build is most of a
+    release) the downloads page links them and the site holds no copy (deviation 102: a copy per build is most of a
     25,000-server site); without it (a local site) the build copies the database into downloads/ as before.
     `executor` renders the pages; by default worker processes (`workers`, one per core) once there are enough pages to pay for them.
     """

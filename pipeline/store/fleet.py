@@ -55,7 +55,7 @@ def prune_fast_runs(db: Database, before: datetime, only: Callable[[str], bool] 
 
     What counts failed attempts (pipeline.outcomes) reads raw runs, so first the pruned failures since the server last
     answered are folded into `fast_failures` per day (count, first, last), and rows folded earlier that a newer answer
-    made moot are dropped; each server's latest fast run and its last answered one are kept (deviation 113). A fast run
+    made moot are dropped; each server's latest fast run and its last answered one are kept (deviation 88). A fast run
     captures no tool list, so no snapshot points at one; any that did is unlinked rather than lost."""
     candidates = db.execute("select id, server_id from probe_runs where kind = 'fast' and started_at < ?", [iso(before)]).fetchall()
     if only is not None:
