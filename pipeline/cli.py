@@ -65,8 +65,16 @@ def _open(settings: Settings) -> Database:
         raise click.ClickException(str(exc)) from exc
     context = click.get_current_context(silent=True)
     if context is not None:
-        context.call_on_close(lambda: (db.execute("pragma wal_checkpoint(truncate)"), db.close()))
+        context.call_on_close(functools.partial(_fold_and_close, db))
     return db
+
+
+def _fold_and_close(db: Database) -> None:
+    import sqlite3
+
+    with contextlib.suppress(sqlite3.ProgrammingError):  # a command that closed it already (serve, once it has checked it)
+        db.execute("pragma wal_checkpoint(truncate)")
+        db.close()
 
 
 def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageReport]) -> StageReport:
