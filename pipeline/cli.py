@@ -16,31 +16,23 @@ import click
 from sqlite_utils import Database
 
 from pipeline import store
-from pipeline.analyze import run_analyze
-from pipeline.analyze.fetch import InstalledPackageFetcher
-from pipeline.analyze.github import GitHubFetcher
-from pipeline.analyze.registries import PackageArchiveFetcher
-from pipeline.analyze.sources import SourceChooser, fetch_order
-from pipeline.check import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.clean import clean, terminal_text
 from pipeline.config import Settings
+from pipeline.exit_codes import EXIT_BELOW_MIN_SCORE, exit_codes, exit_for
 from pipeline.fleet import shards
 from pipeline.fleet.optout import OptOutError, OptOutList, load_optout
-from pipeline.judge import OfflineJudge, run_judge
 from pipeline.listing_only import listing_only
 from pipeline.models import ProbeResult, StageReport
 from pipeline.net import LOOPBACK, PRIVATE, Reach, resolves_public
-from pipeline.probe import run_probe
-from pipeline.probe.monitor import run_monitor
-from pipeline.sandbox.install import Installer
-from pipeline.sandbox.installenv import package_registries
 from pipeline.score import registry, run_score
 
 if TYPE_CHECKING:
+    from pipeline.analyze.registries import PackageArchiveFetcher
     from pipeline.discover.http import SourceHTTP
 
-# Discovery and the build are imported where they are used: `probe TARGET` and `check`, which a server's author runs
-# against a hostile server within a time budget, start without them.
+# The stages are imported where they are used: `probe TARGET` and `check`, which a server's author runs against a hostile
+# server within a time budget, start without discovery and the build, and every command starts without the stages it does
+# not run (the MCP SDK, which the prober imports, is most of a command's start; the scheduled jobs start hundreds).
 
 
 def echo(message: str, err: bool = False) -> None:
@@ -308,6 +300,8 @@ def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str,
 
 def _install(settings: Settings, specs: list) -> dict:
     """Install local servers' packages (cached ones are kept), with a start and a summary line."""
+    from pipeline.sandbox.install import Installer
+
     if not specs:
         return {}
     started = time.monotonic()
@@ -327,6 +321,11 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
     import ssl
 
     import httpx
+
+    from pipeline.analyze import run_analyze
+    from pipeline.analyze.fetch import InstalledPackageFetcher
+    from pipeline.analyze.github import GitHubFetcher
+    from pipeline.analyze.sources import SourceChooser, fetch_order
 
     # A listing-only server (deviation 80) has no source to fetch: none is tried, no failure recorded (the score stage passes
     # it over too, so an analysis of it would never count).
@@ -356,6 +355,9 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
 
 def _archive_fetcher(client, settings: Settings) -> PackageArchiveFetcher:
     """Package archives from the registries the settings name, else from those npm and pip are configured with."""
+    from pipeline.analyze.registries import PackageArchiveFetcher
+    from pipeline.sandbox.installenv import package_registries
+
     if settings.npm_registry and settings.pypi_url:
         return PackageArchiveFetcher(client, settings.npm_registry, settings.pypi_url)
     configured = package_registries(os.environ)  # asks npm once when its configuration files do not say
@@ -424,6 +426,10 @@ def _probe_settings(settings: Settings, concurrency: int | None, connect_timeout
 
 def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: str, due: bool = False, transport: str | None = None,
            budget: float | None = None, shard: shards.Shard | None = None) -> None:
+    from pipeline.probe import run_probe
+    from pipeline.probe.monitor import run_monitor
+    from pipeline.sandbox.install import Installer
+
     stage = "probe" if kind == "deep" else "monitor"
     servers = _select(db, stage, server_ids, due, transport, shard)
     installer = Installer.from_settings(settings)
@@ -459,6 +465,8 @@ def monitor(settings: Settings, server_ids: tuple[str, ...], concurrency: int | 
 @shardable("judge")
 def judge(settings: Settings, server_ids: tuple[str, ...], due: bool, budget: float | None, shard: shards.Shard | None) -> None:
     """Rate tool schemas for interpretability (offline judge unless LLM keys are configured)."""
+    from pipeline.judge import OfflineJudge, run_judge
+
     db = _open(settings)
     servers = _select(db, "judge", server_ids, due, shard=shard)
     deadline = _deadline(budget)
@@ -474,6 +482,7 @@ def rescore(settings: Settings, server_id: str, requested_by: str | None) -> Non
     """A priority rescore of one server: analyse it afresh, deep-probe it, judge and score it. At most once per 24 hours
     per server (seed 000); a refused request is recorded too, and exits 1."""
     from pipeline.fleet import cadence
+    from pipeline.judge import OfflineJudge, run_judge
 
     db = _open(settings)
     server = _servers(db, (server_id,))[0]
@@ -669,7 +678,11 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     """Run every stage in order: discover → analyze → probe → monitor → judge → score → build."""
     from pipeline.discover import run_discover
     from pipeline.discover.local import LocalCatalogSource
+    from pipeline.judge import OfflineJudge, run_judge
+    from pipeline.probe import run_probe
+    from pipeline.probe.monitor import run_monitor
     from pipeline.render import run_build
+    from pipeline.sandbox.install import Installer
 
     db = _open(settings)
     target = site_dir or settings.site_dir

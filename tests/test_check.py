@@ -10,9 +10,10 @@ import sys
 
 import pytest
 
-from pipeline.check import exit_codes, exit_for, probe_target, render_probe, render_text, run_check
+from pipeline.check import probe_target, render_probe, render_text, run_check
 from pipeline.config import Settings
 from pipeline.discover.local import LocalCatalogSource
+from pipeline.exit_codes import exit_codes, exit_for
 from pipeline.models import HttpFacts, ProbeOutcome
 from pipeline.sandbox.install import install_key
 from tests.support import NOW, REPO, TEST_SERVERS, probe, python_server
