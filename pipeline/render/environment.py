@@ -36,13 +36,12 @@ def _isolated(value):
     return isolate_bidi(value) if type(value) is str else value
 
 
-UNMEASURED = Markup(' class="unmeasured"')
+UNMEASURED = Markup(" class=u")
 HINTS = (("read_only", "read-only"), ("destructive", "destructive"), ("idempotent", "idempotent"), ("open_world", "open-world"))
-# A tool's four behaviour hints as spans, by declared value (True, False, not declared): made once, looked up per tool.
+# A tool's four behaviour hints, by declared value (True, False, not declared): made once, looked up per tool. The table's
+# legend says what ✗ and ? mean, instead of a tooltip on each of a page's ~30 hints (deviation 135).
 _HINT_SPANS = {
-    (key, value): Markup(f'<span class="hint {"u" if value is None else "t" if value else "f"}" '
-                         f'title="{label}: {"not declared" if value is None else str(value).lower()}">'
-                         f'{label}{"?" if value is None else "" if value else " ✗"}</span> ')
+    (key, value): Markup(f'<i class={"u" if value is None else "t" if value else "f"}>{label}{"?" if value is None else "" if value else " ✗"}</i> ')
     for key, label in HINTS for value in (None, True, False)
 }
 

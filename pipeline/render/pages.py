@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PlainSerializer, WithJsonSchema
 from typing_extensions import TypedDict
 
 from pipeline.render.values import Context, Day, Grade, Number, Percent, Score, Transport, Visibility
@@ -40,6 +40,50 @@ class Dimension(TypedDict):
     rules: list[Rule]
 
 
+# In the JSON a dimension and each rule under it are rows, fields in these orders, trailing nulls left out: the field names on each
+# of a server's ~23 dimensions and ~60 rules were a fifth of its JSON (deviation 134). The page reads them by name.
+RULE_FIELDS = ("rule", "points", "max_points", "measured", "reason", "how_to_gain", "evidence")
+DIMENSION_FIELDS = ("name", "label", "status", "score", "weight", "optional", "rules", "reason")
+RULE_ROW = {
+    "type": "array", "minItems": 5, "maxItems": 7, "items": False,
+    "description": "a rule's outcome: [" + ", ".join(RULE_FIELDS) + "]; a trailing null is left out",
+    "prefixItems": [
+        {"type": "string", "description": "rule"}, {"type": "number", "description": "points"},
+        {"type": "number", "description": "max_points"}, {"type": "boolean", "description": "measured"},
+        {"type": "string", "description": "reason"},
+        {"type": ["string", "null"], "description": "how_to_gain: what would earn the missing points"},
+        {"type": "string", "description": "evidence: the stored row it was concluded from"},
+    ],
+}
+DIMENSION_ROW = {
+    "type": "array", "minItems": 7, "maxItems": 8, "items": False,
+    "description": "a dimension's outcome: [" + ", ".join(DIMENSION_FIELDS) + "]; a null reason is left out",
+    "prefixItems": [
+        {"type": "string", "description": "name"}, {"type": "string", "description": "label"},
+        {"enum": ["scored", "pending", "not_applicable"], "description": "status"},
+        {"type": ["number", "null"], "description": "score"}, {"type": "number", "description": "weight"},
+        {"type": "boolean", "description": "optional"}, {"type": "array", "items": RULE_ROW, "description": "rules"},
+        {"type": "string", "description": "reason: why it is pending or not applicable"},
+    ],
+}
+
+
+def _row(values: list[Any]) -> list[Any]:
+    while values[-1] is None:
+        values.pop()
+    return values
+
+
+def dimension_rows(dimensions: list[Dimension]) -> list[list[Any]]:
+    return [_row([d["name"], d["label"], d["status"], d["score"], d["weight"], d["optional"],
+                  [_row([r["rule"], r["points"], r["max_points"], r["measured"], r["reason"], r["how_to_gain"], r["evidence"]])
+                   for r in d["rules"]], d["reason"]]) for d in dimensions]
+
+
+Dimensions = Annotated[list[Dimension], PlainSerializer(dimension_rows),
+                       WithJsonSchema({"type": "array", "items": DIMENSION_ROW}, mode="serialization")]
+
+
 class Flag(TypedDict):
     name: str
     label: str
@@ -64,8 +108,9 @@ class HeadlineScore(Context):
     rules_version: str | None
     badges: list[str]
     flags: list[Flag]
-    dimensions: list[Dimension]
-    how_to_gain: list[Gain]
+    dimensions: Dimensions
+    # The page's list; in the JSON each rule's row already holds its advice and missing points (deviation 134)
+    how_to_gain: list[Gain] = Field(exclude=True)
     caps: list[str]  # every standing flag that caps the score, with its cap: the first thing to fix
 
 
@@ -80,7 +125,7 @@ class RubricSection(Context):
     dimension_indicator: str
     rules_version: str
     extra: dict[str, Any] = Field(description="the rubric's own figures; the review's per-tool documentation scores are under tools[].docs")
-    dimensions: list[Dimension]
+    dimensions: Dimensions
 
 
 # ---------------------------------------------------------------- a server page
@@ -288,8 +333,9 @@ class ServerPage(Context):
     protocol: Protocol | None
     reliability: Reliability | None
     other_rubrics: list[RubricSection]
-    analysis: dict[str, Any] | None
-    source: dict[str, Any] | None = Field(description="what the static analysis read from the source, as the page shows it")
+    analysis: dict[str, Any] | None = Field(description="the static analysis as stored, every tool and finding")
+    # What the page shows of `analysis` (its first tools and findings, labelled sub-metrics); the JSON has `analysis` whole (deviation 134)
+    source: dict[str, Any] | None = Field(exclude=True)
     history: list[HistoryDay]
     trend_chart: bool = Field(description="true when the score moved and trend.svg exists")
     last_scored_at: str | None
