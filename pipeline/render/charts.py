@@ -60,7 +60,10 @@ def _compact(svg: str) -> str:
     svg = _EMPTY_OVERLAYS.sub("", _TOOLTIP_PLACE.sub("", _LABEL_TOOLTIP.sub(r"\1", svg))).replace(' class=""', "")
     svg = _ATTRIBUTE.sub(lambda m: '="' + _DECIMALS.sub(_tenth, m[1]) + '"', svg)
     classes = {name for found in _CLASSES.findall(svg) for name in found.split()}
-    return _STYLESHEET.sub(lambda m: m[1] + _used_rules(m[2], classes) + m[3], svg, count=1)
+    # the chart's id before every selector scoped a chart among others on one page; a chart is its own document (an <img>)
+    scope = re.search(r'<svg [^>]*id="([^"]+)"', svg)
+    prefix = f"#{scope[1]} " if scope else None
+    return _STYLESHEET.sub(lambda m: m[1] + _used_rules(m[2], classes).replace(prefix or "\0", "") + m[3], svg, count=1)
 
 
 def _static_rules(stylesheet: str) -> str:

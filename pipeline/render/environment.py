@@ -50,6 +50,22 @@ def hints(annotations: dict) -> Markup:
     return Markup("").join(_HINT_SPANS[key, annotations[key]] for key, _ in HINTS)
 
 
+def sections(dimensions: list[dict]) -> list[tuple[str, dict]]:
+    """A rule table's sections: (heading, dimension) for each dimension with rules or not applicable, and one section for a run of
+    dimensions not applicable for the same reason, headed by all their labels (a stdio server's remote card: seven, one reason)."""
+    found: list[tuple[str, dict]] = []
+    for d in dimensions:
+        if not d["rules"] and d["status"] != "not_applicable":
+            continue
+        last = found[-1][1] if found else None
+        if (last and not d["rules"] and not last["rules"] and d["status"] == last["status"] == "not_applicable"
+                and d["reason"] == last["reason"]):
+            found[-1] = (f"{found[-1][0]} · {d['label']}", last)
+        else:
+            found.append((d["label"], d))
+    return found
+
+
 def environment(rubrics: Sequence[RubricInfo]) -> Environment:
     """The environment every page is rendered in; the navigation links each board other than the headline's (the front page)."""
     env = _DictFirstEnvironment(
@@ -68,5 +84,6 @@ def environment(rubrics: Sequence[RubricInfo]) -> Environment:
     env.filters["words"] = lambda name: name.replace("_", " ")
     env.filters["unmeasured"] = lambda r: "" if r["measured"] else UNMEASURED  # a class on the rows that need one, no empty ones
     env.filters["hints"] = hints
+    env.filters["sections"] = sections
     env.globals.update(cell=cell, icons=VISIBILITY_ICONS, listed_board=LISTED_BOARD, boards=[r for r in rubrics if not r.headline])
     return env

@@ -296,9 +296,23 @@ class ReliabilityDay(TypedDict):
 Windows = TypedDict("Windows", {"24h": Window, "7d": Window, "30d": Window})
 
 
+def day_columns(days: list[ReliabilityDay]) -> dict[str, list[Any]]:
+    return {"day": [d["day"] for d in days], "uptime": [d["uptime"] for d in days], "p95_ms": [d["p95_ms"] for d in days]}
+
+
+# In the JSON, 30 days are three columns rather than 30 objects naming their three fields (deviation 134).
+DAY_COLUMNS = {
+    "type": "object", "required": ["day", "uptime", "p95_ms"], "additionalProperties": False,
+    "description": "the daily rollups as columns: the n-th day's figures are the n-th of each",
+    "properties": {"day": {"type": "array", "items": {"type": "string", "format": "date"}},
+                   "uptime": {"type": "array", "items": {"type": ["number", "null"]}},
+                   "p95_ms": {"type": "array", "items": {"type": ["number", "null"]}}},
+}
+
+
 class Reliability(TypedDict):
     windows: Windows
-    days: list[ReliabilityDay]
+    days: Annotated[list[ReliabilityDay], PlainSerializer(day_columns), WithJsonSchema(DAY_COLUMNS, mode="serialization")]
 
 
 class HistoryDay(TypedDict):
@@ -341,5 +355,7 @@ class ServerPage(Context):
     last_scored_at: str | None
     score_age_days: Annotated[int, Field(ge=0)] | None
     engine_version: str
-    embed: Embed | None = Field(description="badge snippets; null for a listing-only server, which has no badge")
-    datasette: DatasetteLinks
+    # The page's links to its own badge and database rows: the site's address and the server's id, the same on every server, so the
+    # JSON leaves them out (deviation 134): <site>/badge/<id>.svg and .json, <site>/servers/<id>.html.
+    embed: Embed | None = Field(exclude=True)
+    datasette: DatasetteLinks = Field(exclude=True)
