@@ -107,7 +107,7 @@ def inside_pages(site: Path, sample: int = 300) -> tuple[Counter, Counter, int]:
             data[key] += len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
         page = (site / "servers" / f"{path.stem}.html").read_text(encoding="utf-8")
         html["markup (tags and attributes)"] += sum(len(t.encode()) for t in re.findall(r"<[^>]*>", page))
-        html["rule tables"] += sum(len(t.encode()) for t in re.findall(r'<table class="rules">.*?</table>', page, re.S))
+        html["rule tables"] += sum(len(t.encode()) for t in re.findall(r'<table class="?rules"?>.*?</table>', page, re.S))
         html["tools table"] += sum(len(t.encode()) for t in re.findall(r'<table class="tools runtime">.*?</table>', page, re.S))
         html["inline CSS/JS/SVG"] += sum(len(t.encode()) for t in re.findall(r"<(style|script|svg)\b.*?</\1>", page, re.S))
         html["whole page"] += len(page.encode())
