@@ -57,10 +57,16 @@ class Interrupted(Exception):
 
 
 def _open(settings: Settings) -> Database:
+    """The database; when the command ends its write-ahead log is folded into the file, so a job that copies or uploads
+    `scoreboard.db` alone carries every commit (a render's reader may still be open, so closing alone would not do it)."""
     try:
-        return store.open_db(settings.db_path)
+        db = store.open_db(settings.db_path)
     except store.ScoreboardDatabaseError as exc:
         raise click.ClickException(str(exc)) from exc
+    context = click.get_current_context(silent=True)
+    if context is not None:
+        context.call_on_close(lambda: (db.execute("pragma wal_checkpoint(truncate)"), db.close()))
+    return db
 
 
 def _stage(db: Database, name: str, args: dict, body: Callable[[int], StageReport]) -> StageReport:
@@ -191,7 +197,7 @@ def shardable(stage: str) -> Callable[[Callable], Callable]:
 
 
 def whole_catalog(command: Callable) -> Callable:
-    """A stage over the whole catalog takes no --shard (deviation 100): it is run once, on the merged database."""
+    """A stage over the whole catalog takes no --shard (deviation 83): it is run once, on the merged database."""
 
     @click.option("--shard", "shard_text", metavar="I/N", help="Not accepted: this stage reads the whole catalog; run it on the merged database.")
     @functools.wraps(command)
@@ -418,8 +424,10 @@ def _probe(db: Database, settings: Settings, server_ids: tuple[str, ...], kind: 
     deadline = _deadline(budget)
     args = {"servers": list(server_ids), "due": due, "transport": transport, "budget": budget, "concurrency": settings.concurrency,
             "shard": str(shard) if shard else None}
+    # A monitor shard prunes only its shard's raw fast runs: twenty shards would each delete, and carry to the merge, the fleet's.
+    more = {"prune_only": functools.partial(shards.in_shard, shard=shard)} if kind == "fast" and shard else {}
     _stage(db, stage, args, lambda run_id: run(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id,
-                                                deadline=deadline, optout=optout))
+                                                deadline=deadline, optout=optout, **more))
 
 
 @cli.command()
@@ -485,21 +493,29 @@ def score(settings: Settings) -> None:
 
 @cli.command()
 @click.option("--site", "site_dir", type=click.Path(path_type=Path), help="Output directory (default _site/).")
-@click.option("--snapshot-url", envvar="SCOREBOARD_SNAPSHOT_URL",
-              help="Where the dated database snapshots are published (a folder URL): the downloads page links there and the site holds "
-                   "no copy of the database (deviation 130). Without it the site carries a copy in downloads/.")
 @pass_settings
 @whole_catalog
-def build(settings: Settings, site_dir: Path | None, snapshot_url: str | None) -> None:
-    """Render the database into the static site."""
+def build(settings: Settings, site_dir: Path | None) -> None:
+    """Render the database into the static site. With SCOREBOARD_SNAPSHOT_STORE=github-release:OWNER/REPO the downloads page
+    links the dated snapshots published there and the site holds no copy of the database (deviation 102)."""
     from pipeline.render import run_build
 
     db = _open(settings)
-    target = site_dir or settings.site_dir
-    _stage(db, "build", {"site": str(target), "snapshot_url": snapshot_url},
+    target, snapshots_url = site_dir or settings.site_dir, _snapshots_url(settings)
+    _stage(db, "build", {"site": str(target), "snapshots_url": snapshots_url},
            lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(), site_url=settings.site_url,
-                               datasette_url=settings.datasette_url, snapshot_url=snapshot_url))
+                               datasette_url=settings.datasette_url, snapshots_url=snapshots_url))
     echo(f"site written to {target}/index.html")
+
+
+def _snapshots_url(settings: Settings) -> str | None:
+    """The public page of the dated snapshots, when runs publish them to a GitHub release (SCOREBOARD_SNAPSHOT_STORE)."""
+    from pipeline.fleet.github_release import public_url
+
+    try:
+        return public_url(settings.snapshot_store) if settings.snapshot_store else None
+    except ValueError as exc:
+        raise click.UsageError(f"SCOREBOARD_SNAPSHOT_STORE: {exc}") from exc
 
 
 @cli.command()
@@ -663,7 +679,8 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
-                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url))
+                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url,
+                                                                      snapshots_url=_snapshots_url(settings)))
     echo(f"site written to {target}/index.html")
 
 
@@ -806,7 +823,7 @@ def snapshot_check(settings: Settings, against: str | None) -> None:
 
     if not settings.db_path.is_file():
         raise click.ClickException(f"{settings.db_path}: no such database")
-    baseline, baseline_from = _baseline(settings, against) if against else soundness.restored_baseline(settings.db_path)
+    baseline, baseline_from = _baseline(settings, against) if against else soundness.descent_baseline(settings.db_path)
     verdict = soundness.check(settings.db_path, baseline, baseline_from, registry.names())
     for note in verdict.notes:
         echo(f"note: {note}", err=True)

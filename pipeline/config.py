@@ -28,6 +28,7 @@ class Settings(BaseModel):
     cache_dir: Path = _default_cache_dir()
     site_url: str = "http://localhost:8000/"  # where the site is published: absolute links in the sitemap and feed
     datasette_url: str = "http://localhost:8001/"  # where Datasette serves the database: server pages link to their rows
+    snapshot_store: str | None = None  # SCOREBOARD_SNAPSHOT_STORE: where runs publish snapshots; the downloads page links a GitHub one
     # Probing untrusted servers: every wait is bounded.
     start_timeout: float = 30.0  # spawn until an HTTP server accepts connections
     call_timeout: float = 10.0  # one request/response (SCOREBOARD_CALL_TIMEOUT)
@@ -37,7 +38,7 @@ class Settings(BaseModel):
     install_timeout: float = 600.0
     sandbox: Literal["auto", "bubblewrap", "docker"] = "auto"  # SCOREBOARD_SANDBOX: where packages run (auto: bubblewrap, else Docker)
     # Remote servers probed at once (SCOREBOARD_CONCURRENCY): each has one probe, so one connection at a time, in flight
-    # (seed 000: at most one concurrent connection per server); most of a probe is waiting on the network (deviation 112).
+    # (seed 000: at most one concurrent connection per server); most of a probe is waiting on the network (deviation 87).
     concurrency: int = 48
     sandbox_concurrency: int = 4  # SCOREBOARD_SANDBOX_CONCURRENCY: packages started in the sandbox at once (CPU and memory bound)
     connect_timeout: float = 4.0  # SCOREBOARD_CONNECT_TIMEOUT: every connection a probe opens; a black-holed host costs this once
@@ -69,6 +70,7 @@ class Settings(BaseModel):
             "cache_dir": os.environ.get("SCOREBOARD_CACHE"),
             "site_url": os.environ.get("SCOREBOARD_SITE_URL"),
             "datasette_url": os.environ.get("SCOREBOARD_DATASETTE_URL"),
+            "snapshot_store": os.environ.get("SCOREBOARD_SNAPSHOT_STORE"),
             "allow_private": os.environ.get("SCOREBOARD_ALLOW_PRIVATE"),
             "call_timeout": os.environ.get("SCOREBOARD_CALL_TIMEOUT"),
             "concurrency": os.environ.get("SCOREBOARD_CONCURRENCY"),

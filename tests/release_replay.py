@@ -25,7 +25,7 @@ USER = {"login": "github-actions[bot]", "id": 41898282, "node_id": "MDM6Qm90NDE4
 class Faults:
     upload_status: dict[str, int] = field(default_factory=dict)  # asset name suffix -> status answered to its upload (502 keeps a starter)
     download_status: int | None = None  # answered by the signed storage URL
-    corrupt_downloads: bool = False  # flip one byte of every download
+    corrupt_downloads: str | None = None  # flip one byte of the downloads of assets whose name ends so
     page_cap: int = 100  # GitHub caps per_page at 100
 
 
@@ -36,6 +36,7 @@ class ReleaseReplay:
         self.assets: dict[int, dict[str, Any]] = {}  # id -> asset object (with "release_id" kept aside)
         self.blobs: dict[int, bytes] = {}
         self.faults = Faults()
+        self.created_with: dict[str, Any] | None = None  # the body of the request that made the release
         self.seen: list[tuple[str, str, dict[str, str]]] = []
         self._next = 1000
         self._lock = threading.Lock()
@@ -156,6 +157,7 @@ class ReleaseReplay:
             request = json.loads(body)
             if any(r["tag_name"] == request["tag_name"] for r in self.releases.values()):
                 return self._error(422, "Validation Failed", errors=[{"resource": "Release", "code": "already_exists", "field": "tag_name"}])
+            self.created_with = request
             release = self._create_release(request["tag_name"])
             release.update({"name": request.get("name"), "body": request.get("body")})
             return self._json(201, release)
@@ -211,7 +213,7 @@ class ReleaseReplay:
         data = self.blobs.get(asset_id)
         if data is None:
             return 404, {"Content-Type": "application/xml"}, b"<Error><Code>NoSuchKey</Code></Error>"
-        if self.faults.corrupt_downloads and data:
+        if self.faults.corrupt_downloads and self.assets[asset_id]["name"].endswith(self.faults.corrupt_downloads):
             middle = len(data) // 2
             data = data[:middle] + bytes([data[middle] ^ 0xFF]) + data[middle + 1:]
         return 200, {"Content-Type": "application/octet-stream"}, data

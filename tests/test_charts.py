@@ -26,7 +26,7 @@ def test_charts_equal_pygal_stock_output_without_its_script(monkeypatch):
         ours, theirs = render(*args), stock(monkeypatch, render, *args)
         assert "<script" in theirs and "<script" not in ours
         without_script = re.sub(r"<script\b.*?</script>", "", theirs, count=1, flags=re.S)
-        # the stylesheet keeps what draws the chart and loses what only an interactive one uses (deviation 131)
+        # the stylesheet keeps what draws the chart and loses what only an interactive one uses (deviation 103)
         static = re.sub(r'(<style type="text/css">)(.*?)(</style>)', lambda m: m[1] + charts._static_rules(m[2]) + m[3], without_script,
                         count=1, flags=re.S)
         # and the same drawing in fewer bytes (deviation 135): a tenth of a pixel, no label tooltips, no empty overlays, no unused styles

@@ -33,3 +33,18 @@ def test_db_before_or_after_the_command(tmp_path):
         done = scoreboard(*args)
         assert done.returncode == 0 and f"discover done: new {CATALOG_SIZE}" in done.stdout
     assert (tmp_path / "a.db").exists() and (tmp_path / "b.db").exists()
+
+
+def test_the_database_file_alone_holds_every_commit_when_a_command_ends(tmp_path):
+    """Jobs copy and upload `scoreboard.db` alone: a command leaves nothing of its own in the write-ahead log (the build
+    keeps a reader open, and left its `runs` row only in the log)."""
+    import shutil
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    assert scoreboard("--db", str(db), "discover").returncode == 0
+    done = scoreboard("--db", str(db), "build", "--site", str(tmp_path / "site"))
+    assert done.returncode == 0, done.stderr
+    shutil.copy(db, tmp_path / "alone.db")
+    copied = sqlite3.connect(tmp_path / "alone.db")
+    assert copied.execute("select stage, status from runs order by id").fetchall() == [("discover", "ok"), ("build", "ok")]

@@ -1,4 +1,4 @@
-"""Stage budgets, cadence, and probing black-holed remotes within a bound (deviations 110-115)."""
+"""Stage budgets, cadence, and probing black-holed remotes within a bound (deviations 85-90)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Opt-out and delisting from the repository's file (optout.yml): validated strictly, applied before every probe and at
-discovery, withdrawn by removing the entry (deviation 152)."""
+discovery, withdrawn by removing the entry (deviation 101)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,15 @@
-"""Fast-probe history: raw fast runs kept 48 hours, daily rollups for good, reliability unchanged (deviation 113)."""
+"""Fast-probe history: raw fast runs kept 48 hours, daily rollups for good, reliability unchanged (deviation 88)."""
 
 from __future__ import annotations
 
+import functools
 import io
 from datetime import timedelta
 
 from pipeline import store
 from pipeline.config import Settings
 from pipeline.discover import run_discover
+from pipeline.fleet import shards
 from pipeline.models import ProbeOutcome, ProbeResult
 from pipeline.probe.monitor import run_monitor
 from pipeline.progress import Progress
@@ -95,3 +97,23 @@ def test_pruning_twice_changes_nothing_more(tmp_path):
     store.record_probe(db, fast("down", NOW, ProbeOutcome.ok, 50), None)  # it answers again: the folded failures no longer count
     store.prune_fast_runs(db, NOW - timedelta(hours=48))
     assert db["fast_failures"].count == 0
+
+
+def test_a_shard_prunes_only_its_own_servers_raw_runs(tmp_path):
+    """A monitor shard prunes its shard's servers: twenty shards would otherwise each delete the whole fleet's old runs and
+    carry those deletions into the merge. The index on tool_snapshots(probe_run_id) keeps each delete from reading the table."""
+    db = store.open_db(tmp_path / "x.db")
+    names = [f"s{i}" for i in range(6)]
+    run_discover(db, sources=[ListSource("test", [entry(n, transport="streamable-http", remote_url=f"https://{n}.example.com/mcp")
+                                                  for n in names])], now=NOW - timedelta(days=5), progress=quiet(1))
+    for name in names:
+        for hours in range(60, 0, -1):
+            store.record_probe(db, fast(name, NOW - timedelta(hours=hours), ProbeOutcome.ok, 50), None)
+    mine = {n for n in names if shards.in_shard(n, shards.parse_shard("1/2"))}
+    assert 0 < len(mine) < len(names)
+    pruned = store.prune_fast_runs(db, NOW - timedelta(hours=48), functools.partial(shards.in_shard, shard=shards.parse_shard("1/2")))
+    assert pruned == 12 * len(mine)  # hours 60 to 49; each server's latest run (an hour ago) answered and is recent
+    old = dict(db.execute("select server_id, count(*) from probe_runs where started_at < ? group by server_id",
+                          [store.iso(NOW - timedelta(hours=48))]).fetchall())
+    assert {n: old.get(n, 0) for n in names} == {n: 0 if n in mine else 12 for n in names}
+    assert ["probe_run_id"] in [index.columns for index in db["tool_snapshots"].indexes]

@@ -1,5 +1,5 @@
 """Watching ourselves: each stage's last run and the alerts of seed 000's Infrastructure Monitoring, from real `runs` and
-`probe_runs` rows (deviations 150 and 151)."""
+`probe_runs` rows (deviations 99 and 100)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A probe stage in shards over real loopback servers, merged into a main database that moved on meanwhile: probe runs,
-their tool snapshots and stage runs keep their links, a day's rollup adds up (deviation 101), a delisting is carried."""
+their tool snapshots and stage runs keep their links, a day's rollup adds up (deviation 84), a delisting is carried."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Score outcomes stored compactly (migration 10, deviation 132): existing cards convert without loss, the `scores` view gives every
+"""Score outcomes stored compactly (migration 10, deviation 104): existing cards convert without loss, the `scores` view gives every
 card back byte for byte, a rule's name, dimension and maximum are stored once, and `rule_outcomes` answers per-rule questions."""
 
 from __future__ import annotations

@@ -72,9 +72,9 @@ def test_publish_then_restore_gives_the_same_database(fleet, tmp_path):
 
 def test_an_empty_or_missing_store_fails_loudly(local_db, tmp_path):
     before = local_db.read_bytes()
-    for where in (tmp_path / "empty", tmp_path / "never-made"):
-        where.mkdir(exist_ok=True) if where.name == "empty" else None
-        done = scoreboard_process("snapshot", "restore", "--from", str(where), "--db", str(local_db))
+    (tmp_path / "empty").mkdir()
+    for where, run in ((tmp_path / "empty", scoreboard_process), (tmp_path / "never-made", scoreboard)):
+        done = run("snapshot", "restore", "--from", str(where), "--db", str(local_db))
         assert done.returncode != 0
         assert f"no snapshot to restore in {where}" in done.stderr and "--first-run" in done.stderr and "Traceback" not in done.stderr
         assert local_db.read_bytes() == before
@@ -108,7 +108,7 @@ def _damaged(fleet: Path, tmp_path: Path) -> Path:
     """A database whose pages are damaged (integrity_check fails), as a disk or a bad stage could leave it."""
     path = copy_db(fleet, tmp_path / "damaged.db")
     conn = sqlite3.connect(path)
-    root = conn.execute("select rootpage from sqlite_master where name = 'scores'").fetchone()[0]
+    root = conn.execute("select rootpage from sqlite_master where name = 'score_cards'").fetchone()[0]
     page = conn.execute("pragma page_size").fetchone()[0]
     conn.close()
     with path.open("r+b") as fh:
@@ -229,7 +229,7 @@ def test_publish_refuses_an_unsound_database_and_keeps_the_store(fleet, tmp_path
     db = store.open_db(target)
     run_id = store.start_run(db, "probe", {}, EARLIER + timedelta(hours=1))
     store.fail_run(db, run_id, "OSError: No space left on device", EARLIER + timedelta(hours=2))
-    db.execute("delete from scores where server_id in (select id from servers limit 3)")
+    db.execute("delete from score_cards where server_id in (select id from servers limit 3)")
     db.conn.commit()
     db.close()
     held = {p.name: p.read_bytes() for p in shelf.iterdir()}

@@ -143,7 +143,7 @@ def test_a_truncated_shard_database_stops_the_publish(day, tmp_path):
 def test_a_database_whose_scores_were_emptied_is_not_published(day, tmp_path):
     work, _ = day
     fault = ("""      - run: .venv/bin/python -c 'import sqlite3; db = sqlite3.connect("data/scoreboard.db"); """
-             """db.execute("delete from scores"); db.commit()'""")
+             """db.execute("delete from score_cards"); db.commit()'""")
     checkout = with_fault(tmp_path, "publish.yml", "run: .venv/bin/scoreboard build", fault)
     output = run_stopped(work, "--checkout", str(checkout), "fast-probes.yml")
     assert "(Check the database before it is published): exit code" in output

@@ -96,7 +96,7 @@ def run_discover(
     """Read each source, merge what was read into the catalog. Once `deadline` passes no further source is read (a source
     not read deactivates nothing, as an incomplete one), nor are download counts fetched: skipped_budget counts them.
     `optout`: the repository's opt-out file; the servers its delisting entries name are taken off the scoreboard, and a
-    delisting whose entry was removed is lifted (deviation 152)."""
+    delisting whose entry was removed is lifted (deviation 101)."""
     started = time.monotonic()
     report = StageReport(stage="discover")
     lifted = _lift_withdrawn(db, optout)  # before the plan: a source listing the server this run makes it active again

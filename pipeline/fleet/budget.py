@@ -1,7 +1,7 @@
 """A stage's wall-clock budget: when it runs out the stage takes no new work, lets what is in flight end within its own
 bounds (a probe's budget, a fetch's timeouts), commits what it has and counts what it skipped (`skipped_budget`).
 
-The clock is injected, so tests step time instead of waiting for it (deviation 114).
+The clock is injected, so tests step time instead of waiting for it (deviation 89).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """What is due: seed 000's Ongoing Maintenance table and Score Lifecycle as pure functions of when each server was last
-examined (deviations 110 and 111). Every selection is oldest first (never examined before all), so a run cut short by its
+examined (deviations 85 and 86). Every selection is oldest first (never examined before all), so a run cut short by its
 budget is taken up by the next run where it stopped.
 
 - analysis: hourly batches of at most 1,000 servers not checked in the last hour (an unchanged source costs one cheap call);
@@ -50,7 +50,7 @@ def due_for_analysis(servers: Sequence[Server], last: Mapping[str, datetime], no
 
 
 def due_for_monitor(servers: Sequence[Server], last: Mapping[str, datetime], now: datetime) -> list[Server]:
-    """Remote servers only: a package we would have to start is not health-checked (deviation 111)."""
+    """Remote servers only: a package we would have to start is not health-checked (deviation 86)."""
     return due([s for s in servers if not s.is_local], last, now, FAST_INTERVAL)
 
 

@@ -15,13 +15,19 @@ from urllib.parse import quote
 
 import httpx
 
-from pipeline.fleet.snapshot_store import StoreError
+from pipeline.fleet.snapshot_store import StoreError, parse_store
 
 RELEASE_TAG = "scoreboard-db"
 RELEASE_BODY = ("Dated snapshots of the scoreboard database (SQLite, compressed with zstd), each with a manifest: its sha256, size, "
                 "row counts and schema level. Written by `scoreboard snapshot publish`; `scoreboard snapshot restore` reads the newest.")
 PAGE = 100
 CHUNK = 1 << 20
+
+
+def public_url(spec: str) -> str | None:
+    """The release's page on github.com for a `github-release:OWNER/REPO` store; None for a directory."""
+    kind, where = parse_store(spec)
+    return f"https://github.com/{where}/releases/tag/{RELEASE_TAG}" if kind == "github" else None
 
 
 class GitHubReleaseStore:
@@ -37,9 +43,6 @@ class GitHubReleaseStore:
             self.headers["Authorization"] = f"Bearer {token}"
         self._release: dict[str, Any] | None = None
         self._assets: dict[str, dict[str, Any]] | None = None
-
-    def public_url(self) -> str:
-        return f"https://github.com/{self.repo}/releases/tag/{self.tag}"
 
     # ------------------------------------------------------------------ the protocol
 

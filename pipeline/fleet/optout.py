@@ -5,7 +5,7 @@ Each entry names a server by exactly one of: its catalog id (`server`), its repo
 folder names every server in the repository), its remote endpoint (`remote_url`) or its official registry name
 (`registry_name`); and says `delist: true|false`, the `date` of the request and its `reference` (the issue number or a
 URL), with an optional `reason`. The file is validated strictly: a malformed entry is an error naming its line, and the
-stage stops rather than probe someone who asked not to be. Applied at discovery (delisting, deviation 152) and before
+stage stops rather than probe someone who asked not to be. Applied at discovery (delisting, deviation 101) and before
 every probe (an opted-out or delisted server is never probed nor started in the sandbox).
 """
 

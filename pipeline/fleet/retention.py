@@ -1,4 +1,4 @@
-"""Which published snapshots to keep: a pure function of their times and now (methodology deviation 122).
+"""Which published snapshots to keep: a pure function of their times and now (methodology deviation 93).
 
 Every snapshot of the last 30 days that is the newest of its day; then the newest of each ISO week, for weeks that
 began less than 26 weeks ago; then the newest of each month, for ever. A week belongs to the month of its Thursday, as

@@ -1,7 +1,7 @@
 """A published snapshot's files: their names, the manifest, packing the database and reading what a database file holds.
 
 A snapshot is two files in a store: `scoreboard-<UTC time>-engine-<version>.db.zst`, the database compressed with zstd
-(deviation 121), and `….manifest.json`, written after it: its sha256 and size, the database's own sha256 and size, row
+(deviation 92), and `….manifest.json`, written after it: its sha256 and size, the database's own sha256 and size, row
 counts and schema level. The manifest is the commit record: a database file without one is an upload cut short.
 """
 
@@ -27,9 +27,9 @@ MANIFEST_SUFFIX = ".manifest.json"
 STAMP = "%Y-%m-%dT%H%M%SZ"
 NAME = re.compile(r"^scoreboard-(\d{4}-\d{2}-\d{2}T\d{6}Z)-engine-([0-9A-Za-z.+_-]+?)(\.db\.zst|\.manifest\.json)$")
 ENGINE_NOTE = "upgrade the engine, or restore an older snapshot with --snapshot"
-ZSTD_LEVEL = 12  # deviation 121: measured by bench/snapshot_size.py
+ZSTD_LEVEL = 12  # deviation 92: measured by bench/snapshot_size.py
 CHUNK = 1 << 20
-# Row counts a manifest records; the soundness check compares some of them with the previous snapshot's (deviation 120).
+# Row counts a manifest records; the soundness check compares some of them with the previous snapshot's (deviation 91).
 COUNTS = {
     "servers": "select count(*) from servers",
     "active_servers": "select count(*) from servers where is_active = 1",

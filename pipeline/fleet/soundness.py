@@ -1,9 +1,9 @@
-"""The soundness check before a database is published: every reason to refuse it, listed (methodology deviation 120).
+"""The soundness check before a database is published: every reason to refuse it, listed (methodology deviation 91).
 
 Refused when the file is damaged (integrity_check), not a scoreboard database, or at a schema newer or older than this
 engine's; when row counts collapsed against the previous published snapshot; when an active, measured server has no
 score card under some rubric (listing-only servers have none by design, deviation 80); when a stage run since the
-restore failed, was abandoned or never finished. Reads only: the file is opened read-only and never migrated.
+restore (or the last publish) failed, was abandoned or never finished. Reads only: the file is opened read-only and never migrated.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pipeline import store
 from pipeline.fleet.snapshot_format import inspect_database
 from pipeline.listing_only import listing_only
 
-# A count below 90% of the previous snapshot's, by more than 5 rows, is a collapse (deviation 120). Raw probe runs are not
+# A count below 90% of the previous snapshot's, by more than 5 rows, is a collapse (deviation 91). Raw probe runs are not
 # compared: they are kept 48 hours and fall by design.
 COLLAPSE_FLOOR = 0.9
 COLLAPSE_SLACK = 5
@@ -88,8 +88,8 @@ def missing_scores(db: Database, rubrics: list[str]) -> list[str]:
 
 
 def unfinished_runs(db: Database) -> list[str]:
-    """Stage runs since the database was restored (or each stage's last run, if it never was) that did not end well."""
-    restored = next(db.query("select max(id) id from runs where stage = 'restore' and status = 'ok'"))["id"]
+    """Stage runs since the database was restored or last published (or each stage's last run, if neither) that did not end well."""
+    restored = next(db.query("select max(id) id from runs where stage in ('restore', 'publish') and status = 'ok'"))["id"]
     if restored is not None:
         rows = db.query("select * from runs where id > ? and stage not in ('restore', 'publish') order by id", [restored])
     else:
@@ -108,11 +108,11 @@ def _status(status: str) -> str:
             "running": "never finished"}[status]
 
 
-def restored_baseline(path: Path) -> tuple[dict[str, int] | None, str]:
-    """The row counts of the snapshot this database was last restored from (recorded by the restore), and its name."""
+def descent_baseline(path: Path) -> tuple[dict[str, int] | None, str]:
+    """The row counts of the snapshot this database descends from (recorded when it was restored or published), and its name."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        row = conn.execute("select args from runs where stage = 'restore' and status = 'ok' order by id desc limit 1").fetchone()
+        row = conn.execute("select args from runs where stage in ('restore', 'publish') and status = 'ok' order by id desc limit 1").fetchone()
     except sqlite3.DatabaseError:
         return None, "no snapshot"
     finally:
@@ -120,4 +120,4 @@ def restored_baseline(path: Path) -> tuple[dict[str, int] | None, str]:
     args = json.loads(row[0]) if row else {}
     if not args.get("snapshot"):
         return None, "no snapshot"
-    return args.get("counts"), f"the snapshot {args['snapshot']}, restored from {args.get('from')}"
+    return args.get("counts"), f"the snapshot {args['snapshot']} ({args.get('from') or args.get('to')})"

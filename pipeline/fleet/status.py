@@ -1,6 +1,6 @@
 """Watching ourselves: each stage's last run and last success, the fast probes' success rate, and the alerts of seed 000's
 Infrastructure Monitoring (fast probes silent for 15 minutes, a success rate under 50%, deep probes silent for 36 hours),
-with one of ours: the last run of a stage failed (deviation 150).
+with one of ours: the last run of a stage failed (deviation 99).
 
 `fleet_status` is pure over rows the store reads; `status_of` reads them. The status page, status.json, the feed's alert
 entries and `scoreboard status` all show what it returns.
@@ -21,7 +21,7 @@ from pipeline.outcomes import ANSWERED, GATED, NOT_MEASURED
 FAST_SILENCE = timedelta(minutes=15)  # seed 000: "fast probes haven't run in 15 minutes"
 DEEP_SILENCE = timedelta(hours=36)  # seed 000: "deep probes haven't run in 36 hours"
 RATE_FLOOR = 0.5  # seed 000: "probe success rate drops below 50%"
-RATE_WINDOW_MINUTES = 60  # the rate is over the fast probes of the last hour (deviation 151)
+RATE_WINDOW_MINUTES = 60  # the rate is over the fast probes of the last hour (deviation 100)
 RATE_MIN_RUNS = 10  # fewer runs than this in the window say too little to page anyone
 RATE_LOOKBACK = timedelta(hours=24)  # how far back an ongoing rate alert's start is looked for
 FAILED = ("failed", "abandoned")
@@ -60,7 +60,7 @@ class StageStatus(BaseModel):
 
 
 class ProbeRate(BaseModel):
-    """The fast probes of the last hour of servers that completed a handshake at least once (deviation 151)."""
+    """The fast probes of the last hour of servers that completed a handshake at least once (deviation 100)."""
 
     window_start: datetime
     window_end: datetime
@@ -138,7 +138,7 @@ def _stages(runs: Sequence[dict[str, Any]]) -> list[StageStatus]:
 
 def _silences(stages: list[StageStatus], first_run: datetime | None, now: datetime) -> list[Alert]:
     """Fast and deep probes of remote servers that have not succeeded for too long. With no success ever, the silence is
-    counted from the first run of any stage, and a database with no runs at all raises nothing (deviation 150)."""
+    counted from the first run of any stage, and a database with no runs at all raises nothing (deviation 99)."""
     alerts = []
     for key, stage, limit, what in (("fast_probes_silent", "monitor", FAST_SILENCE, "Fast probes"),
                                     ("deep_probes_silent", "probe", DEEP_SILENCE, "Deep probes")):

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 # Tables of the fleet machinery itself: never captured into a shard, never merged from one.
 MACHINERY = ("_sqlite_migrations", "shard_merges", "shard_manifest", "shard_rows")
 # Rollups whose counters add up: a shard carries its own probes' share of a day, added to whatever main holds for it
-# (deviation 101). Column -> how it adds: a number, or a histogram ({bucket: count}).
+# (deviation 84). Column -> how it adds: a number, or a histogram ({bucket: count}).
 ADDITIVE = {"probe_daily": {"runs": "number", "reachable": "number", "ok": "number", "latency_hist": "histogram"}}
 
 

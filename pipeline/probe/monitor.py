@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Sequence
+from typing import Callable, Sequence
 
 from sqlite_utils import Database
 
@@ -33,12 +33,14 @@ def run_monitor(
     deadline: Deadline = NO_BUDGET,
     keep_raw: timedelta | None = RAW_FAST_KEPT,
     optout: OptOutList = OptOutList(),
+    prune_only: Callable[[str], bool] | None = None,
 ) -> StageReport:
-    """Fast-probe `servers`, then prune raw fast runs older than `keep_raw` (their daily rollups stay; deviation 113)."""
+    """Fast-probe `servers`, then prune raw fast runs older than `keep_raw` (their daily rollups stay; deviation 88): of
+    every server, or of those `prune_only` accepts (a shard's)."""
     report = run_probe(
         db, servers=servers, installer=installer, sandbox=sandbox, settings=settings, now=now,
         kind="fast", run_id=run_id, progress=progress, deadline=deadline, optout=optout,
     )
-    if keep_raw is not None and not report.interrupted and (pruned := store.prune_fast_runs(db, now - keep_raw)):
+    if keep_raw is not None and not report.interrupted and (pruned := store.prune_fast_runs(db, now - keep_raw, prune_only)):
         report.counts["pruned_raw"] = pruned
     return report

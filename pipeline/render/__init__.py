@@ -36,13 +36,13 @@ PARALLEL_BOARD_ROWS = 10_000  # or board rows: at scale the boards are most of a
 
 def run_build(
     db: Database, *, rubrics: Sequence[RubricInfo], site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/",
-    datasette_url: str = "http://localhost:8001/", snapshot_url: str | None = None, workers: int | None = None,
-    executor: Executor | None = None,
+    datasette_url: str = "http://localhost:8001/", workers: int | None = None, executor: Executor | None = None,
+    snapshots_url: str | None = None,
 ) -> StageReport:
     """Build the site into `site_dir`; pages whose inputs are unchanged since the last build are kept as they are.
 
-    The database download: with `snapshot_url` (where the dated snapshots are published, e.g. a release's download folder) the
-    downloads page links the snapshot there and the site holds no copy of it (deviation 130: a copy per build is most of a
+    The database download: with `snapshots_url` (the public page of the dated snapshots a run publishes, e.g. a GitHub
+    release) the downloads page links them and the site holds no copy (deviation 102: a copy per build is most of a
     25,000-server site); without it (a local site) the build copies the database into downloads/ as before.
     `executor` renders the pages; by default worker processes (`workers`, one per core) once there are enough pages to pay for them.
     """
@@ -50,7 +50,7 @@ def run_build(
     site_url = site_url.rstrip("/") + "/"
     writer = SiteWriter(site_dir)
     database = store.database_path(db)
-    local = snapshot_url is None
+    local = snapshots_url is None
     with without_cyclic_gc(), Snapshot(database, writer.path_for(f"downloads/{snapshot_name(now)}") if local else None) as snapshot:
         site = load_site(db, rubrics, now)
         status = status_of(db, now)
@@ -64,7 +64,7 @@ def run_build(
         executor = executor or _default_executor(plan, todo, workers)
         with closing(executor.map(renderer.run, tasks(todo, plan.boards))) as rendered:
             write_shared(writer, renderer.environment(), plan, rubrics, status=status, database=database, site_url=site_url, now=now,
-                         snapshot_url=f"{site_url}downloads/" if local else snapshot_url.rstrip("/") + "/")
+                         snapshots_url=snapshots_url)
             laps("shared files")
             for claimed, counts, taken in rendered:
                 writer.adopt(claimed, counts)

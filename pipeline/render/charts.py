@@ -22,7 +22,7 @@ TWO_SERIES = Style(**{**STYLE.to_dict(), "colors": ("#2457c5", "#c56a24")})
 _COMMENTS = re.compile(r"<!--.*?-->")
 _MARKER = "0f0f0f0f-chart-id-marker"
 # Style rules only an interactive chart uses (hover, tooltips, the state a script sets, animations): a chart shown as <img> never
-# runs a script or receives a hover, and they were two fifths of each chart's stylesheet (deviation 131).
+# runs a script or receives a hover, and they were two fifths of each chart's stylesheet (deviation 103).
 _INTERACTIVE = re.compile(r":hover|\.tooltip|\.active\b|\.activate|\.map-element|\.gauge-background|\.showable|transition")
 _RULE = re.compile(r"[^{}]+\{[^{}]*\}")
 

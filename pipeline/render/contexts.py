@@ -93,7 +93,7 @@ def _score_age_days(scored_at: str | None, now: datetime) -> int | None:
 
 def _with_rules(dimensions: list[dict[str, Any]], rules: list[dict[str, Any]]) -> list[Dimension]:
     """Each dimension with the rules that scored it, in the card's order; a rule under its dimension does not name it again
-    (no field twice in a page's JSON: deviation 133)."""
+    (no field twice in a page's JSON: deviation 105)."""
     by_dimension: dict[str, list[dict[str, Any]]] = {d["name"]: [] for d in dimensions}
     for rule in rules:
         by_dimension.setdefault(rule["dimension"], []).append(

@@ -119,9 +119,9 @@ def _feed_updated(changes: list, alerts: list[dict[str, str]], now: datetime) ->
 
 
 def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: Sequence[RubricInfo], *, status: FleetStatus, database: str,
-                 site_url: str, now: datetime, snapshot_url: str) -> None:
+                 site_url: str, now: datetime, snapshots_url: str | None = None) -> None:
     """Everything but the pages: the board JSON files, methodology, changes, status, feed, downloads, static files, schemas.
-    `snapshot_url`: the absolute URL of the folder the dated database snapshot is downloaded from."""
+    `snapshots_url`: the public page of the dated database snapshots; None when the site carries its own copy."""
     base = {"engine_version": ENGINE_VERSION}
     for path, document in plan.files.items():
         writer.write(path, json_file(document, compact=path != "api/changes.json"))  # the changes file is short: indented
@@ -134,8 +134,8 @@ def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: 
                                                                      updated=_feed_updated(plan.changes, alerts, now)))
     writer.write("downloads/leaderboard.csv", _csv(plan.rows))
     writer.write("downloads/metadata.json", json_file(metadata(Path(database).stem)))
-    writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name(now), snapshot_url=snapshot_url,
-                                                                                   site_url=site_url, root="../", **base))
+    writer.write("downloads/index.html", env.get_template("downloads.html").render(snapshot=snapshot_name(now), site_url=site_url,
+                                                                                   snapshots_url=snapshots_url, root="../", **base))
     writer.write("404.html", env.get_template("404.html").render(root=site_url, **base))  # served at any path: absolute links
     writer.write("robots.txt", f"User-agent: *\nAllow: /\nSitemap: {site_url}sitemap.xml\n")
     for path in sorted(STATIC.rglob("*")):

@@ -113,7 +113,7 @@ class Renderer:
         writer.write(f"badge/{server.id}.svg", score_badge(card.get("composite"), card.get("grade"), indicator))
         writer.write(f"badge/{server.id}.json", json_file(shields_endpoint(card.get("composite"), card.get("grade"), indicator)))
         # One chart id for every server's chart: a chart is its own file, shown as <img>, so its stylesheet (scoped by the id,
-        # a hundred times) cannot meet another chart's; an id per server was a fifth of each chart (deviation 131).
+        # a hundred times) cannot meet another chart's; an id per server was a fifth of each chart (deviation 103).
         if page.trend_chart:
             writer.write(f"servers/{server.id}.trend.svg", trend_svg("t", page.history))
         if page.reliability and len(page.reliability["days"]) > 1:

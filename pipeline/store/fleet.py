@@ -3,6 +3,7 @@ retention of raw fast-probe runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Iterable
 
@@ -47,14 +48,18 @@ def record_rescore(db: Database, server_id: str, now: datetime, requested_by: st
         db["rescore_requests"].insert({"server_id": server_id, "requested_at": iso(now), "requested_by": requested_by, "status": status})
 
 
-def prune_fast_runs(db: Database, before: datetime) -> int:
-    """Delete raw fast-probe runs started before `before`, in one transaction; their daily rollups (probe_daily) stay.
+def prune_fast_runs(db: Database, before: datetime, only: Callable[[str], bool] | None = None) -> int:
+    """Delete raw fast-probe runs started before `before` (of the servers `only` accepts, when given: a monitor shard prunes
+    its shard's servers, so twenty shards do not each delete, and carry to the merge, the whole fleet's), in one
+    transaction; their daily rollups (probe_daily) stay.
 
     What counts failed attempts (pipeline.outcomes) reads raw runs, so first the pruned failures since the server last
     answered are folded into `fast_failures` per day (count, first, last), and rows folded earlier that a newer answer
-    made moot are dropped; each server's latest fast run and its last answered one are kept (deviation 113). A fast run
+    made moot are dropped; each server's latest fast run and its last answered one are kept (deviation 88). A fast run
     captures no tool list, so no snapshot points at one; any that did is unlinked rather than lost."""
     candidates = db.execute("select id, server_id from probe_runs where kind = 'fast' and started_at < ?", [iso(before)]).fetchall()
+    if only is not None:
+        candidates = [(id_, server_id) for id_, server_id in candidates if only(server_id)]
     if not candidates:  # most monitor runs: nothing has aged past the window since the last one
         return 0
     doomed: list[int] = []

@@ -19,7 +19,7 @@ SCORE_DROP_ALERT = 10.0  # seed 000: a drop of 10+ points between runs raises an
 SCORE_COLUMNS = ("server_id", "rubric", "composite", "grade", "visibility", "dimension_indicator", "dimensions", "rules", "flags",
                  "badges", "rules_version", "engine_version", "scored_at", "extra")
 
-# Score outcomes are stored compactly (migration 10, deviation 132): what a rule or dimension is (its name, dimension, maximum;
+# Score outcomes are stored compactly (migration 10, deviation 104): what a rule or dimension is (its name, dimension, maximum;
 # its label) once per rubric in a reference table, and per card only what it concluded, as a JSON array per rule in this order.
 # The `scores` view gives every card back in its full JSON shape, for every reader.
 RULE_KEYS = ("rule", "dimension", "max_points")  # score_rules

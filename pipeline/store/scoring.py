@@ -106,7 +106,7 @@ def failed_attempts(db: Database, ids: list[str], since: datetime) -> dict[str, 
         ).fetchall()
         for server_id, count, first, last in counted:
             found[server_id] = Attempts(count, parse_iso(first), parse_iso(last), found[server_id].answered_at)
-        # Pruned fast failures since the last answer, folded per day (deviation 113): a day is in the window if its last is.
+        # Pruned fast failures since the last answer, folded per day (deviation 88): a day is in the window if its last is.
         folded = db.execute(
             f"select f.server_id, sum(f.failed), min(f.first_at), max(f.last_at) from fast_failures f left join (select server_id, "
             f"max(started_at) at from probe_runs where server_id in ({marks}) and started_at >= ? and {REACHED_SQL} group by server_id) a "
