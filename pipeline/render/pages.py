@@ -1,5 +1,8 @@
 """Typed context of a server page; its public file api/servers/<id>.json is the same model, serialised, and its JSON Schema is generated from it.
 
+The JSON is the compact serialisation (deviation 134): no nulls, a card's dimensions and rules as rows, the daily rollups as
+columns, and without what the page derives from the rest (its advice list, its view of the analysis, its own links).
+
 Pages are built with `model_construct` (see contexts.py): every value comes from our own stored rows,
 and validating 25,000 server pages of ~85 rule rows each would add minutes to a build. The rows a page
 repeats many times (rules, tools, checks) are TypedDicts: plain dicts at run time, typed for the schema.
