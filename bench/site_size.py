@@ -5,9 +5,11 @@ Target (issue 18): the full site for 25,000 servers ≤ 1 GB (GitHub Pages' limi
 published (deviation 102: the database snapshot is linked where it is published, not copied into the site) unless
 --local-snapshot; the database's own size (and gzip'd) is printed beside it, with what the score cards weigh in it.
 
-Measured on 2 shared cores (issue 18): 25,000 synthetic servers, every one measured: 1,354 MB (as a tar 1,449 MB, gzip'd 152 MB;
-before deviations 102-105 about 2,630 MB, scaled from 2,000 servers); the snapshot catalog (8,221 servers, 4,602 listing-only):
-161 MB, a listing-only server 4.9 KB of its own files, a measured one 32.5 KB (a synthetic one 50 KB).
+Measured on 2 shared cores (issue 18): 25,000 synthetic servers, every one measured: 980 MB after deviations 134-135 (server pages
+428 MB, server JSON 377 MB, reliability charts 46 MB, trend charts 10 MB, badges 29 MB, board pages 50 MB, board JSON 32 MB; as a
+tar 1,075 MB, gzip'd 103 MB); 1,354 MB before them (as a tar 1,449 MB, gzip'd 152 MB); before deviations 102-105 about 2,630 MB,
+scaled from 2,000 servers. The snapshot catalog (8,221 servers, 4,602 listing-only), before 134-135: 161 MB, a listing-only
+server 4.9 KB of its own files, a measured one 32.5 KB (a synthetic one 50 KB; 35.6 KB after 134-135).
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def inside_pages(site: Path, sample: int = 300) -> tuple[Counter, Counter, int]:
             data[key] += len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
         page = (site / "servers" / f"{path.stem}.html").read_text(encoding="utf-8")
         html["markup (tags and attributes)"] += sum(len(t.encode()) for t in re.findall(r"<[^>]*>", page))
-        html["rule tables"] += sum(len(t.encode()) for t in re.findall(r'<table class="rules">.*?</table>', page, re.S))
+        html["rule tables"] += sum(len(t.encode()) for t in re.findall(r'<table class="?rules"?>.*?</table>', page, re.S))
         html["tools table"] += sum(len(t.encode()) for t in re.findall(r'<table class="tools runtime">.*?</table>', page, re.S))
         html["inline CSS/JS/SVG"] += sum(len(t.encode()) for t in re.findall(r"<(style|script|svg)\b.*?</\1>", page, re.S))
         html["whole page"] += len(page.encode())

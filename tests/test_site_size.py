@@ -22,8 +22,8 @@ from pipeline.score.registry import infos
 SERVERS = 60
 PUBLISHED = "https://github.com/example/scoreboard/releases/tag/scoreboard-db"
 # Bytes a measured synthetic server costs the site: its page, its JSON and its charts, on average. Before deviations 103-105
-# this fleet averaged 57.0 KB (page 23.3 KB, JSON 27.4 KB, charts 6.3 KB); after, 49.6 KB (19.5, 24.9, 5.2).
-SERVER_BYTES = 52_000
+# this fleet averaged 57.0 KB (page 23.3 KB, JSON 27.4 KB, charts 6.3 KB); after, 49.6 KB (19.5, 24.9, 5.2); after 134-135, 33.9 KB.
+SERVER_BYTES = 35_000
 
 
 @pytest.fixture(scope="module")
@@ -62,17 +62,23 @@ def test_every_rule_of_every_card_is_still_on_the_page_and_in_its_json(built):
     for server in servers[:15]:
         html = (site / "servers" / f"{server.id}.html").read_text()
         page = json.loads((site / "api" / "servers" / f"{server.id}.json").read_bytes())
-        in_json = {(page["score"]["rubric"] if "rubric" in page["score"] else "scoreboard", d["name"], r["rule"], r["reason"])
-                   for d in page["score"]["dimensions"] for r in d["rules"]}
-        in_json |= {(o["rubric"], d["name"], r["rule"], r["reason"]) for o in page["other_rubrics"] for d in o["dimensions"] for r in d["rules"]}
-        labels = {(o["rubric"], d["name"]): d["label"] for o in page["other_rubrics"] for d in o["dimensions"]}
+        # dimensions and rules are rows in the JSON, trailing nulls left out (deviation 134): read back, every field is the card's
+        fields = ("rule", "points", "max_points", "measured", "reason", "how_to_gain", "evidence")
+        cards = [("scoreboard", page["score"]), *((o["rubric"], o) for o in page["other_rubrics"])]
+        in_json = {(rubric, d[0], *(row + [None] * (len(fields) - len(row)))) for rubric, c in cards for d in c["dimensions"] for row in d[6]}
+        labels = {(rubric, d[0]): d[1] for rubric, c in cards for d in c["dimensions"]}
+        for card in db.query("select rubric, dimensions from scores where server_id = ?", [server.id]):
+            rows = {d[0]: d for rubric, c in cards if rubric == card["rubric"] for d in c["dimensions"]}
+            for d in json.loads(card["dimensions"]):
+                assert rows[d["name"]][:6] + rows[d["name"]][7:] + [None] * (8 - len(rows[d["name"]])) == [
+                    d["name"], d["label"], d["status"], d["score"], d["weight"], d["optional"], d["reason"]]
         for card in db.query("select rubric, rules from scores where server_id = ?", [server.id]):
             for rule in json.loads(card["rules"]):
-                assert (card["rubric"], rule["dimension"], rule["rule"], rule["reason"]) in in_json
+                assert (card["rubric"], rule["dimension"], *(rule[f] for f in fields)) in in_json
                 row = f"<td>{rule['rule'].replace('_', ' ')}<td>"
                 assert row in html, (server.id, rule["rule"])
-                if card["rubric"] != "scoreboard":  # other rubrics group their rules under a header row per dimension
-                    assert f'<tr class="section"><th colspan="3">{labels[card["rubric"], rule["dimension"]]}'.replace("&", "&amp;") in html
+                # every rubric's rules sit in one table, under a header row per dimension (deviations 105, 135)
+                assert f'<tr class=s><th colspan=3>{labels[card["rubric"], rule["dimension"]]}'.replace("&", "&amp;") in html
 
 
 def test_the_tool_documentation_scores_are_shown_once_per_tool(built):
@@ -89,8 +95,23 @@ def test_every_class_a_server_page_uses_for_its_rows_is_styled(built):
     css = (site / "static" / "style.css").read_text()
     classes = set()
     for server in servers:
-        for found in re.findall(r'class="([^"]*)"', (site / "servers" / f"{server.id}.html").read_text()):
-            classes.update(found.split())
-    assert {"t", "f", "u", "section", "unmeasured", "nums", "runtime"} <= classes  # this fleet shows each of them
-    for name in ("hint.t", "hint.f", "hint.u", "section", "unmeasured", "nums", "runtime", "rules"):
-        assert re.search(rf"\.{re.escape(name)}\b", css), name
+        for quoted, bare in re.findall(r'class=(?:"([^"]*)"|(\w+))', (site / "servers" / f"{server.id}.html").read_text()):
+            classes.update((quoted or bare).split())
+    assert {"t", "f", "u", "s", "nums", "runtime"} <= classes  # this fleet shows each of them
+    for name in ("i.t", "i.f", "i.u", "tr.s", "tr.u", "nums", "runtime", "rules"):
+        assert re.search(rf"\b{re.escape(name)}\b", css), name
+
+
+def test_dimensions_not_applicable_for_one_reason_share_one_row(built):
+    """A stdio server's remote card: seven dimensions, one reason, said once under all seven labels (deviation 135)."""
+    _, site, servers = built
+    stdio = [s for s in servers if s.transport == "stdio"]
+    assert stdio
+    for server in stdio[:5]:
+        html = (site / "servers" / f"{server.id}.html").read_text()
+        page = json.loads((site / "api" / "servers" / f"{server.id}.json").read_bytes())
+        remote = next(o for o in page["other_rubrics"] if o["rubric"] == "remote")
+        labels = [d[1] for d in remote["dimensions"]]
+        assert len(labels) == 7 and {d[2] for d in remote["dimensions"]} == {"not_applicable"} and len({d[7] for d in remote["dimensions"]}) == 1
+        assert "<tr class=s><th colspan=3>" + " · ".join(labels).replace("&", "&amp;") in html
+        assert html.count("not applicable: " + remote["dimensions"][0][7]) == 1

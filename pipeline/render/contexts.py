@@ -76,6 +76,15 @@ def repository_url(server: Server) -> str | None:
     return base
 
 
+def _without_nulls(value: Any) -> Any:
+    """A stored document without its null fields, as a server's JSON leaves every null out (deviation 134)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
 def _score_age_days(scored_at: str | None, now: datetime) -> int | None:
     if not scored_at:
         return None
@@ -190,7 +199,7 @@ def server_page(
         # A local server runs only while we probe it: its "uptime" would describe our own process (methodology item 7).
         reliability=None if server.is_local else reliability(observed.daily, observed.last_day, now.astimezone(timezone.utc).date()),
         other_rubrics=sections,
-        analysis=analysis,
+        analysis=_without_nulls(analysis),
         source=source_seen(analysis),
         history=history,
         # A chart only when the score moved: a flat line says no more than the sentence shown instead.

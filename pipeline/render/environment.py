@@ -36,19 +36,34 @@ def _isolated(value):
     return isolate_bidi(value) if type(value) is str else value
 
 
-UNMEASURED = Markup(' class="unmeasured"')
+UNMEASURED = Markup(" class=u")
 HINTS = (("read_only", "read-only"), ("destructive", "destructive"), ("idempotent", "idempotent"), ("open_world", "open-world"))
-# A tool's four behaviour hints as spans, by declared value (True, False, not declared): made once, looked up per tool.
+# A tool's four behaviour hints, by declared value (True, False, not declared): made once, looked up per tool. The table's
+# legend says what ✗ and ? mean, instead of a tooltip on each of a page's ~30 hints (deviation 135).
 _HINT_SPANS = {
-    (key, value): Markup(f'<span class="hint {"u" if value is None else "t" if value else "f"}" '
-                         f'title="{label}: {"not declared" if value is None else str(value).lower()}">'
-                         f'{label}{"?" if value is None else "" if value else " ✗"}</span> ')
+    (key, value): Markup(f'<i class={"u" if value is None else "t" if value else "f"}>{label}{"?" if value is None else "" if value else " ✗"}</i> ')
     for key, label in HINTS for value in (None, True, False)
 }
 
 
 def hints(annotations: dict) -> Markup:
     return Markup("").join(_HINT_SPANS[key, annotations[key]] for key, _ in HINTS)
+
+
+def sections(dimensions: list[dict]) -> list[tuple[str, dict]]:
+    """A rule table's sections: (heading, dimension) for each dimension with rules or not applicable, and one section for a run of
+    dimensions not applicable for the same reason, headed by all their labels (a stdio server's remote card: seven, one reason)."""
+    found: list[tuple[str, dict]] = []
+    for d in dimensions:
+        if not d["rules"] and d["status"] != "not_applicable":
+            continue
+        last = found[-1][1] if found else None
+        if (last and not d["rules"] and not last["rules"] and d["status"] == last["status"] == "not_applicable"
+                and d["reason"] == last["reason"]):
+            found[-1] = (f"{found[-1][0]} · {d['label']}", last)
+        else:
+            found.append((d["label"], d))
+    return found
 
 
 def environment(rubrics: Sequence[RubricInfo]) -> Environment:
@@ -69,5 +84,6 @@ def environment(rubrics: Sequence[RubricInfo]) -> Environment:
     env.filters["words"] = lambda name: name.replace("_", " ")
     env.filters["unmeasured"] = lambda r: "" if r["measured"] else UNMEASURED  # a class on the rows that need one, no empty ones
     env.filters["hints"] = hints
+    env.filters["sections"] = sections
     env.globals.update(cell=cell, icons=VISIBILITY_ICONS, listed_board=LISTED_BOARD, boards=[r for r in rubrics if not r.headline])
     return env

@@ -1,5 +1,8 @@
 """Typed context of a server page; its public file api/servers/<id>.json is the same model, serialised, and its JSON Schema is generated from it.
 
+The JSON is the compact serialisation (deviation 134): no nulls, a card's dimensions and rules as rows, the daily rollups as
+columns, and without what the page derives from the rest (its advice list, its view of the analysis, its own links).
+
 Pages are built with `model_construct` (see contexts.py): every value comes from our own stored rows,
 and validating 25,000 server pages of ~85 rule rows each would add minutes to a build. The rows a page
 repeats many times (rules, tools, checks) are TypedDicts: plain dicts at run time, typed for the schema.
@@ -9,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PlainSerializer, WithJsonSchema
 from typing_extensions import TypedDict
 
 from pipeline.render.values import Context, Day, Grade, Number, Percent, Score, Transport, Visibility
@@ -40,6 +43,50 @@ class Dimension(TypedDict):
     rules: list[Rule]
 
 
+# In the JSON a dimension and each rule under it are rows, fields in these orders, trailing nulls left out: the field names on each
+# of a server's ~23 dimensions and ~60 rules were a fifth of its JSON (deviation 134). The page reads them by name.
+RULE_FIELDS = ("rule", "points", "max_points", "measured", "reason", "how_to_gain", "evidence")
+DIMENSION_FIELDS = ("name", "label", "status", "score", "weight", "optional", "rules", "reason")
+RULE_ROW = {
+    "type": "array", "minItems": 5, "maxItems": 7, "items": False,
+    "description": "a rule's outcome: [" + ", ".join(RULE_FIELDS) + "]; a trailing null is left out",
+    "prefixItems": [
+        {"type": "string", "description": "rule"}, {"type": "number", "description": "points"},
+        {"type": "number", "description": "max_points"}, {"type": "boolean", "description": "measured"},
+        {"type": "string", "description": "reason"},
+        {"type": ["string", "null"], "description": "how_to_gain: what would earn the missing points"},
+        {"type": "string", "description": "evidence: the stored row it was concluded from"},
+    ],
+}
+DIMENSION_ROW = {
+    "type": "array", "minItems": 7, "maxItems": 8, "items": False,
+    "description": "a dimension's outcome: [" + ", ".join(DIMENSION_FIELDS) + "]; a null reason is left out",
+    "prefixItems": [
+        {"type": "string", "description": "name"}, {"type": "string", "description": "label"},
+        {"enum": ["scored", "pending", "not_applicable"], "description": "status"},
+        {"type": ["number", "null"], "description": "score"}, {"type": "number", "description": "weight"},
+        {"type": "boolean", "description": "optional"}, {"type": "array", "items": RULE_ROW, "description": "rules"},
+        {"type": "string", "description": "reason: why it is pending or not applicable"},
+    ],
+}
+
+
+def _row(values: list[Any]) -> list[Any]:
+    while values[-1] is None:
+        values.pop()
+    return values
+
+
+def dimension_rows(dimensions: list[Dimension]) -> list[list[Any]]:
+    return [_row([d["name"], d["label"], d["status"], d["score"], d["weight"], d["optional"],
+                  [_row([r["rule"], r["points"], r["max_points"], r["measured"], r["reason"], r["how_to_gain"], r["evidence"]])
+                   for r in d["rules"]], d["reason"]]) for d in dimensions]
+
+
+Dimensions = Annotated[list[Dimension], PlainSerializer(dimension_rows),
+                       WithJsonSchema({"type": "array", "items": DIMENSION_ROW}, mode="serialization")]
+
+
 class Flag(TypedDict):
     name: str
     label: str
@@ -64,8 +111,9 @@ class HeadlineScore(Context):
     rules_version: str | None
     badges: list[str]
     flags: list[Flag]
-    dimensions: list[Dimension]
-    how_to_gain: list[Gain]
+    dimensions: Dimensions
+    # The page's list; in the JSON each rule's row already holds its advice and missing points (deviation 134)
+    how_to_gain: list[Gain] = Field(exclude=True)
     caps: list[str]  # every standing flag that caps the score, with its cap: the first thing to fix
 
 
@@ -80,7 +128,7 @@ class RubricSection(Context):
     dimension_indicator: str
     rules_version: str
     extra: dict[str, Any] = Field(description="the rubric's own figures; the review's per-tool documentation scores are under tools[].docs")
-    dimensions: list[Dimension]
+    dimensions: Dimensions
 
 
 # ---------------------------------------------------------------- a server page
@@ -251,9 +299,23 @@ class ReliabilityDay(TypedDict):
 Windows = TypedDict("Windows", {"24h": Window, "7d": Window, "30d": Window})
 
 
+def day_columns(days: list[ReliabilityDay]) -> dict[str, list[Any]]:
+    return {"day": [d["day"] for d in days], "uptime": [d["uptime"] for d in days], "p95_ms": [d["p95_ms"] for d in days]}
+
+
+# In the JSON, 30 days are three columns rather than 30 objects naming their three fields (deviation 134).
+DAY_COLUMNS = {
+    "type": "object", "required": ["day", "uptime", "p95_ms"], "additionalProperties": False,
+    "description": "the daily rollups as columns: the n-th day's figures are the n-th of each",
+    "properties": {"day": {"type": "array", "items": {"type": "string", "format": "date"}},
+                   "uptime": {"type": "array", "items": {"type": ["number", "null"]}},
+                   "p95_ms": {"type": "array", "items": {"type": ["number", "null"]}}},
+}
+
+
 class Reliability(TypedDict):
     windows: Windows
-    days: list[ReliabilityDay]
+    days: Annotated[list[ReliabilityDay], PlainSerializer(day_columns), WithJsonSchema(DAY_COLUMNS, mode="serialization")]
 
 
 class HistoryDay(TypedDict):
@@ -288,12 +350,15 @@ class ServerPage(Context):
     protocol: Protocol | None
     reliability: Reliability | None
     other_rubrics: list[RubricSection]
-    analysis: dict[str, Any] | None
-    source: dict[str, Any] | None = Field(description="what the static analysis read from the source, as the page shows it")
+    analysis: dict[str, Any] | None = Field(description="the static analysis as stored, every tool and finding")
+    # What the page shows of `analysis` (its first tools and findings, labelled sub-metrics); the JSON has `analysis` whole (deviation 134)
+    source: dict[str, Any] | None = Field(exclude=True)
     history: list[HistoryDay]
     trend_chart: bool = Field(description="true when the score moved and trend.svg exists")
     last_scored_at: str | None
     score_age_days: Annotated[int, Field(ge=0)] | None
     engine_version: str
-    embed: Embed | None = Field(description="badge snippets; null for a listing-only server, which has no badge")
-    datasette: DatasetteLinks
+    # The page's links to its own badge and database rows: the site's address and the server's id, the same on every server, so the
+    # JSON leaves them out (deviation 134): <site>/badge/<id>.svg and .json, <site>/servers/<id>.html.
+    embed: Embed | None = Field(exclude=True)
+    datasette: DatasetteLinks = Field(exclude=True)

@@ -36,12 +36,13 @@ Task = tuple[str, Any]
 Rendered = tuple[set[str], dict[str, int], dict[str, str]]
 
 
-def json_file(value: object, compact: bool = False) -> bytes:
+def json_file(value: object, compact: bool = False, exclude_none: bool = False) -> bytes:
     # Every API document is built in a fixed key order (stored evidence was written with sorted keys),
     # so the output is stable without sorting; pydantic-core encodes it many times faster.
     # Board and server files are compact: the browser fetches boards whole for search and filters,
     # and 25,000 indented server files would be half a gigabyte of spaces.
-    return to_json(value, indent=None if compact else 2) + b"\n"
+    # A server file leaves its nulls out (deviation 134): its schema marks every field that may be null as optional.
+    return to_json(value, indent=None if compact else 2, exclude_none=exclude_none) + b"\n"
 
 
 def tasks(servers: list[str], boards: list[BoardJob]) -> list[Task]:
@@ -104,7 +105,7 @@ class Renderer:
         template = "listed_server.html" if page.server.listing_only else "server.html"
         html = self.environment().get_template(template).render(page=page, root="../", engine_version=ENGINE_VERSION)
         writer.write(f"servers/{server.id}.html", html)
-        writer.write(f"api/servers/{server.id}.json", json_file(page, compact=True))
+        writer.write(f"api/servers/{server.id}.json", json_file(page, compact=True, exclude_none=True))
         if page.server.listing_only:
             return  # nothing measured: no badge, no charts (deviation 80)
         card = card or {}
