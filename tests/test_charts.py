@@ -29,7 +29,7 @@ def test_charts_equal_pygal_stock_output_without_its_script(monkeypatch):
         # the stylesheet keeps what draws the chart and loses what only an interactive one uses (deviation 103)
         static = re.sub(r'(<style type="text/css">)(.*?)(</style>)', lambda m: m[1] + charts._static_rules(m[2]) + m[3], without_script,
                         count=1, flags=re.S)
-        # and the same drawing in fewer bytes (deviation 135): a tenth of a pixel, no label tooltips, no empty overlays, no unused styles
+        # and the same drawing in fewer bytes (deviation 107): a tenth of a pixel, no label tooltips, no empty overlays, no unused styles
         assert ours == charts._compact(static) and len(ours) < 0.7 * len(without_script)
         assert not re.search(r'="[^"]*\d\.\d\d', ours) and "</text><title>" not in ours and "tooltip-overlay" not in ours
         assert '<desc class="x' not in ours and 'class=""' not in ours and f"#chart-{args[0]} ." not in ours

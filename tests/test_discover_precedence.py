@@ -412,7 +412,7 @@ def test_the_page_and_its_json_show_every_remote_package_and_variable(db, tmp_pa
     assert facts["remote_url"] == "https://mcp.octo.dev/sse"  # the vendor's own SSE endpoint, not the proxy's Streamable HTTP
     assert [r["url"] for r in facts["remotes"]] == ["https://mcp.octo.dev/sse", "https://server.smithery.ai/@octo/tool/mcp"]
     assert facts["packages"] == ["npm: octo-tool", "oci: mcp/octo"]
-    # a null is left out of a server's JSON (deviation 134)
+    # a null is left out of a server's JSON (deviation 106)
     assert facts["env_vars"] == [{"name": "OCTO_TOKEN", "secret": True, "required": True}, {"name": "OCTO_REGION", "secret": False}]
     page = (tmp_path / "site" / "servers" / "octo--tool.html").read_text()
     assert "Remote endpoint (sse): https://mcp.octo.dev/sse · the endpoint we probe" in page

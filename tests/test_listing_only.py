@@ -114,7 +114,7 @@ def test_the_snapshots_listing_only_servers_are_marked_in_the_json_api(snapshot_
     assert braingrid["listing_only"] and braingrid["sources"] == ["awesome-mcp-servers"]
     for server_id in SMITHERY_ONLY:
         page = json.loads((site / "api" / "servers" / f"{server_id}.json").read_text())
-        assert page["server"]["listing_only"] is True and "score" not in page and "embed" not in page  # nulls are left out (deviation 134)
+        assert page["server"]["listing_only"] is True and "score" not in page and "embed" not in page  # nulls are left out (deviation 106)
         assert "no source to analyse, no package to start and no endpoint to probe" in page["not_measured"]
     measured = next(r for r in rows if not r["listing_only"])
     page = json.loads((site / "api" / "servers" / f"{measured['id']}.json").read_text())

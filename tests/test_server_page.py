@@ -101,7 +101,7 @@ def page(tmp_path_factory):
 def test_per_tool_table_shows_documentation_annotations_interpretability_and_ambiguity(page):
     site, data, html = page
     tools = {t["name"]: t for t in data["tools"]}
-    assert tools["search_docs"]["annotations"] == {"read_only": True, "destructive": False}  # not declared: left out (deviation 134)
+    assert tools["search_docs"]["annotations"] == {"read_only": True, "destructive": False}  # not declared: left out (deviation 106)
     assert tools["search_docs"]["docs"]["total"] > tools["delete_page"]["docs"]["total"]
     assert tools["search_docs"]["docs"]["total"] == pytest.approx(sum(tools["search_docs"]["docs"]["parts"].values()))
     judged = tools["search_docs"]["interpretability"]
@@ -122,7 +122,7 @@ def test_schema_drift_against_source_and_between_captures(page):
 
 def test_source_analysis_shows_what_was_read_with_file_and_line(page):
     site, data, html = page
-    source = data["analysis"]  # the JSON holds the analysis whole, and the page what it shows of it (deviation 134)
+    source = data["analysis"]  # the JSON holds the analysis whole, and the page what it shows of it (deviation 106)
     assert "source" not in data
     assert len(source["tools"]) == 3 and source["tools"][2] == {**source["tools"][2], "name": "export_all", "file": "src/server.py", "line": 12}
     assert 77 in {f["line"] for f in source["findings"]} and source["repository"]["stars"] == 42
@@ -146,7 +146,7 @@ def test_reliability_windows_and_chart(page):
     # whole UTC days: today holds 3 of day 0's probes (the fourth, at 20:00, fell yesterday), the six days before 4 each
     assert windows["7d"]["probes"] == 3 + 4 * 6 and windows["30d"]["probes"] == 40 and windows["30d"]["uptime"] == 97.5
     assert 100 <= windows["30d"]["p50_ms"] <= 125 and windows["30d"]["p95_ms"] >= windows["30d"]["p50_ms"]
-    days = data["reliability"]["days"]  # as columns (deviation 134)
+    days = data["reliability"]["days"]  # as columns (deviation 106)
     assert len(days["day"]) == len(days["uptime"]) == len(days["p95_ms"]) == 11 and days["uptime"][-1] == pytest.approx(100 * 2 / 3, abs=0.1)
     svg = ET.fromstring((site / "servers" / "docs.reliability.svg").read_text())
     assert svg.tag.endswith("svg") and not svg.findall(".//{http://www.w3.org/2000/svg}script")

@@ -62,7 +62,7 @@ def test_every_rule_of_every_card_is_still_on_the_page_and_in_its_json(built):
     for server in servers[:15]:
         html = (site / "servers" / f"{server.id}.html").read_text()
         page = json.loads((site / "api" / "servers" / f"{server.id}.json").read_bytes())
-        # dimensions and rules are rows in the JSON, trailing nulls left out (deviation 134): read back, every field is the card's
+        # dimensions and rules are rows in the JSON, trailing nulls left out (deviation 106): read back, every field is the card's
         fields = ("rule", "points", "max_points", "measured", "reason", "how_to_gain", "evidence")
         cards = [("scoreboard", page["score"]), *((o["rubric"], o) for o in page["other_rubrics"])]
         in_json = {(rubric, d[0], *(row + [None] * (len(fields) - len(row)))) for rubric, c in cards for d in c["dimensions"] for row in d[6]}
@@ -103,7 +103,7 @@ def test_every_class_a_server_page_uses_for_its_rows_is_styled(built):
 
 
 def test_dimensions_not_applicable_for_one_reason_share_one_row(built):
-    """A stdio server's remote card: seven dimensions, one reason, said once under all seven labels (deviation 135)."""
+    """A stdio server's remote card: seven dimensions, one reason, said once under all seven labels (deviation 107)."""
     _, site, servers = built
     stdio = [s for s in servers if s.transport == "stdio"]
     assert stdio

@@ -27,7 +27,7 @@ _INTERACTIVE = re.compile(r":hover|\.tooltip|\.active\b|\.activate|\.map-element
 _RULE = re.compile(r"[^{}]+\{[^{}]*\}")
 
 
-# What an <img> of the chart never shows, and what needs fewer bytes to draw the same (deviation 135): coordinates to a tenth of a pixel
+# What an <img> of the chart never shows, and what needs fewer bytes to draw the same (deviation 107): coordinates to a tenth of a pixel
 # (pygal writes six to fifteen decimals), an axis label's tooltip (<title>, the label's own text again), where a dot's tooltip would
 # go (<desc> of its position and day; its value stays), empty classes, the empty overlay groups and hidden tooltip a script would fill,
 # and the style rules for classes the chart does not use.

@@ -77,7 +77,7 @@ def repository_url(server: Server) -> str | None:
 
 
 def _without_nulls(value: Any) -> Any:
-    """A stored document without its null fields, as a server's JSON leaves every null out (deviation 134)."""
+    """A stored document without its null fields, as a server's JSON leaves every null out (deviation 106)."""
     if isinstance(value, dict):
         return {k: _without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):

@@ -39,7 +39,7 @@ def _isolated(value):
 UNMEASURED = Markup(" class=u")
 HINTS = (("read_only", "read-only"), ("destructive", "destructive"), ("idempotent", "idempotent"), ("open_world", "open-world"))
 # A tool's four behaviour hints, by declared value (True, False, not declared): made once, looked up per tool. The table's
-# legend says what ✗ and ? mean, instead of a tooltip on each of a page's ~30 hints (deviation 135).
+# legend says what ✗ and ? mean, instead of a tooltip on each of a page's ~30 hints (deviation 107).
 _HINT_SPANS = {
     (key, value): Markup(f'<i class={"u" if value is None else "t" if value else "f"}>{label}{"?" if value is None else "" if value else " ✗"}</i> ')
     for key, label in HINTS for value in (None, True, False)

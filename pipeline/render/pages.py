@@ -1,6 +1,6 @@
 """Typed context of a server page; its public file api/servers/<id>.json is the same model, serialised, and its JSON Schema is generated from it.
 
-The JSON is the compact serialisation (deviation 134): no nulls, a card's dimensions and rules as rows, the daily rollups as
+The JSON is the compact serialisation (deviation 106): no nulls, a card's dimensions and rules as rows, the daily rollups as
 columns, and without what the page derives from the rest (its advice list, its view of the analysis, its own links).
 
 Pages are built with `model_construct` (see contexts.py): every value comes from our own stored rows,
@@ -44,7 +44,7 @@ class Dimension(TypedDict):
 
 
 # In the JSON a dimension and each rule under it are rows, fields in these orders, trailing nulls left out: the field names on each
-# of a server's ~23 dimensions and ~60 rules were a fifth of its JSON (deviation 134). The page reads them by name.
+# of a server's ~23 dimensions and ~60 rules were a fifth of its JSON (deviation 106). The page reads them by name.
 RULE_FIELDS = ("rule", "points", "max_points", "measured", "reason", "how_to_gain", "evidence")
 DIMENSION_FIELDS = ("name", "label", "status", "score", "weight", "optional", "rules", "reason")
 RULE_ROW = {
@@ -112,7 +112,7 @@ class HeadlineScore(Context):
     badges: list[str]
     flags: list[Flag]
     dimensions: Dimensions
-    # The page's list; in the JSON each rule's row already holds its advice and missing points (deviation 134)
+    # The page's list; in the JSON each rule's row already holds its advice and missing points (deviation 106)
     how_to_gain: list[Gain] = Field(exclude=True)
     caps: list[str]  # every standing flag that caps the score, with its cap: the first thing to fix
 
@@ -303,7 +303,7 @@ def day_columns(days: list[ReliabilityDay]) -> dict[str, list[Any]]:
     return {"day": [d["day"] for d in days], "uptime": [d["uptime"] for d in days], "p95_ms": [d["p95_ms"] for d in days]}
 
 
-# In the JSON, 30 days are three columns rather than 30 objects naming their three fields (deviation 134).
+# In the JSON, 30 days are three columns rather than 30 objects naming their three fields (deviation 106).
 DAY_COLUMNS = {
     "type": "object", "required": ["day", "uptime", "p95_ms"], "additionalProperties": False,
     "description": "the daily rollups as columns: the n-th day's figures are the n-th of each",
@@ -351,7 +351,7 @@ class ServerPage(Context):
     reliability: Reliability | None
     other_rubrics: list[RubricSection]
     analysis: dict[str, Any] | None = Field(description="the static analysis as stored, every tool and finding")
-    # What the page shows of `analysis` (its first tools and findings, labelled sub-metrics); the JSON has `analysis` whole (deviation 134)
+    # What the page shows of `analysis` (its first tools and findings, labelled sub-metrics); the JSON has `analysis` whole (deviation 106)
     source: dict[str, Any] | None = Field(exclude=True)
     history: list[HistoryDay]
     trend_chart: bool = Field(description="true when the score moved and trend.svg exists")
@@ -359,6 +359,6 @@ class ServerPage(Context):
     score_age_days: Annotated[int, Field(ge=0)] | None
     engine_version: str
     # The page's links to its own badge and database rows: the site's address and the server's id, the same on every server, so the
-    # JSON leaves them out (deviation 134): <site>/badge/<id>.svg and .json, <site>/servers/<id>.html.
+    # JSON leaves them out (deviation 106): <site>/badge/<id>.svg and .json, <site>/servers/<id>.html.
     embed: Embed | None = Field(exclude=True)
     datasette: DatasetteLinks = Field(exclude=True)

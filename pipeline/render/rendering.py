@@ -41,7 +41,7 @@ def json_file(value: object, compact: bool = False, exclude_none: bool = False) 
     # so the output is stable without sorting; pydantic-core encodes it many times faster.
     # Board and server files are compact: the browser fetches boards whole for search and filters,
     # and 25,000 indented server files would be half a gigabyte of spaces.
-    # A server file leaves its nulls out (deviation 134): its schema marks every field that may be null as optional.
+    # A server file leaves its nulls out (deviation 106): its schema marks every field that may be null as optional.
     return to_json(value, indent=None if compact else 2, exclude_none=exclude_none) + b"\n"
 
 

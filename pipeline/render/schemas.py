@@ -30,7 +30,7 @@ def _nullable(schema: dict[str, Any]) -> bool:
 
 
 def _nulls_left_out(schema: Any) -> Any:
-    """A file written without its nulls (a server's, deviation 134): a field that may be null is not required."""
+    """A file written without its nulls (a server's, deviation 106): a field that may be null is not required."""
     if isinstance(schema, dict):
         properties = schema.get("properties")
         if isinstance(properties, dict) and "required" in schema:
