@@ -3,8 +3,8 @@ examined (deviations 85 and 86). Every selection is oldest first (never examined
 budget is taken up by the next run where it stopped.
 
 - analysis: hourly batches of at most 1,000 servers not checked in the last hour (an unchanged source costs one cheap call);
-- fast probes of remote servers: a server is due 20 minutes after its last one; the monitor runs every 5 minutes, so each
-  server is probed every 20-25 minutes, inside seed 000's 15-30 with room for a scheduled run that starts late;
+- fast probes of remote servers: a server is due 20 minutes after its last one; the workflow runs the monitor every 10
+  minutes, so each server is probed every 20-30 minutes, inside seed 000's 15-30;
 - deep probes of remote servers: daily; sandbox probes of packages: when the listed version differs from the one the last
   sandbox run installed, else weekly;
 - judgements: daily (a tool whose text did not change is not judged again: that is by hash, in the judge stage);
