@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -34,6 +35,19 @@ def scored_fleet(path: Path, servers: int = FLEET) -> Path:
 def copy_db(source: Path, target: Path) -> Path:
     """A copy of a closed database (its WAL checkpointed on close, so the main file is whole)."""
     shutil.copyfile(source, target)
+    return target
+
+
+def damaged_copy(source: Path, target: Path, table: str) -> Path:
+    """A copy whose table's root page is overwritten (integrity_check fails), as a disk or a bad stage could leave it."""
+    copy_db(source, target)
+    conn = sqlite3.connect(target)
+    root = conn.execute("select rootpage from sqlite_master where name = ?", [table]).fetchone()[0]
+    page = conn.execute("pragma page_size").fetchone()[0]
+    conn.close()
+    with target.open("r+b") as fh:
+        fh.seek((root - 1) * page + 8)
+        fh.write(b"\xff" * 64)
     return target
 
 

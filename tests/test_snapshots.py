@@ -16,7 +16,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.fleet.snapshot_format import DATA_SUFFIX, MANIFEST_SUFFIX, engine_migrations
 from pipeline.store.migrations import migrations
-from tests.snapshot_support import copy_db, forge, scoreboard, scoreboard_process, scored_fleet
+from tests.snapshot_support import copy_db, damaged_copy, forge, scoreboard, scoreboard_process, scored_fleet
 
 EARLIER = datetime(2026, 11, 30, 3, 17, tzinfo=timezone.utc)
 
@@ -104,19 +104,6 @@ def _newer(fleet: Path, tmp_path: Path) -> Path:
     return path
 
 
-def _damaged(fleet: Path, tmp_path: Path) -> Path:
-    """A database whose pages are damaged (integrity_check fails), as a disk or a bad stage could leave it."""
-    path = copy_db(fleet, tmp_path / "damaged.db")
-    conn = sqlite3.connect(path)
-    root = conn.execute("select rootpage from sqlite_master where name = 'score_cards'").fetchone()[0]
-    page = conn.execute("pragma page_size").fetchone()[0]
-    conn.close()
-    with path.open("r+b") as fh:
-        fh.seek((root - 1) * page + 8)
-        fh.write(b"\xff" * 64)
-    return path
-
-
 @pytest.mark.parametrize("damage,expected", [
     ("flipped byte", "is not the file that was published"),
     ("truncated", "is not the file that was published"),
@@ -132,7 +119,7 @@ def test_a_corrupt_snapshot_fails_and_leaves_db_untouched(fleet, local_db, tmp_p
     shelf = tmp_path / "store"
     forge(shelf, fleet, EARLIER - timedelta(days=1))  # an older, good one: never silently taken instead
     source = {"another sqlite database": lambda: _not_ours(tmp_path), "newer schema": lambda: _newer(fleet, tmp_path),
-              "damaged pages": lambda: _damaged(fleet, tmp_path)}.get(damage, lambda: fleet)()
+              "damaged pages": lambda: damaged_copy(fleet, tmp_path / "damaged.db", "score_cards")}.get(damage, lambda: fleet)()
     if damage == "not sqlite":
         source = tmp_path / "text.db"
         source.write_bytes(b"hello, this is not a database\n" * 100)

@@ -16,7 +16,7 @@ from pipeline.fleet.snapshot_format import engine_migrations, inspect_database
 from pipeline.models import StageReport
 from pipeline.score import registry
 from pipeline.store.migrations import migrations
-from tests.snapshot_support import copy_db, forge, scoreboard, scoreboard_process, scored_fleet
+from tests.snapshot_support import copy_db, damaged_copy, forge, scoreboard, scoreboard_process, scored_fleet
 
 
 @pytest.fixture(scope="module")
@@ -130,14 +130,7 @@ def test_a_newer_schema_and_a_damaged_file_are_refused(fleet, tmp_path):
     edit(newer, "insert into _sqlite_migrations (migration_set, name, applied_at) values ('mcp-scoreboard', 'm999_next', '2027')")
     assert "its schema is newer than this engine" in check(newer).reasons[0]
 
-    damaged = copy_db(fleet, tmp_path / "damaged.db")
-    conn = sqlite3.connect(damaged)
-    root = conn.execute("select rootpage from sqlite_master where name = 'probe_daily'").fetchone()[0]
-    page = conn.execute("pragma page_size").fetchone()[0]
-    conn.close()
-    with damaged.open("r+b") as fh:
-        fh.seek((root - 1) * page + 8)
-        fh.write(b"\xff" * 64)
+    damaged = damaged_copy(fleet, tmp_path / "damaged.db", "probe_daily")
     reasons = check(damaged).reasons
     assert len(reasons) == 1 and "integrity_check failed" in reasons[0]
     done = scoreboard_process("snapshot", "check", "--db", str(damaged))

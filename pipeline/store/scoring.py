@@ -97,9 +97,10 @@ def failed_attempts(db: Database, ids: list[str], since: datetime) -> dict[str, 
                                    f"and {REACHED_SQL} group by server_id", [*part, iso(since)]).fetchall())
         for server_id in part:
             found[server_id] = Attempts(answered_at=parse_iso(answered[server_id]) if server_id in answered else None)
+        last_answer = (f"(select server_id, max(started_at) at from probe_runs where server_id in ({marks}) and started_at >= ? "
+                       f"and {REACHED_SQL} group by server_id) a")
         counted = db.execute(
-            f"select p.server_id, count(*), min(p.started_at), max(p.started_at) from probe_runs p left join (select server_id, "
-            f"max(started_at) at from probe_runs where server_id in ({marks}) and started_at >= ? and {REACHED_SQL} group by server_id) a "
+            f"select p.server_id, count(*), min(p.started_at), max(p.started_at) from probe_runs p left join {last_answer} "
             f"on a.server_id = p.server_id where p.server_id in ({marks}) and p.started_at >= ? and {FAILED_SQL} "
             f"and (a.at is null or p.started_at > a.at) group by p.server_id",
             [*part, iso(since), *part, iso(since)],
@@ -108,8 +109,7 @@ def failed_attempts(db: Database, ids: list[str], since: datetime) -> dict[str, 
             found[server_id] = Attempts(count, parse_iso(first), parse_iso(last), found[server_id].answered_at)
         # Pruned fast failures since the last answer, folded per day (deviation 88): a day is in the window if its last is.
         folded = db.execute(
-            f"select f.server_id, sum(f.failed), min(f.first_at), max(f.last_at) from fast_failures f left join (select server_id, "
-            f"max(started_at) at from probe_runs where server_id in ({marks}) and started_at >= ? and {REACHED_SQL} group by server_id) a "
+            f"select f.server_id, sum(f.failed), min(f.first_at), max(f.last_at) from fast_failures f left join {last_answer} "
             f"on a.server_id = f.server_id where f.server_id in ({marks}) and f.last_at >= ? and (a.at is null or f.first_at > a.at) "
             f"group by f.server_id",
             [*part, iso(since), *part, iso(since)],
