@@ -64,8 +64,11 @@ def _open(settings: Settings) -> Database:
 def _fold_and_close(db: Database) -> None:
     import sqlite3
 
-    with contextlib.suppress(sqlite3.ProgrammingError):  # a command that closed it already (serve, once it has checked it)
+    # A command may have closed it already (serve, once it has checked it); a checkpoint another process blocks leaves the
+    # log beside the file, as before, rather than failing a command that did its work.
+    with contextlib.suppress(sqlite3.ProgrammingError, sqlite3.OperationalError):
         db.execute("pragma wal_checkpoint(truncate)")
+    with contextlib.suppress(sqlite3.ProgrammingError):
         db.close()
 
 
