@@ -14,7 +14,7 @@ import os
 import sqlite3
 import time
 import uuid
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -96,16 +96,9 @@ def _copy(main: Path, work: Path) -> dict:
         raise ShardFailed(f"{main}: no such database file (a shard stage reads an existing main database)")
     _remove(work)
     try:
-        reader = sqlite3.connect(f"file:{main}?mode=ro", uri=True)
-        try:
-            base = base_identity(reader)
-            copy = sqlite3.connect(work)
-            try:
-                reader.backup(copy)
-            finally:
-                copy.close()
-        finally:
-            reader.close()
+        store.snapshot(main, work)  # SQLite's online backup, read-only on main
+        with closing(sqlite3.connect(work)) as copied:
+            base = base_identity(copied)  # the copy's, so exactly the state the stage starts from
         db = store.open_db(work, create=False, integrity_check=False)  # the stage's own opening checks the copy
     except (sqlite3.DatabaseError, store.ScoreboardDatabaseError) as exc:
         _remove(work)

@@ -92,6 +92,9 @@ def snapshot(source: str | Path, target: Path) -> None:
             copy.execute("pragma journal_mode = delete")
         finally:
             copy.close()
+    except BaseException:
+        partial.unlink(missing_ok=True)  # a source that is not a database leaves nothing behind
+        raise
     finally:
         reader.close()
     os.replace(partial, target)
