@@ -23,6 +23,7 @@ from typing import Iterator
 from pipeline import ENGINE_VERSION, store
 from pipeline.fleet.shards import Shard
 from pipeline.fleet.tables import quoted, tables
+from pipeline.store.connection import applied_migrations
 
 MANIFEST = ("create table shard_manifest (shard_id text primary key, stage text not null, shard text not null, shard_index integer not null, "
             "shard_count integer not null, engine_version text not null, migrations text not null, base text not null, rows text not null, "
@@ -83,7 +84,7 @@ def base_identity(conn: sqlite3.Connection) -> dict:
     Every stage run and every merge adds a `runs` row, so two shards share it only when they started from the same state."""
     names = [r[0] for r in conn.execute("select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name")]
     last_run = conn.execute("select id, stage, started_at from runs order by id desc limit 1").fetchone() if "runs" in names else None
-    migrations = [r[0] for r in conn.execute("select name from _sqlite_migrations order by id")] if "_sqlite_migrations" in names else []
+    migrations = applied_migrations(conn)
     highest = {name: conn.execute(f"select max(rowid) from {quoted(name)}").fetchone()[0] for name in names}
     identity = {"migrations": migrations, "last_run": list(last_run) if last_run else None, "highest_rowid": highest}
     fingerprint = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:32]
@@ -148,7 +149,7 @@ def _extract(work: Path, shard_db: Path, stage: str, shard: Shard, base: dict) -
             touched = _extract_table(conn, table.name, table.columns)
             if touched:
                 counts[table.name] = touched
-        migrations = [r[0] for r in conn.execute("select name from _sqlite_migrations order by id")]
+        migrations = applied_migrations(conn)
         conn.execute("insert into shard_manifest values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
             uuid.uuid4().hex, stage, str(shard), shard.index, shard.count, ENGINE_VERSION, json.dumps(migrations),
             json.dumps(base, sort_keys=True), json.dumps(counts, sort_keys=True), datetime.now(timezone.utc).isoformat(timespec="seconds"),

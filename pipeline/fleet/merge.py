@@ -24,7 +24,7 @@ from pipeline import ENGINE_VERSION, store
 from pipeline.fleet.tables import ADDITIVE, Table, parents_first, quoted, tables
 from pipeline.models import StageReport
 from pipeline.progress import Progress
-from pipeline.store.connection import SQLITE_HEADER
+from pipeline.store.connection import SQLITE_HEADER, applied_migrations
 
 
 class MergeRefused(Exception):
@@ -131,7 +131,7 @@ def merge_shards(db: Database, paths: Sequence[Path], now: datetime, progress: P
 
 def _to_merge(db: Database, opened: list[ShardFile], problems: list[str], report: MergeReport) -> list[ShardFile]:
     """The shards to fold in, in order; problems gets every refusal, report.skipped every shard merged before."""
-    migrations = [r[0] for r in db.execute("select name from _sqlite_migrations order by id")]
+    migrations = applied_migrations(db)
     by_id: dict[str, Path] = {}
     claims: dict[tuple[str, str, str], Path] = {}
     counts: dict[tuple[str, str], set[int]] = {}

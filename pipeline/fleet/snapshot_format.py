@@ -19,8 +19,8 @@ import zstandard
 from pydantic import BaseModel
 from sqlite_utils import Database
 
-from pipeline.store.connection import SQLITE_HEADER
-from pipeline.store.migrations import MIGRATION_SET, migrations
+from pipeline.store.connection import SQLITE_HEADER, applied_migrations
+from pipeline.store.migrations import migrations
 
 DATA_SUFFIX = ".db.zst"
 MANIFEST_SUFFIX = ".manifest.json"
@@ -162,7 +162,7 @@ def inspect_database(path: Path, *, integrity: bool = True) -> DatabaseFacts:
         tables = {row[0] for row in conn.execute("select name from sqlite_master where type = 'table'")}
         if "_sqlite_migrations" not in tables:
             return DatabaseFacts(problems=[f"{path}: a SQLite database, but not a scoreboard database (no migrations table)"])
-        applied = [row[0] for row in conn.execute("select name from _sqlite_migrations where migration_set = ? order by rowid", [MIGRATION_SET])]
+        applied = applied_migrations(conn)
         if not applied:
             return DatabaseFacts(problems=[f"{path}: a SQLite database, but not a scoreboard database (none of its migrations)"])
         known = engine_migrations()

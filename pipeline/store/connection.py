@@ -98,3 +98,10 @@ def snapshot(source: str | Path, target: Path) -> None:
     finally:
         reader.close()
     os.replace(partial, target)
+
+
+def applied_migrations(conn: sqlite3.Connection | Database) -> list[str]:
+    """The names of our migrations a database has applied, in order (none when it has no migrations table)."""
+    if not conn.execute("select 1 from sqlite_master where type = 'table' and name = '_sqlite_migrations'").fetchone():
+        return []
+    return [row[0] for row in conn.execute("select name from _sqlite_migrations where migration_set = ? order by rowid", [MIGRATION_SET])]
