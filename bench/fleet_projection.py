@@ -9,7 +9,9 @@ A run is the shard job (on `shards` runners at once), then the merge job, then t
   fixed cost (an empty shard's merge: opening the database runs its quick_check) plus a cost per server merged, the
   stage as a job's fixed cost plus a cost per server, so neither fixed cost is multiplied by the servers or shards;
 - the stage's servers: those the cadence makes due a run (pipeline/fleet/cadence.py), split over the shards, and no more
-  than the workflow's --budget lets a shard do (the rest wait for the next run, oldest first).
+  than the workflow's --budget lets a shard do (the rest wait for the next run, oldest first); the budget's clock starts
+  with the stage, after the process's start and the private copy, and the probes in flight when it runs out are not
+  counted.
 A run fits when it ends before the next scheduled one starts. A run that ends later leaves the next run(s) a snapshot
 without its results, so they take the same servers again: the distinct servers a run adds are its own divided by the
 runs it overlaps (`lag`), and each server's cycle is the interval times the larger of the cadence's period in runs and
@@ -127,7 +129,7 @@ def _run(p: Parts, plan: Plan, figures: Figures, servers: int) -> Run:
     period = runs_until(plan.interval_s, interval.total_seconds())
     due = min(limit or population, population / period)
     work = due * figures.changed / figures.servers if plan.stage == "analyze" else due  # an unchanged source costs one cheap call
-    capacity = max(0.0, plan.budget - stage["fixed_s"]) / stage["per_server_s"] if stage["per_server_s"] else math.inf
+    capacity = plan.budget / stage["per_server_s"] if stage["per_server_s"] else math.inf  # the budget's clock starts after the fixed part
     per_shard = min(work / plan.shards, capacity)
     done = per_shard * plan.shards
     stage_s = stage["fixed_s"] + stage["per_server_s"] * per_shard

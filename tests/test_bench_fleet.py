@@ -106,11 +106,11 @@ def test_the_budget_bounds_a_shards_stage_and_stretches_the_cycle() -> None:
     budget = plans["monitor"].budget
     run = fleet_projection.project(fixed_figures(per_server=10.0), plans, servers=1000)["monitor"]
     assert run.bounded and run.done < run.due
-    assert _step(run, 0, "stage") == pytest.approx(budget)  # the stage stops taking servers when its budget is spent
-    fixed = 1.5 + 0.5
-    assert run.done == pytest.approx(2 * (budget - fixed) / 10.0)
+    fixed = 1.5 + 0.5  # the process's start and its private copy, before the budget's clock starts
+    assert _step(run, 0, "stage") == pytest.approx(fixed + budget)  # the stage takes no more servers once its budget is spent
+    assert run.done == pytest.approx(2 * budget / 10.0)
     assert run.fits  # the budget keeps the run inside its interval, and the servers it leaves wait:
-    assert run.cycle_s == 600 * 6  # 300 remote servers at 59.6 a run: every remote server once in 6 runs
+    assert run.cycle_s == 600 * 5  # 300 remote servers at 60 a run: every remote server once in 5 runs
     assert "OUTSIDE" in "\n".join(fleet_projection.report_lines(fixed_figures(per_server=10.0), {"monitor": plans["monitor"]}, servers=1000))
 
 
