@@ -152,7 +152,7 @@ def _run(p: Parts, plan: Plan, figures: Figures, servers: int) -> Run:
             elif step.kind == "command" and not step.argv:
                 continue  # no stage writes the main database in this workflow
             elif step.kind == "upload":
-                mb = shard_mb if "shard" in step.path else p.pack[_level(plan)][1] if step.path.startswith(packed_dir) else p.db_mb
+                mb = shard_mb if "shard" in step.path else p.pack[level_of(plan)][1] if step.path.startswith(packed_dir) else p.db_mb
                 uploaded[step.artifact] = uploaded.get(step.artifact, 0.0) + mb * (plan.shards if "shard" in step.path else 1)
                 steps.append((f"upload {step.artifact} ({mb:,.0f} MB)", mb / UPLOAD_MB_S))
             elif step.kind == "download":
@@ -163,9 +163,9 @@ def _run(p: Parts, plan: Plan, figures: Figures, servers: int) -> Run:
             elif step.kind in ("score", "build", "check"):
                 steps.append((step.kind, {"score": p.score_s, "build": p.build_s, "check": p.check_s}[step.kind]))
             elif step.kind == "pack":
-                steps.append((f"pack (zstd {_level(plan)})", p.pack[_level(plan)][0]))
+                steps.append((f"pack (zstd {level_of(plan)})", p.pack[level_of(plan)][0]))
             elif step.kind == "publish":
-                mb = p.pack[_level(plan)][1] if _level(plan) in p.pack else p.snapshot_mb
+                mb = p.pack[level_of(plan)][1] if level_of(plan) in p.pack else p.snapshot_mb
                 steps.append(("publish", p.publish_s))
                 steps.append((f"upload the snapshot ({mb:,.0f} MB)", mb / UPLOAD_MB_S))
             elif step.kind == "pages":
@@ -183,7 +183,7 @@ def _run(p: Parts, plan: Plan, figures: Figures, servers: int) -> Run:
                runner_s=sum(s * job.runners for s, job in zip(seconds, plan.jobs)), fits=wall <= plan.interval_s, cycle_s=cycle, over_timeout=over)
 
 
-def _level(plan: Plan) -> int:
+def level_of(plan: Plan) -> int:
     """The zstd level a workflow packs at: its pack step's --level, else its pack_level input, else the store's default."""
     pack = next((s for job in plan.jobs for s in job.steps if s.kind == "pack"), None)
     level = option(pack.argv, "--level") if pack else None
@@ -201,7 +201,7 @@ def report_lines(figures: Figures, plans: dict[str, Plan], servers: int = 25_000
     wall = runner = 0.0
     for name, run in project(figures, plans, servers).items():
         plan, stage = run.plan, p.stage[name]
-        level = f"zstd {_level(plan)}" + ("" if plan.pack_level is not None else " (no pack_level input: the default)")
+        level = f"zstd {level_of(plan)}" + ("" if plan.pack_level is not None else " (no pack_level input: the default)")
         lines.append(f"  {plan.file} ({name}): cron {plan.cron!r} (every {plan.interval_s / 60:,.0f} min), {plan.shards} shards, "
                      f"budget {plan.budget:,.0f} s, "
                      f"{level}; {run.due:,.0f} of {run.population:,} due a run, {run.done:,.0f} done; a job's stage {stage['fixed_s']:.1f} s fixed + "

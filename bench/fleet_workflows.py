@@ -120,8 +120,10 @@ def _step(workflow: Workflow, step: dict, contexts: Contexts, where: str) -> Ste
     if any(line == "make venv" for line in lines):
         return Step("setup", text="make venv")
     for line in lines:
-        if ".github/scripts/snapshot" in line:
-            return Step(line.split()[-1], text=line)  # restore or publish
+        if ".github/scripts/snapshot" in line:  # restore, pack DIR, publish [DIR]: the script's scoreboard command for it
+            action, *given = shlex.split(line.split(".github/scripts/snapshot", 1)[1])
+            argv = _script_argv(workflow.path.parent.parent / "scripts" / "snapshot", action, given, env)
+            return Step(_kind(argv), argv=argv, text=line)
         if "$COMMAND" in line:
             return Step("command", argv=shlex.split(env.get("COMMAND", "")), text=line)
         if "scoreboard" in line:
@@ -137,6 +139,24 @@ def _scoreboard_argv(line: str, env: dict[str, str]) -> list[str]:
     words = shlex.split(expanded)
     at = next(i for i, w in enumerate(words) if w.endswith("scoreboard"))
     return words[at + 1:]
+
+
+def _script_argv(script: Path, action: str, given: list[str], env: dict[str, str]) -> list[str]:
+    """The `scoreboard` arguments .github/scripts/snapshot runs for `action` and its arguments: the branch's line that
+    uses them (else its last), its ${NAME:-default}, $1.. and $store expanded (the store is named STORE)."""
+    if not script.is_file():
+        script = Path(__file__).resolve().parent.parent / ".github" / "scripts" / "snapshot"
+    branch = script.read_text().split(f"\n  {action})", 1)[1].split(";;", 1)[0]
+    found = [line.strip() for line in branch.splitlines() if "scoreboard" in line]
+    line = next((f for f in found if "$2" in f or "${2" in f), found[-1]) if given else found[-1]
+    values = {"store": "STORE", **{str(n): v for n, v in enumerate(given, 2)}, **env}
+
+    def value(match: re.Match) -> str:
+        name, rest = match.group(1), match.group(2) or ""
+        return values.get(name) or (rest[2:] if rest.startswith(":-") else "")
+
+    words = shlex.split(re.sub(r"\$\{(\w+)(:[-?][^}]*)?\}|\$(\w+)", lambda m: value(m) if m.group(1) else values.get(m.group(3), ""), line))
+    return words[next(i for i, w in enumerate(words) if w.endswith("scoreboard")) + 1:]
 
 
 def _kind(argv: list[str]) -> str:

@@ -4,6 +4,8 @@ arithmetic on fixed figures and workflow files (bench/fleet_projection.py, bench
 
 from __future__ import annotations
 
+import math
+import re
 import shutil
 from pathlib import Path
 
@@ -79,7 +81,9 @@ def fixed_figures(per_server: float = 0.01) -> Figures:
         shards[stage] = [_row(servers // 2, 2.0 + per_server * servers / 2), _row(servers // 2, 2.0 + per_server * servers / 2)]
     timings = {"restore": 10.0, "merge empty": 3.0, "check": 5.0, "publish": 20.0, "score": 10.0, "build": 20.0}
     timings |= {f"merge {stage}": 3.0 + 0.001 * sum(r["servers"] for r in shards[stage]) for stage in fleet_workflows.STAGE_WORKFLOWS}
-    sizes = {"db": 100e6, "snapshot": 10e6, "packed 12": 10e6, "site": 50e6}
+    sizes = {"db": 100e6, "snapshot": 10e6, "site": 50e6}
+    for level in {12} | {fleet_projection.level_of(plan) for plan in fleet_workflows.plans(WORKFLOWS).values()}:
+        sizes[f"packed {level}"], timings[f"pack {level}"] = 10e6, 10.0
     return Figures(servers=1000, remote=300, changed=40, timings=timings, shards=shards, sizes=sizes)
 
 
@@ -108,38 +112,47 @@ def test_the_budget_bounds_a_shards_stage_and_stretches_the_cycle() -> None:
     assert run.bounded and run.done < run.due
     fixed = 1.5 + 0.5  # the process's start and its private copy, before the budget's clock starts
     assert _step(run, 0, "stage") == pytest.approx(fixed + budget)  # the stage takes no more servers once its budget is spent
-    assert run.done == pytest.approx(2 * budget / 10.0)
+    assert run.done == pytest.approx(plans["monitor"].shards * budget / 10.0)
     assert run.fits  # the budget keeps the run inside its interval, and the servers it leaves wait:
-    assert run.cycle_s == 600 * 5  # 300 remote servers at 60 a run: every remote server once in 5 runs
+    assert run.cycle_s == 600 * math.ceil(300 / run.done) > 30 * 60  # every remote server once in as many runs as it takes
     assert "OUTSIDE" in "\n".join(fleet_projection.report_lines(fixed_figures(per_server=10.0), {"monitor": plans["monitor"]}, servers=1000))
 
 
 def test_the_workflow_files_decide_the_projection(tmp_path: Path) -> None:
     shutil.copytree(WORKFLOWS, tmp_path, dirs_exist_ok=True)
     fast = tmp_path / "fast-probes.yml"
-    fast.write_text(fast.read_text().replace("shard: [1, 2]", "shard: [1, 2, 3, 4]").replace("budget: 300", "budget: 200"))
+    fast.write_text(re.sub(r"budget: \d+", "budget: 200", re.sub(r"shard: \[[^]]*\]", "shard: [1, 2, 3, 4, 5, 6]", fast.read_text())))
     before = fleet_projection.project(fixed_figures(), fleet_workflows.plans(WORKFLOWS), servers=1000)["monitor"]
     after = fleet_projection.project(fixed_figures(), fleet_workflows.plans(tmp_path), servers=1000)["monitor"]
-    assert (after.plan.shards, after.plan.budget) == (4, 200)
-    assert _step(after, 0, "stage") == pytest.approx(2.0 + 0.01 * 150 / 4)
-    assert _step(before, 0, "stage") == pytest.approx(2.0 + 0.01 * 150 / 2)
-    assert after.runner_s > before.runner_s  # two more shard jobs, each set up and restoring
+    assert (after.plan.shards, after.plan.budget) == (6, 200)
+    assert _step(after, 0, "stage") == pytest.approx(2.0 + 0.01 * 150 / 6)
+    assert _step(before, 0, "stage") == pytest.approx(2.0 + 0.01 * 150 / before.plan.shards)
+    assert after.runner_s > before.runner_s  # more shard jobs, each set up and restoring
 
 
 def test_a_packing_workflow_and_an_in_place_shard_are_read_from_the_files(tmp_path: Path) -> None:
-    """The merge job's `snapshot pack` at the workflow's pack_level and the shard's --shard-in-place, when the files have them."""
+    """The merge job's `snapshot pack` at the workflow's pack_level and the shard's --shard-in-place, read from the files
+    (added here when the files do not have them yet)."""
     shutil.copytree(WORKFLOWS, tmp_path, dirs_exist_ok=True)
     shard = tmp_path / "shard.yml"
-    shard.write_text(shard.read_text().replace('--budget "$BUDGET" $OPTIONS', '--budget "$BUDGET" --shard-in-place $OPTIONS'))
+    if "--shard-in-place" not in shard.read_text():
+        shard.write_text(shard.read_text().replace('--budget "$BUDGET"', '--shard-in-place --budget "$BUDGET"'))
     publish = tmp_path / "publish.yml"
-    text = publish.read_text().replace("      first_run:\n", "      pack_level:\n        type: number\n        default: 19\n      first_run:\n", 1)
-    pack = "      - run: .venv/bin/scoreboard snapshot pack --out packed --level ${{ inputs.pack_level }}\n"
-    text = text.replace("      # With its write-ahead log", pack +
-                        "      - uses: actions/upload-artifact@v4\n        with:\n          name: packed\n          path: packed\n"
-                        "      # With its write-ahead log")
+    text = publish.read_text()
+    if "pack_level" not in text:
+        text = text.replace("      first_run:\n", "      pack_level:\n        type: number\n        default: 12\n      first_run:\n", 1)
+    text = re.sub(r"(pack_level:\n(?:\s+\w.*\n)*?\s+default: )\d+", r"\g<1>19", text)
+    if "snapshot pack" not in text:
+        step = ("      - run: .venv/bin/scoreboard snapshot pack --out packed --level ${{ inputs.pack_level }}\n"
+                "      - uses: actions/upload-artifact@v4\n        with:\n          name: snapshot\n          path: packed\n")
+        text = text.replace("      - uses: actions/upload-pages-artifact@v3", step + "      - uses: actions/upload-pages-artifact@v3")
     publish.write_text(text)
     fast = tmp_path / "fast-probes.yml"
-    fast.write_text(fast.read_text().replace("      full: false\n", "      full: false\n      pack_level: 3\n"))
+    text = fast.read_text()
+    if "pack_level" not in text:
+        text = text.replace("      full: false\n", "      full: false\n      pack_level: 1\n")
+    text = re.sub(r"pack_level: \d+", "pack_level: 3", text)
+    fast.write_text(text)
     plans = fleet_workflows.plans(tmp_path)
     assert "--shard-in-place" in plans["monitor"].shard_argv
     assert (plans["monitor"].pack_level, plans["probe"].pack_level) == (3, 19)
@@ -148,7 +161,7 @@ def test_a_packing_workflow_and_an_in_place_shard_are_read_from_the_files(tmp_pa
     figures.timings |= {"pack 3": 1.5 + 4.0, "pack 19": 1.5 + 40.0}
     run = fleet_projection.project(figures, plans, servers=1000)["monitor"]
     assert _step(run, 1, "pack (zstd 3)") == pytest.approx(5.5)
-    assert _step(run, 1, "upload packed") == pytest.approx(15 / fleet_projection.UPLOAD_MB_S)
+    assert _step(run, 1, "upload snapshot") == pytest.approx(15 / fleet_projection.UPLOAD_MB_S)
     deep = fleet_projection.project(figures, plans, servers=1000)["probe"]
     assert _step(deep, 1, "pack (zstd 19)") == pytest.approx(41.5)
 
