@@ -278,8 +278,9 @@ def report(figures: Figures, args: argparse.Namespace, speed: tuple[float, float
                       for k, v in figures.sizes.items() if k.startswith("packed ") and f"pack {k.split()[1]}" in figures.timings)
     say(f"snapshot: {packs + '; ' if packs else ''}snapshot publish {figures.timings['publish']:.1f} s "
         f"({mb(figures.sizes['snapshot'])} in the store); "
-        f"snapshot restore {figures.timings['restore']:.1f} s; snapshot check {figures.timings.get('check', 0.0):.1f} s; "
-        f"merge of an empty shard {figures.timings['merge empty']:.1f} s, after the day {figures.timings.get('merge empty again', 0.0):.1f} s")
+        f"snapshot restore {figures.timings['restore']:.1f} s; "
+        + (f"snapshot check {figures.timings['check']:.1f} s; " if "check" in figures.timings else "no snapshot check step (the pack checks); ")
+        + f"merge of an empty shard {figures.timings['merge empty']:.1f} s, after the day {figures.timings.get('merge empty again', 0.0):.1f} s")
     for plan in plans.values():
         packs = "packs the snapshot" if _merge_job_argv(plan, "pack") else "uploads the database; the publish job packs it"
         say(f"{plan.file}: scoreboard {' '.join(plan.shard_argv)}; its merge job {packs}")
