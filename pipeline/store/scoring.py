@@ -41,8 +41,8 @@ class ScoringEvidence:
 
 def scoring_evidence(db: Database, ids: list[str], *, fast_since_day: str, runs_since: datetime, history_day: str) -> ScoringEvidence:
     """The evidence of the servers `ids` (one `in (…)` clause's worth): latest probe and analysis, fast rollups from
-    `fast_since_day`, other runs since `runs_since`, tool snapshots, judgements, and the composites
-    of `history_day`. Tool lists are parsed only on either side of a change of hash: a surface that never changed needs none."""
+    `fast_since_day`, other runs since `runs_since`, the changes of the tool surface, judgements, and the composites
+    of `history_day`. Tool lists are parsed only where a surface changed: one that never did needs none."""
     marks = placeholders(ids)
     found = ScoringEvidence()
     for row in _latest(db, "probe_runs", "evidence", "q.kind in ('deep', 'sandbox')", "started_at", ids, joined=WITH_TOOLS):
