@@ -3,14 +3,10 @@
 python bench/snapshot_size.py [--servers 25000] [--db PATH] [--fast-hours 48] [--levels 3,9,12,15] [--sample-mb 256]
 
 The fleet of bench/synthetic.py (30 days of fast-probe rollups, one to three deep or sandbox runs a server), scored,
-plus what 30 days of the job graph add: a score history row per server, rubric and day, the raw fast-probe runs of
-the last 48 hours (kept that long, then rolled up) of every remote server every 20 minutes, and a deep probe of every
-remote server a day and a sandbox run of every local one a week (bench/fleet_history.py). Then: the copy `snapshot
+plus what 30 days of the job graph add: a score history row per server, rubric and day, and the raw fast-probe runs of
+the last 48 hours (kept that long, then rolled up) of every remote server every 20 minutes. Then: the copy `snapshot
 publish` makes (VACUUM INTO), zstd at several levels against gzip (on a sample of it), and `snapshot publish` and `snapshot restore`
 end to end through a local store.
-
-With --db a database an engine before migration 12 wrote (a tool list in every probe's evidence and snapshot): its
-published size and zstd size as given, the time migration 12 takes on it, and the same sizes after (deviation 210).
 """
 
 from __future__ import annotations
@@ -32,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import zstandard  # noqa: E402
 
 from bench.calibration import calibration, calibration_line  # noqa: E402
-from bench.fleet_history import _daily_probes  # noqa: E402
 from bench.synthetic import NOW, generate  # noqa: E402
 from pipeline import ENGINE_VERSION, store  # noqa: E402
 from pipeline.fleet.snapshot_format import ZSTD_LEVEL  # noqa: E402
@@ -41,7 +36,6 @@ from pipeline.fleet.snapshots import publish, restore  # noqa: E402
 from pipeline.models import ProbeOutcome, ProbeResult  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
 from pipeline.score import registry, run_score  # noqa: E402
-from pipeline.store.connection import applied_migrations  # noqa: E402
 
 MB = 1e6
 
@@ -85,38 +79,9 @@ def thirty_days(path: Path, fast_hours: int, seed: int = 1) -> dict[str, int]:
                               "evidence": store.dumps(evidence), "engine_version": ENGINE_VERSION})
             db["probe_runs"].insert_all(batch, batch_size=2000)
             fast += len(batch)
-    _daily_probes(db, NOW)
-    counts = {"score_history": db["score_history"].count, "fast_runs": fast, "probe_runs": db["probe_runs"].count,
-              "tool_lists": db["tool_lists"].count}
+    counts = {"score_history": db["score_history"].count, "fast_runs": fast, "probe_runs": db["probe_runs"].count}
     db.close()
     return counts
-
-
-def published_size(path: Path, work: Path) -> str:
-    """What publishing the database costs in bytes: the file as worked on, its VACUUM INTO copy, that copy as zstd at the
-    publish level (the whole of it)."""
-    copy = work / "sized.db"
-    copy_s, _ = timed(lambda: sqlite3.connect(path).execute("vacuum into ?", [str(copy)]))
-    with copy.open("rb") as source, (work / "sized.db.zst").open("wb") as target:
-        zstd_s, _ = timed(lambda: zstandard.ZstdCompressor(level=ZSTD_LEVEL, threads=-1).copy_stream(source, target))
-    line = (f"{path.stat().st_size / MB:.0f} MB as worked on, {copy.stat().st_size / MB:.0f} MB published (VACUUM INTO {copy_s:.0f}s), "
-            f"{(work / 'sized.db.zst').stat().st_size / MB:.0f} MB as zstd {ZSTD_LEVEL} ({zstd_s:.0f}s)")
-    copy.unlink()
-    (work / "sized.db.zst").unlink()
-    return line
-
-
-def migrated(path: Path, work: Path) -> None:
-    """A database from before migration 12: its size, the migration's time, its size after."""
-    if "m012_tool_lists_once" in applied_migrations(sqlite3.connect(path)):
-        return
-    print(f"before migration 12: {published_size(path, work)}", flush=True)
-    seconds, _ = timed(lambda: store.open_db(path).close())
-    tables = sqlite3.connect(path).execute("select (select count(*) from probe_runs where tools_hash is not null), "
-                                           "(select count(*) from tool_lists)").fetchone()
-    print(f"migration 12 (opening the database, quick_check included): {seconds:.1f}s; {tables[0]} probe runs name "
-          f"{tables[1]} tool lists", flush=True)
-    print(f"after migration 12: {published_size(path, work)}", flush=True)
 
 
 def timed(work) -> tuple[float, object]:
@@ -148,21 +113,19 @@ def main() -> None:
     parser.add_argument("--fast-hours", type=int, default=48)
     parser.add_argument("--levels", default="3,9,12,15")
     parser.add_argument("--sample-mb", type=int, default=256, help="compare the levels on this much of the database")
-    parser.add_argument("--sizes-only", action="store_true", help="the database's sizes (and migration 12's time), not publish and restore")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         fleet = work / "fleet.db"
-        speed = calibration()
         if args.db:
             shutil.copy(args.db, fleet)
-            migrated(fleet, work)
         else:
             print(f"generating {args.servers} synthetic servers and 30 days of history …", flush=True)
             started = time.perf_counter()
             generate(fleet, args.servers)
             added = thirty_days(fleet, args.fast_hours)
             print(f"  {added} in {time.perf_counter() - started:.0f}s", flush=True)
+        speed = calibration()
         raw = work / "copy.db"
         copy_s, _ = timed(lambda: sqlite3.connect(fleet).execute("vacuum into ?", [str(raw)]))
         check_s, found = timed(lambda: sqlite3.connect(raw).execute("pragma integrity_check").fetchall())
@@ -171,12 +134,6 @@ def main() -> None:
         for table, size in sorted(((r[0], r[1]) for r in sqlite3.connect(raw).execute(
                 "select name, sum(pgsize) from dbstat group by name order by 2 desc limit 6")), key=lambda t: -t[1]):
             print(f"  {table:<28} {size / MB:8.1f} MB")
-        if args.sizes_only:
-            raw.unlink()
-            if not args.db:
-                print(f"database: {published_size(fleet, work)}")
-            print(calibration_line(speed, calibration()))
-            return
         print(f"compression of the first {min(args.sample_mb, raw.stat().st_size / MB):.0f} MB of the published copy (threads: every core):")
         for line in compressions(raw, [int(x) for x in args.levels.split(",")], args.sample_mb):
             print(line, flush=True)
