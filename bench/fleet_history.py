@@ -5,8 +5,8 @@ to `end` (the start of the real day run on top):
 - the remote share's URLs point at the loopback endpoints (bench/fleet_endpoints.py), a black-holed share included;
 - raw fast-probe runs of every remote server every 20 minutes for the last 48 hours (older ones are rolled up and
   dropped), their evidence a real fast probe's of an endpoint of the same behaviour;
-- a deep probe of every remote server every day for 30 days (and its tool snapshot, as record_probe writes one per
-  probe with tools), a sandbox run of every local server every week;
+- a deep probe of every remote server every day for 30 days (its tool list unchanged: stored once, as record_probe
+  stores it), a sandbox run of every local server every week;
 - a re-analysis of a quarter of the servers (their sources changed once in the month);
 - a score_history row per server, rubric and day for 30 days (the cards scored once, copied to each day);
 - the `runs` rows of the job graph's stage runs (per shard: fast probes every 15 minutes, analysis hourly, the rest daily).
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
@@ -31,7 +30,7 @@ from pipeline.probe.fast import raw_fast_probe
 from pipeline.probe.raw import Limits
 from pipeline.progress import Progress
 from pipeline.score import run_score
-from pipeline.store import content_hash, dumps, iso
+from pipeline.store import dumps, iso
 from pipeline.store.encoding import cleaned_json
 
 # Of the remote servers not black-holed, which behave how (bench/fleet_endpoints.py): most answer, a few are slow,
@@ -82,7 +81,7 @@ def fast_templates(endpoints: Endpoints, deadline: float) -> dict[str, dict]:
 def write_history(db: Database, kinds: dict[str, str], templates: dict[str, dict], end: datetime, shards: int,
                   note: Callable[[str], None] = lambda _: None) -> dict[str, int]:
     """Every row of the month before `end` (see the module's docstring); returns rows added per table."""
-    before = {t: db[t].count for t in ("probe_runs", "tool_snapshots", "analyses", "score_history", "runs")}
+    before = {t: db[t].count for t in ("probe_runs", "tool_lists", "analyses", "score_history", "runs")}
     note("raw fast runs of the last 48 h")
     _raw_fast_runs(db, kinds, templates, end)
     note("daily deep probes and weekly sandbox runs")
@@ -115,16 +114,16 @@ def _raw_fast_runs(db: Database, kinds: dict[str, str], templates: dict[str, dic
 
 
 PROBE_COLUMNS = "server_id, kind, started_at, duration_ms, transport, outcome, detail, era, protocol_version, handshake, connect_ms, " \
-                "ping_ms, tool_count, evidence, engine_version"
+                "ping_ms, tool_count, evidence, engine_version, tools_hash"
 
 
 def _daily_probes(db: Database, end: datetime) -> None:
-    """Each server's latest deep (daily) or sandbox (weekly) probe, copied back over the month; a tool snapshot with each."""
+    """Each server's latest deep (daily) or sandbox (weekly) probe, copied back over the month, each naming the same tool
+    list (stored once, as record_probe stores an unchanged list: deviation 210)."""
     copied = PROBE_COLUMNS.replace("started_at", "strftime('%Y-%m-%dT%H:%M:%f+00:00', :end, '-' || d.n || ' days', "
                                                "'+' || (abs(random()) % 3600) || ' seconds')")
     with db.atomic():
         db.execute("create temp table latest as select max(id) as id from probe_runs where kind in ('deep', 'sandbox') group by server_id")
-        db.execute("delete from tool_snapshots where probe_run_id is null")  # the synthetic fleet's own, replaced by the month's
         db.execute("delete from probe_runs where kind in ('deep', 'sandbox') and id not in (select id from latest)")
         db.execute(f"""
             insert into probe_runs ({PROBE_COLUMNS})
@@ -132,20 +131,7 @@ def _daily_probes(db: Database, end: datetime) -> None:
             select {copied}
             from probe_runs p join latest l on p.id = l.id join d on p.kind = 'deep' or d.n % 7 = 0
         """, {"end": iso(end)})
-        tools = {}
-        for row in db.query("select server_id, json_extract(evidence, '$.tools') as tools from probe_runs where id in (select id from latest)"):
-            if row["tools"] is not None:
-                listed = json.loads(row["tools"])
-                tools[row["server_id"]] = (content_hash(listed), dumps(listed))
-        db.execute("create temp table listed (server_id text primary key, content_hash text, tools text)")
-        db.conn.executemany("insert into listed values (?, ?, ?)", [(sid, h, t) for sid, (h, t) in tools.items()])
-        db.execute("""
-            insert into tool_snapshots (server_id, probe_run_id, captured_at, content_hash, tool_count, tools)
-            select p.server_id, p.id, p.started_at, l.content_hash, p.tool_count, l.tools
-            from probe_runs p join listed l using (server_id) where p.kind in ('deep', 'sandbox')
-        """)
         db.execute("drop table latest")
-        db.execute("drop table listed")
 
 
 def _reanalyses(db: Database, end: datetime) -> None:

@@ -4,7 +4,7 @@ python bench/synthetic.py DB [--servers 25000] [--seed 1]
 
 Shapes: 2/3 local packages (stdio), 1/3 remote endpoints; 1–40 tools each with typed, partly
 described schemas and annotations; one to three deep probes in the last 30 days (mostly ok, some
-auth-gated, timed out or failing to start), each with its tool snapshot; 30 days of fast-probe
+auth-gated, timed out or failing to start), each naming its tool list; 30 days of fast-probe
 daily rollups for remote servers; a static analysis for most; placeholders, duplicate
 descriptions, secrets and staging URLs in realistic proportions. Deterministic for a seed.
 """
@@ -64,14 +64,14 @@ def tool(rng: random.Random, index: int) -> dict:
 def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> dict[str, int]:
     rng = random.Random(seed)
     db = open_db(path)
-    counts = {"servers": 0, "probe_runs": 0, "tool_snapshots": 0, "probe_daily": 0, "analyses": 0}
-    batch: dict[str, list[dict]] = {t: [] for t in ("servers", "analyses", "probe_runs", "tool_snapshots", "probe_daily")}
+    counts = {"servers": 0, "probe_runs": 0, "tool_lists": 0, "probe_daily": 0, "analyses": 0}
+    batch: dict[str, list[dict]] = {t: [] for t in ("servers", "analyses", "probe_runs", "tool_lists", "probe_daily")}
 
     def flush() -> None:
         with db.atomic():
             for table, rows in batch.items():
                 if rows:
-                    db[table].insert_all(rows, batch_size=500)
+                    db[table].insert_all(rows, batch_size=500, ignore=table == "tool_lists")  # a list stored once per server
                     counts[table] += len(rows)
                     rows.clear()
 
@@ -132,7 +132,7 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
                 "protocol_version": rng.choice(["2025-11-25", "2026-07-28", "2025-06-18"]) if ok else None,
                 "handshake": "initialize" if ok else None, "connect_ms": rng.uniform(80, 2500) if ok else None, "ping_ms": None,
                 "server_info": {"name": sid, "version": "1.0.0"} if ok else None, "capabilities": {"tools": {}} if ok else None,
-                "instructions": None, "tools": listed, "resources": None, "resource_templates": None, "prompts": None,
+                "instructions": None, "resources": None, "resource_templates": None, "prompts": None,
                 "checks": [{"name": "schema_validity", "outcome": "valid", "passed": True, "detail": None, "ms": None},
                            {"name": "error_unknown_tool", "outcome": "jsonrpc_error", "passed": rng.random() < 0.9, "detail": None, "ms": 5.0}]
                           if ok else [],
@@ -146,10 +146,11 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
                                         "transport": evidence["transport"], "outcome": outcome, "detail": evidence["detail"], "era": evidence["era"],
                                         "protocol_version": evidence["protocol_version"], "handshake": evidence["handshake"],
                                         "connect_ms": evidence["connect_ms"], "ping_ms": None, "tool_count": len(listed) if listed else None,
-                                        "evidence": dumps(evidence), "engine_version": ENGINE_VERSION})
-            if listed:
-                batch["tool_snapshots"].append({"server_id": sid, "probe_run_id": None, "captured_at": iso(started),
-                                                "content_hash": content_hash(listed), "tool_count": len(listed), "tools": dumps(listed)})
+                                        "evidence": dumps(evidence), "engine_version": ENGINE_VERSION,
+                                        "tools_hash": content_hash(listed) if listed else None})
+            if listed:  # as store.record_probe stores them: the run names its list, stored once per server (deviation 210)
+                batch["tool_lists"].append({"server_id": sid, "content_hash": content_hash(listed), "tool_count": len(listed),
+                                            "tools": dumps(listed)})
         if remote:
             uptime = rng.choice([1.0, 0.999, 0.99, 0.95, 0.8, 0.3])
             base = rng.choice([60, 120, 250, 600, 1500])

@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pipeline.store import open_db
+from pipeline.store import latest_probe, open_db
 from tests.support import CATALOG_SIZE, REPO
 
 SERVER_IDS = {"mcp-server-time", "mcp-server-fetch", "mcp-server-git", "server-everything", "server-everything-http", "server-everything-sse",
@@ -90,8 +90,8 @@ def test_two_runs_keep_one_row_per_server_and_two_runs_of_history(two_runs):
     assert fast == 2 * CATALOG_SIZE
     assert db["score_history"].count == 4 * CATALOG_SIZE  # daily snapshots: both runs fall on one day
     assert db["judgements"].count == db.execute("select count(distinct server_id || tool_name) from judgements").fetchone()[0]
-    evidence = json.loads(next(db.query("select evidence from probe_runs where server_id = 'mcp-server-time' and kind = 'sandbox'"))["evidence"])
-    assert evidence["server_info"]["name"] and evidence["tools"]
+    _, latest = latest_probe(db, "mcp-server-time")
+    assert latest.kind == "sandbox" and latest.server_info["name"] and latest.tools
 
 
 def test_second_build_rewrites_only_what_changed(two_runs):

@@ -16,9 +16,10 @@ from tests.support import REPO
 
 def test_new_database_has_every_table(tmp_path):
     db = open_db(tmp_path / "new.db")
-    assert {"servers", "source_records", "analyses", "probe_runs", "tool_snapshots", "judgements", "score_cards", "score_rules",
+    assert {"servers", "source_records", "analyses", "probe_runs", "tool_lists", "judgements", "score_cards", "score_rules",
             "score_dimensions", "score_history", "alerts", "runs"} <= set(db.table_names())
-    assert {"scores", "rule_outcomes"} <= set(db.view_names())  # cards in full, and one row per rule outcome
+    # cards in full, one row per rule outcome, and the changes of each server's tool list
+    assert {"scores", "rule_outcomes", "tool_snapshots"} <= set(db.view_names())
     assert [m.name for m in migrations.applied(db)] == [m.name for m in migrations._migrations]
 
 

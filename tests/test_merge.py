@@ -302,27 +302,30 @@ def test_a_corrupt_main_database_gives_no_shard_and_is_named(fleet, tmp_path):
 
 
 def test_rows_a_stage_deletes_are_deleted_in_main_after_the_rows_holding_their_ids(fleet, tmp_path):
-    """A stage that prunes (old raw probes and their snapshots) in a shard: the merge deletes the snapshot, then its probe."""
+    """A stage that deletes a stage run and its probes in a shard: the merge deletes the probes, then the run; a new probe
+    comes with the tool list it names."""
     from pipeline.fleet.capture import captured
     from pipeline.fleet.shards import Shard
     from tests.support import probe
 
     main = copy(fleet, tmp_path, "main.db")
     db = store.open_db(main)
-    old = store.record_probe(db, probe().model_copy(update={"server_id": "synthetic-00001"}), None)
+    run = store.start_run(db, "probe", {}, datetime.now(timezone.utc))
+    old = store.record_probe(db, probe().model_copy(update={"server_id": "synthetic-00001"}), run)
     db.close()
     with captured(main, tmp_path / "prune.db", "monitor", Shard(1, 1)) as work:
         db = store.open_db(work.path)
         with db.atomic():
-            db.execute("delete from tool_snapshots where probe_run_id = ?", [old])
             db.execute("delete from probe_runs where id = ?", [old])
+            db.execute("delete from runs where id = ?", [run])
         fresh = store.record_probe(db, probe().model_copy(update={"server_id": "synthetic-00002"}), None)
         db.close()
     assert rows(tmp_path / "prune.db", "select tbl, op from shard_rows") == [
-        ("probe_daily", "insert"), ("probe_runs", "delete"), ("probe_runs", "insert"), ("tool_snapshots", "delete"),
-        ("tool_snapshots", "insert")]  # the new probe took the deleted one's row id (SQLite reuses the highest): both are carried
+        ("probe_daily", "insert"), ("probe_runs", "delete"), ("probe_runs", "insert"), ("runs", "delete"),
+        ("tool_lists", "insert")]  # the new probe took the deleted one's row id (SQLite reuses the highest): both are carried
     assert in_process("merge", "--db", str(main), str(tmp_path / "prune.db")).returncode == 0
-    assert rows(main, f"select count(*) from probe_runs where id = {old}") == [(0,)]
-    assert rows(main, f"select count(*) from tool_snapshots where probe_run_id = {old}") == [(0,)]
-    linked = rows(main, "select p.server_id from tool_snapshots s join probe_runs p on p.id = s.probe_run_id where s.server_id = 'synthetic-00002'")
-    assert linked == [("synthetic-00002",)] and fresh
+    assert rows(main, f"select count(*) from probe_runs where id = {old} or run_id = {run}") == [(0,)]
+    assert rows(main, f"select count(*) from runs where id = {run} and stage = 'probe'") == [(0,)]  # (the merge's own may take its id)
+    linked = rows(main, "select p.server_id, s.tool_count from tool_snapshots s join probe_runs p on p.id = s.probe_run_id "
+                        "where s.server_id = 'synthetic-00002' and p.run_id is null")
+    assert linked == [("synthetic-00002", 1)] and fresh

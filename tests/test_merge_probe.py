@@ -1,5 +1,5 @@
 """A probe stage in shards over real loopback servers, merged into a main database that moved on meanwhile: probe runs,
-their tool snapshots and stage runs keep their links, a day's rollup adds up (deviation 84), a delisting is carried."""
+the tool lists they name and stage runs keep their links, a day's rollup adds up (deviation 84), a delisting is carried."""
 
 from __future__ import annotations
 
@@ -61,9 +61,15 @@ def test_probe_shards_merge_into_a_main_that_moved_on(loopback, tmp_path):
     assert rows(main, outcomes) == rows(reference, outcomes) and len(rows(main, outcomes)) == 4
     assert rows(main, "select server_id, outcome from probe_runs where server_id = 'gone'") == [("gone", "opted_out")]
     # every snapshot belongs to a probe of its own server, taken when it was captured; every probe to a probe run of its shard
-    linked = rows(main, "select s.server_id = p.server_id and s.captured_at = p.started_at from tool_snapshots s join probe_runs p "
-                        "on p.id = s.probe_run_id")
-    assert len(linked) == rows(main, "select count(*) from tool_snapshots")[0][0] == 6 and all(ok for (ok,) in linked)
+    # each tool list the shards captured came with them; the history holds every change in time order, wherever the run
+    # that made it was stored first: loop-a's list of this morning, the shard's, this morning's again (main's later probe)
+    captured = "select p.server_id, l.tools from probe_runs p join tool_lists l on l.server_id = p.server_id and l.content_hash = p.tools_hash "
+    assert rows(main, captured + "where p.run_id is not null order by 1") == rows(reference, captured + "where p.run_id is not null order by 1")
+    history = "select server_id, count(*) from tool_snapshots group by server_id order by 1"
+    assert rows(main, history) == [("loop-a", 3), ("loop-b", 2), ("loop-c", 1)]
+    lists = rows(main, "select count(*) from tool_lists")
+    assert in_process("merge", "--db", str(main), *map(str, shards)).returncode == 0  # given again: merged once
+    assert rows(main, "select count(*) from tool_lists") == lists and rows(main, history) == [("loop-a", 3), ("loop-b", 2), ("loop-c", 1)]
     runs = rows(main, "select p.server_id, r.stage, json_extract(r.args, '$.shard') from probe_runs p join runs r on r.id = p.run_id")
     assert sorted(runs) == sorted((s, "probe", f"{shard_of(s, 2)}/2") for s in [*LOOPS, "gone"])
 

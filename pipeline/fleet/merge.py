@@ -3,7 +3,7 @@
 Every shard is read and checked before anything is written; one bad shard (unreadable, corrupt, not a shard, another
 schema or engine, a second claim on the same shard of a stage run) refuses the whole invocation and the main database
 is left as it was. Integer ids are local to a database: a shard's new rows get new ids here, and the rows that hold
-them (a probe's run, a snapshot's probe) follow. Rows with a natural key (a unique index, or a primary key that is not
+them (a probe's stage run) follow. Rows with a natural key (a unique index, or a primary key that is not
 a row id) are upserted on it; a day's probe rollup adds the shard's share (deviation 84). The ids of merged shards
 are kept in `shard_merges`, so a shard given again is skipped.
 """

@@ -57,9 +57,8 @@ order by sc.server_id""",
         "description": "Every tool of each server's latest capture, with its description and read-only hint.",
         "sql": """select t.server_id, json_extract(tool.value, '$.name') as tool, json_extract(tool.value, '$.description') as description,
        json_extract(tool.value, '$.annotations.readOnlyHint') as read_only
-from tool_snapshots t join (select server_id, max(id) id from tool_snapshots group by server_id) latest on t.id = latest.id,
-     json_each(t.tools) tool
-where t.server_id like :server_id || '%'
+from probe_runs p join tool_lists t on t.server_id = p.server_id and t.content_hash = p.tools_hash, json_each(t.tools) tool
+where p.id in (select max(id) from probe_runs where tools_hash is not null group by server_id) and p.server_id like :server_id || '%'
 order by t.server_id, tool""",
         "params": ["server_id"],
     },

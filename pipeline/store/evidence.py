@@ -1,4 +1,4 @@
-"""Evidence: probes (with their daily rollups and tool snapshots), analyses and judgements."""
+"""Evidence: probes (with their daily rollups and tool lists), analyses and judgements."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
+from pydantic_core import from_json
 from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION, latency
@@ -17,12 +18,15 @@ from pipeline.store.refusals import one_server
 
 
 def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
-    """Store one probe's evidence (every string in it cleaned), and its tool list as a snapshot, in one transaction.
+    """Store one probe's evidence (every string in it cleaned) in one transaction. Its tool list is stored once per server
+    and content (tool_lists): the run names it by hash, so a daily probe of an unchanged surface adds no copy (deviation 210).
 
     Raises WriteRefused, with nothing written, when the database refuses the server's rows.
     """
     with one_server(db, result.server_id):
         evidence = cleaned_json(result)
+        tools = evidence.pop("tools")
+        digest = None if tools is None else content_hash(tools)
         table = db["probe_runs"]
         table.insert(
             {
@@ -39,25 +43,17 @@ def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
                 "handshake": evidence["handshake"],
                 "connect_ms": result.connect_ms,
                 "ping_ms": result.ping_ms,
-                "tool_count": None if result.tools is None else len(result.tools),
+                "tool_count": None if tools is None else len(tools),
                 "evidence": dumps(evidence),
                 "engine_version": ENGINE_VERSION,
+                "tools_hash": digest,
             }
         )
         probe_id = int(table.last_pk)
         _roll_up(db, result)
-        if result.tools is not None:
-            tools = evidence["tools"]
-            db["tool_snapshots"].insert(
-                {
-                    "server_id": result.server_id,
-                    "probe_run_id": probe_id,
-                    "captured_at": iso(result.started_at),
-                    "content_hash": content_hash(tools),
-                    "tool_count": len(tools),
-                    "tools": dumps(tools),
-                }
-            )
+        if tools is not None:
+            db.execute("insert into tool_lists (server_id, content_hash, tool_count, tools) values (?, ?, ?, ?) "
+                       "on conflict (server_id, content_hash) do nothing", [result.server_id, digest, len(tools), dumps(tools)])
     return probe_id
 
 
@@ -87,19 +83,27 @@ def _roll_up(db: Database, result: ProbeResult) -> None:
     )
 
 
+# A probe run's stored evidence with its tool list (tool_lists, by hash): `select p.id, {PROBE_COLUMNS} from probe_runs p {WITH_TOOLS}`.
+PROBE_COLUMNS = "p.evidence, l.tools"
+WITH_TOOLS = "left join tool_lists l on l.server_id = p.server_id and l.content_hash = p.tools_hash"
+
+
+def stored_probe(evidence: str, tools: str | None) -> ProbeResult:
+    """A probe as recorded: its evidence, and the tool list its run names (none: it listed no tools)."""
+    result = ProbeResult.model_validate_json(evidence)
+    if tools is not None:
+        result.tools = from_json(tools)
+    return result
+
+
 def latest_probe(db: Database, server_id: str, kinds: tuple[str, ...] = ("deep", "sandbox")) -> tuple[int, ProbeResult] | None:
     marks = ",".join("?" for _ in kinds)
-    row = next(
-        db.query(
-            f"select id, evidence from probe_runs where server_id = ? and kind in ({marks}) "
-            "order by started_at desc, id desc limit 1",
-            [server_id, *kinds],
-        ),
-        None,
-    )
-    if row is None:
-        return None
-    return row["id"], ProbeResult.model_validate_json(row["evidence"])
+    row = db.execute(
+        f"select p.id, {PROBE_COLUMNS} from probe_runs p {WITH_TOOLS} where p.server_id = ? and p.kind in ({marks}) "
+        "order by p.started_at desc, p.id desc limit 1",
+        [server_id, *kinds],
+    ).fetchone()
+    return None if row is None else (row[0], stored_probe(row[1], row[2]))
 
 
 def rate_limited_until(db: Database) -> dict[str, datetime]:
@@ -114,11 +118,11 @@ def rate_limited_until(db: Database) -> dict[str, datetime]:
 def latest_probes(db: Database, server_ids: list[str], kinds: tuple[str, ...] = ("deep", "sandbox")) -> dict[str, tuple[int, ProbeResult]]:
     """`latest_probe` of many servers in one query (the build reads a batch of pages at once)."""
     rows = db.execute(
-        f"select p.server_id, p.id, p.evidence from json_each(?) s join probe_runs p on p.id = (select q.id from probe_runs q "
-        f"where q.server_id = s.value and q.kind in ({','.join('?' for _ in kinds)}) order by q.started_at desc, q.id desc limit 1)",
+        f"select p.server_id, p.id, {PROBE_COLUMNS} from json_each(?) s join probe_runs p on p.id = (select q.id from probe_runs q "
+        f"where q.server_id = s.value and q.kind in ({','.join('?' for _ in kinds)}) order by q.started_at desc, q.id desc limit 1) {WITH_TOOLS}",
         [dumps(server_ids), *kinds],
     )
-    return {server_id: (probe_id, ProbeResult.model_validate_json(evidence)) for server_id, probe_id, evidence in rows}
+    return {server_id: (probe_id, stored_probe(evidence, tools)) for server_id, probe_id, evidence, tools in rows}
 
 
 def latest_analyses(db: Database, server_ids: list[str]) -> dict[str, tuple[int, AnalysisResult]]:

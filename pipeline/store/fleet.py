@@ -55,8 +55,8 @@ def prune_fast_runs(db: Database, before: datetime, only: Callable[[str], bool] 
 
     What counts failed attempts (pipeline.outcomes) reads raw runs, so first the pruned failures since the server last
     answered are folded into `fast_failures` per day (count, first, last), and rows folded earlier that a newer answer
-    made moot are dropped; each server's latest fast run and its last answered one are kept (deviation 88). A fast run
-    captures no tool list, so no snapshot points at one; any that did is unlinked rather than lost."""
+    made moot are dropped; each server's latest fast run and its last answered one are kept (deviation 88). No table holds
+    a probe run's id, so deleting one checks nothing else."""
     candidates = db.execute("select id, server_id from probe_runs where kind = 'fast' and started_at < ?", [iso(before)]).fetchall()
     if only is not None:
         candidates = [(id_, server_id) for id_, server_id in candidates if only(server_id)]
@@ -83,7 +83,6 @@ def prune_fast_runs(db: Database, before: datetime, only: Callable[[str], bool] 
                                "on conflict (server_id, day) do update set failed = failed + excluded.failed, "
                                "first_at = min(first_at, excluded.first_at), last_at = max(last_at, excluded.last_at)",
                                [server_id, day, failed, first, last])
-                db.execute(f"update tool_snapshots set probe_run_id = null where probe_run_id in ({id_marks})", ids)
                 db.execute(f"delete from probe_runs where id in ({id_marks})", ids)
             db.execute(f"delete from fast_failures where rowid in (select f.rowid from fast_failures f join ({answered}) a "
                        "on a.server_id = f.server_id where f.last_at < a.at)", servers)

@@ -422,3 +422,36 @@ def m011_snapshot_probe_index(db: Database) -> None:
     """Deleting a probe run checks the tool snapshots that point at it: without this index each deleted run reads the whole
     table (the 48-hour prune of fast runs took 319 s for 5,179 runs of a 5,000-server fleet; 1 s with it)."""
     _table(db, "tool_snapshots").create_index(["probe_run_id"])
+
+
+# A server's tool surface over time: one row per capture whose list differs from the server's capture before it (migration 12).
+TOOL_SNAPSHOTS_VIEW = """
+create view tool_snapshots as
+select c.id as probe_run_id, c.server_id, c.started_at as captured_at, c.tools_hash as content_hash, l.tool_count, l.tools
+from (select id, server_id, started_at, tools_hash, lag(tools_hash) over (partition by server_id order by started_at, id) as previous
+      from probe_runs where tools_hash is not null) c
+join tool_lists l on l.server_id = c.server_id and l.content_hash = c.tools_hash
+where c.previous is null or c.previous != c.tools_hash
+"""
+
+
+@migrations()
+def m012_tool_lists_once(db: Database) -> None:
+    """A tool list is stored once per server and content (deviation 210): a probe run names its list by hash instead of
+    carrying it in its evidence, and `tool_snapshots`, which held every capture, becomes a view of the captures that changed
+    the list. Existing runs are linked to their snapshot's list (a snapshot no run points at, to the run of its server that
+    started when it was captured) and lose the copy in their evidence."""
+    _table(db, "tool_lists").create({"server_id": str, "content_hash": str, "tool_count": int, "tools": str}, pk=("server_id", "content_hash"),
+                                    not_null={"server_id", "content_hash", "tool_count", "tools"}, foreign_keys=[("server_id", "servers", "id")])
+    db.execute("insert into tool_lists select server_id, content_hash, tool_count, tools from tool_snapshots where id in "
+               "(select min(id) from tool_snapshots group by server_id, content_hash)")
+    db.execute("alter table probe_runs add column tools_hash text")
+    db.execute("update probe_runs set tools_hash = s.content_hash, evidence = json_remove(probe_runs.evidence, '$.tools') "
+               "from tool_snapshots s where s.probe_run_id = probe_runs.id")
+    db.execute("update probe_runs set tools_hash = s.content_hash, evidence = json_remove(probe_runs.evidence, '$.tools') "
+               "from tool_snapshots s where s.probe_run_id is null and s.server_id = probe_runs.server_id "
+               "and s.captured_at = probe_runs.started_at and probe_runs.tools_hash is null")
+    db.execute("drop table tool_snapshots")
+    # What the view reads: each server's runs that listed tools, in order, from the index alone.
+    db.execute("create index probe_runs_tools on probe_runs (server_id, started_at, tools_hash) where tools_hash is not null")
+    db.execute(TOOL_SNAPSHOTS_VIEW)

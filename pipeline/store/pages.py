@@ -19,7 +19,7 @@ def page_evidence_stamps(db: Database, since_day: str) -> dict[str, list[Any]]:
     queries = [
         "select server_id, group_concat(day || ':' || runs) from probe_daily where kind = 'fast' and day >= ? group by server_id",
         "select server_id, max(judged_at) || ':' || count(*) from judgements group by server_id",
-        "select server_id, max(id) from tool_snapshots group by server_id",
+        "select server_id, max(probe_run_id) from tool_snapshots group by server_id",
         "select server_id, max(id) from source_records group by server_id",
     ]
     for position, sql in enumerate(queries):
@@ -31,8 +31,8 @@ def page_evidence_stamps(db: Database, since_day: str) -> dict[str, list[Any]]:
 def page_evidence(db: Database, server_ids: list[str], *, rubric: str, since_day: str, since: datetime,
                   changes: int = 10) -> dict[str, dict[str, list[Any]]]:
     """What server pages show beyond their cards and latest probe, for many servers in one query per kind:
-    score history under `rubric`, judgements, the last `changes` changes of the tool surface (each capture whose
-    hash differs from the one before, with both tool lists), fast-probe rollups since `since_day`, and the raw
+    score history under `rubric`, judgements, the last `changes` changes of the tool surface (each row of the
+    tool_snapshots view after a server's first, with the list before it), fast-probe rollups since `since_day`, and the raw
     fast probes since `since` (the 24-hour figures need hours, not days)."""
     found: dict[str, dict[str, list[Any]]] = {
         sid: {"history": [], "judgements": [], "changes": [], "daily": [], "last_day": [], "records": []} for sid in server_ids
@@ -47,10 +47,9 @@ def page_evidence(db: Database, server_ids: list[str], *, rubric: str, since_day
             f"""
             select server_id, captured_at, tools, previous_tools from (
               select *, row_number() over (partition by server_id order by captured_at desc) as newest from (
-                select server_id, captured_at, content_hash, tools, lag(content_hash) over w as previous_hash,
-                       lag(tools) over w as previous_tools
-                from tool_snapshots where server_id in ({marks}) window w as (partition by server_id order by captured_at, id)
-              ) where previous_hash is not null and previous_hash != content_hash
+                select server_id, captured_at, tools, lag(tools) over w as previous_tools
+                from tool_snapshots where server_id in ({marks}) window w as (partition by server_id order by captured_at, probe_run_id)
+              ) where previous_tools is not null
             ) where newest <= ? order by server_id, captured_at desc
             """,
             [*chunk, changes],

@@ -18,6 +18,7 @@ from pipeline.models import AnalysisResult, Invocation, Judgement, ProbeResult
 from pipeline.outcomes import ANSWERED, GATED, NOT_MEASURED, SANDBOX_CLASSES, SANDBOX_START, Attempts, Reading, reading
 from pipeline.store.connection import ScoreboardDatabaseError
 from pipeline.store.encoding import dumps, in_chunks, iso, parse_iso, placeholders
+from pipeline.store.evidence import WITH_TOOLS, stored_probe
 from pipeline.text import squash
 
 _INVOCATIONS = TypeAdapter(list[Invocation])  # one Rust-side parse per run, not one model per call
@@ -40,14 +41,16 @@ class ScoringEvidence:
 
 def scoring_evidence(db: Database, ids: list[str], *, fast_since_day: str, runs_since: datetime, history_day: str) -> ScoringEvidence:
     """The evidence of the servers `ids` (one `in (…)` clause's worth): latest probe and analysis, fast rollups from
-    `fast_since_day`, other runs since `runs_since`, tool snapshots, judgements, and the composites
-    of `history_day`. Tool lists are parsed only on either side of a change of hash: a surface that never changed needs none."""
+    `fast_since_day`, other runs since `runs_since`, the changes of the tool surface, judgements, and the composites
+    of `history_day`. Tool lists are parsed only where a surface changed: one that never did needs none."""
     marks = placeholders(ids)
     found = ScoringEvidence()
-    for row in _latest(db, "probe_runs", "evidence", "q.kind in ('deep', 'sandbox')", "started_at", ids):
-        found.probes[row["server_id"]] = (row["id"], _stored(ProbeResult, row["evidence"], f"probe_runs row {row['id']} ({row['server_id']})"))
+    for row in _latest(db, "probe_runs", "evidence", "q.kind in ('deep', 'sandbox')", "started_at", ids, joined=WITH_TOOLS):
+        found.probes[row["server_id"]] = (row["id"], _stored(lambda text: stored_probe(text, row["tools"]), row["evidence"],
+                                                             f"probe_runs row {row['id']} ({row['server_id']})"))
     for row in _latest(db, "analyses", "result", "1", "analyzed_at", ids):
-        found.analyses[row["server_id"]] = (row["id"], _stored(AnalysisResult, row["result"], f"analyses row {row['id']} ({row['server_id']})"))
+        found.analyses[row["server_id"]] = (row["id"], _stored(AnalysisResult.model_validate_json, row["result"],
+                                                               f"analyses row {row['id']} ({row['server_id']})"))
     found.daily = [
         (row[0], row[1], row[2], row[3], row[4], from_json(row[5]))
         for row in db.execute(
@@ -122,37 +125,38 @@ def failed_attempts(db: Database, ids: list[str], since: datetime) -> dict[str, 
 
 
 def _snapshots(db: Database, marks: str, ids: list[str]) -> dict[str, list[tuple[datetime, str, list[dict[str, Any]] | None]]]:
-    history: dict[str, list[tuple[int, str, str]]] = {}
+    """Each server's tool-surface changes (the tool_snapshots view), oldest first; a list parsed only when the server has
+    more than one (a surface that never changed needs none)."""
+    history: dict[str, list[tuple[str, str]]] = {}
     for row in db.query(
-        f"select server_id, id, captured_at, content_hash from tool_snapshots where server_id in ({marks}) order by captured_at, id", ids
+        f"select server_id, captured_at, content_hash from tool_snapshots where server_id in ({marks}) order by captured_at, probe_run_id", ids
     ):
-        history.setdefault(row["server_id"], []).append((row["id"], row["captured_at"], row["content_hash"]))
-    wanted: set[int] = set()
-    for rows in history.values():
-        for (id_a, _, hash_a), (id_b, _, hash_b) in zip(rows, rows[1:]):
-            if hash_a != hash_b:
-                wanted.update((id_a, id_b))
-    parsed: dict[int, list[dict[str, Any]]] = {}
-    for part, part_marks in in_chunks(sorted(wanted)):
-        for row in db.query(f"select id, tools from tool_snapshots where id in ({part_marks})", part):
-            parsed[row["id"]] = from_json(row["tools"])
-    return {server_id: [(parse_iso(at), digest, parsed.get(id_)) for id_, at, digest in rows] for server_id, rows in history.items()}
+        history.setdefault(row["server_id"], []).append((row["captured_at"], row["content_hash"]))
+    wanted = sorted({(server_id, digest) for server_id, rows in history.items() if len(rows) > 1 for _, digest in rows})
+    parsed: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for part, _ in in_chunks(wanted):
+        for row in db.execute("select l.server_id, l.content_hash, l.tools from json_each(?) w join tool_lists l "
+                              "on l.server_id = w.value ->> 0 and l.content_hash = w.value ->> 1", [dumps(part)]):
+            parsed[(row[0], row[1])] = from_json(row[2])
+    return {server_id: [(parse_iso(at), digest, parsed.get((server_id, digest))) for at, digest in rows] for server_id, rows in history.items()}
 
 
-def _stored(model, text: str, where: str):
+def _stored(read, text: str, where: str):
     """Read a stored model, or say exactly which row of the database is damaged."""
     try:
-        return model.model_validate_json(text)
+        return read(text)
     except ValueError as exc:
         raise ScoreboardDatabaseError(f"{where}: stored evidence cannot be read ({str(exc).splitlines()[0][:200]})") from exc
 
 
-def _latest(db: Database, table: str, columns: str, where: str, when: str, ids: list[str]):
-    """The newest row per server of `table` matching `where`, for the servers in `ids`: latest by its time `when`, then by
-    id, as the pages read it (store.evidence.latest_probe), so a card and its page never name different evidence."""
+def _latest(db: Database, table: str, columns: str, where: str, when: str, ids: list[str], joined: str = ""):
+    """The newest row per server of `table` (as `p`) matching `where`, for the servers in `ids`: latest by its time `when`,
+    then by id, as the pages read it (store.evidence.latest_probe), so a card and its page never name different evidence.
+    `joined`: a join that adds the row's tool list (store.evidence.WITH_TOOLS)."""
     return db.query(
-        f"select t.server_id, t.id, {', '.join('t.' + c.strip() for c in columns.split(','))} from json_each(?) s join {table} t "
-        f"on t.id = (select q.id from {table} q where q.server_id = s.value and {where} order by q.{when} desc, q.id desc limit 1)",
+        f"select p.server_id, p.id, {', '.join('p.' + c.strip() for c in columns.split(','))}{', l.tools' if joined else ''} "
+        f"from json_each(?) s join {table} p "
+        f"on p.id = (select q.id from {table} q where q.server_id = s.value and {where} order by q.{when} desc, q.id desc limit 1) {joined}",
         [dumps(ids)],
     )
 
