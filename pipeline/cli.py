@@ -52,7 +52,7 @@ def _open(settings: Settings) -> Database:
     """The database; when the command ends its write-ahead log is folded into the file, so a job that copies or uploads
     `scoreboard.db` alone carries every commit (a render's reader may still be open, so closing alone would not do it)."""
     try:
-        db = store.open_db(settings.db_path)
+        db = store.open_db(settings.db_path, integrity_check=not settings.db_checked)
     except store.ScoreboardDatabaseError as exc:
         raise click.ClickException(str(exc)) from exc
     context = click.get_current_context(silent=True)
@@ -166,29 +166,37 @@ def shardable(stage: str) -> Callable[[Callable], Callable]:
         @click.option("--shard-db", type=click.Path(path_type=Path, dir_okay=False),
                       help="With --shard: leave --db unchanged; write what the stage produced into this shard database "
                            "(`scoreboard merge` folds it in).")
+        @click.option("--shard-in-place", "in_place", is_flag=True,
+                      help="With --shard-db: --db is a disposable copy, just restored and checked (a workflow's shard job); the stage "
+                           "writes it directly instead of a private copy of it. The shard database is the same.")
         @functools.wraps(command)
-        def sharded(settings: Settings, shard_text: str | None, shard_db: Path | None, **kwargs):
+        def sharded(settings: Settings, shard_text: str | None, shard_db: Path | None, in_place: bool, **kwargs):
             from pipeline.fleet.capture import ShardFailed, captured
 
             try:
                 shard = shards.parse_shard(shard_text) if shard_text is not None else None
             except ValueError as exc:
                 raise click.UsageError(str(exc)) from exc
+            if in_place and shard_db is None:
+                raise click.UsageError("--shard-in-place needs --shard-db PATH: it says what to do with --db while a shard database is written")
             if shard_db is None:
                 return command(settings, shard=shard, **kwargs)
             if shard is None:
                 raise click.UsageError("--shard-db needs --shard I/N")
             interrupted = None
             try:
-                with captured(settings.db_path, shard_db, stage, shard) as work:
+                with captured(settings.db_path, shard_db, stage, shard, in_place=in_place) as work:
+                    # In place, the restore's integrity_check of --db is a minute old: the stage's open skips its quick_check.
+                    update = {"db_path": work.path, "db_checked": True} if in_place else {"db_path": work.path}
                     try:
-                        command(settings.model_copy(update={"db_path": work.path}), shard=shard, **kwargs)
+                        command(settings.model_copy(update=update), shard=shard, **kwargs)
                     except Interrupted as exc:  # what was committed before it goes into the shard
                         interrupted = exc
             except ShardFailed as exc:
                 raise click.ClickException(str(exc)) from exc
             except click.ClickException as exc:  # the copy is private: its faults are the main database's
-                exc.message = exc.message.replace(str(work.path), f"{settings.db_path} (its private copy)")
+                if not in_place:
+                    exc.message = exc.message.replace(str(work.path), f"{settings.db_path} (its private copy)")
                 raise
             echo(work.line(shard, stage))
             if interrupted:
