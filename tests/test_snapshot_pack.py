@@ -97,6 +97,7 @@ def flip(path: Path) -> None:
     ("the manifest's sha256", "is not the file that was packed"),
     ("one byte, manifest rehashed", "decompresses to a database that is not the one packed|is corrupt: zstd cannot decompress it"),
     ("a manifest for another file", "describes"),
+    ("a manifest naming a path", "describes"),
     ("no file", "is missing"),
 ])
 def test_a_damaged_packed_snapshot_is_refused_and_the_store_kept(restored, tmp_path, damage, expected):
@@ -112,6 +113,8 @@ def test_a_damaged_packed_snapshot_is_refused_and_the_store_kept(restored, tmp_p
         manifest.update(sha256=hashlib.sha256(data.read_bytes()).hexdigest(), size=data.stat().st_size)
     elif damage == "a manifest for another file":
         manifest["file"] = "scoreboard-2026-01-01T000000Z-engine-0.1.0" + DATA_SUFFIX
+    elif damage == "a manifest naming a path":
+        manifest.update(snapshot="../" + manifest["snapshot"], file="../" + manifest["file"])
     elif damage == "no file":
         data.unlink()
     manifest_path.write_text(json.dumps(manifest))

@@ -119,7 +119,9 @@ def read_packed(directory: Path, log: Log = print) -> Manifest:
     except ValidationError as exc:
         raise SnapshotError(f"{manifests[0]} is not a snapshot manifest: {exc.errors()[0]['msg']} at "
                             f"{'.'.join(map(str, exc.errors()[0]['loc']))}") from exc
-    if manifests[0].name != manifest.snapshot + MANIFEST_SUFFIX or manifest.file != manifest.snapshot + DATA_SUFFIX:
+    named = parse_name(manifest.file)
+    # The names become the store's file names: only a snapshot's (no path, no other file of the store).
+    if named is None or named[0] != manifest.snapshot or manifests[0].name != manifest.snapshot + MANIFEST_SUFFIX:
         raise SnapshotError(f"{manifests[0]} describes {manifest.file}, not the snapshot its name says")
     data = directory / manifest.file
     if not data.is_file():
