@@ -1,6 +1,6 @@
 """The published snapshot of a synthetic fleet after 30 days: sizes, and the time of each step of the shard and publish paths.
 
-python bench/snapshot_size.py [--servers 25000] [--db PATH] [--keep PATH] [--fast-hours 48] [--levels 1,3,6,12] [--level 3]
+python bench/snapshot_size.py [--servers 25000] [--db PATH] [--keep PATH] [--fast-hours 48] [--levels 1,3,6,12] [--level 1]
 
 The fleet of bench/synthetic.py (30 days of fast-probe rollups, one to three deep or sandbox runs a server), scored,
 plus what 30 days of the job graph add: a score history row per server, rubric and day, and the raw fast-probe runs of
@@ -184,7 +184,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="save the generated fleet here, for --db next time")
     parser.add_argument("--fast-hours", type=int, default=48)
     parser.add_argument("--levels", default="1,3,6,12")
-    parser.add_argument("--level", type=int, default=3, help="the fast-probe workflow's pack level (its pack_level)")
+    parser.add_argument("--level", type=int, default=1, help="the fast-probe workflow's pack level (its pack_level)")
     parser.add_argument("--sample-mb", type=int, default=256, help="compare gzip on this much of the database")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
