@@ -52,7 +52,7 @@ def _open(settings: Settings) -> Database:
     """The database; when the command ends its write-ahead log is folded into the file, so a job that copies or uploads
     `scoreboard.db` alone carries every commit (a render's reader may still be open, so closing alone would not do it)."""
     try:
-        db = store.open_db(settings.db_path)
+        db = store.open_db(settings.db_path, integrity_check=not settings.db_checked)
     except store.ScoreboardDatabaseError as exc:
         raise click.ClickException(str(exc)) from exc
     context = click.get_current_context(silent=True)
@@ -166,29 +166,37 @@ def shardable(stage: str) -> Callable[[Callable], Callable]:
         @click.option("--shard-db", type=click.Path(path_type=Path, dir_okay=False),
                       help="With --shard: leave --db unchanged; write what the stage produced into this shard database "
                            "(`scoreboard merge` folds it in).")
+        @click.option("--shard-in-place", "in_place", is_flag=True,
+                      help="With --shard-db: --db is a disposable copy, just restored and checked (a workflow's shard job); the stage "
+                           "writes it directly instead of a private copy of it. The shard database is the same.")
         @functools.wraps(command)
-        def sharded(settings: Settings, shard_text: str | None, shard_db: Path | None, **kwargs):
+        def sharded(settings: Settings, shard_text: str | None, shard_db: Path | None, in_place: bool, **kwargs):
             from pipeline.fleet.capture import ShardFailed, captured
 
             try:
                 shard = shards.parse_shard(shard_text) if shard_text is not None else None
             except ValueError as exc:
                 raise click.UsageError(str(exc)) from exc
+            if in_place and shard_db is None:
+                raise click.UsageError("--shard-in-place needs --shard-db PATH: it says what to do with --db while a shard database is written")
             if shard_db is None:
                 return command(settings, shard=shard, **kwargs)
             if shard is None:
                 raise click.UsageError("--shard-db needs --shard I/N")
             interrupted = None
             try:
-                with captured(settings.db_path, shard_db, stage, shard) as work:
+                with captured(settings.db_path, shard_db, stage, shard, in_place=in_place) as work:
+                    # In place, the restore's integrity_check of --db is a minute old: the stage's open skips its quick_check.
+                    update = {"db_path": work.path, "db_checked": True} if in_place else {"db_path": work.path}
                     try:
-                        command(settings.model_copy(update={"db_path": work.path}), shard=shard, **kwargs)
+                        command(settings.model_copy(update=update), shard=shard, **kwargs)
                     except Interrupted as exc:  # what was committed before it goes into the shard
                         interrupted = exc
             except ShardFailed as exc:
                 raise click.ClickException(str(exc)) from exc
             except click.ClickException as exc:  # the copy is private: its faults are the main database's
-                exc.message = exc.message.replace(str(work.path), f"{settings.db_path} (its private copy)")
+                if not in_place:
+                    exc.message = exc.message.replace(str(work.path), f"{settings.db_path} (its private copy)")
                 raise
             echo(work.line(shard, stage))
             if interrupted:
@@ -783,7 +791,7 @@ def workflows_check() -> None:
 
 @cli.group()
 def snapshot() -> None:
-    """The database between runs: restore the newest published snapshot, check a database, publish it.
+    """The database between runs: restore the newest published snapshot, check a database, pack it, publish it.
 
     STORE is a directory or github-release:OWNER/REPO (the token from GH_TOKEN or GITHUB_TOKEN).
     """
@@ -848,14 +856,18 @@ def snapshot_check(settings: Settings, against: str | None) -> None:
     if not settings.db_path.is_file():
         raise click.ClickException(f"{settings.db_path}: no such database")
     baseline, baseline_from = _baseline(settings, against) if against else soundness.descent_baseline(settings.db_path)
-    verdict = soundness.check(settings.db_path, baseline, baseline_from, registry.names())
+    _say_verdict(settings.db_path, soundness.check(settings.db_path, baseline, baseline_from, registry.names()))
+
+
+def _say_verdict(path: Path, verdict) -> None:
+    """The soundness check's verdict, as `snapshot check` and `snapshot pack` say it: exit 1, every reason listed, when refused."""
     for note in verdict.notes:
         echo(f"note: {note}", err=True)
     shown = ", ".join(f"{k} {verdict.counts[k]:,}" for k in ("active_servers", "scored_servers", "analyses", "probe_daily") if k in verdict.counts)
     if verdict.sound:
-        echo(f"check passed: {settings.db_path} ({shown}; schema level {len(verdict.migrations)})")
+        echo(f"check passed: {path} ({shown}; schema level {len(verdict.migrations)})")
         return
-    echo(f"check refused {settings.db_path}: {len(verdict.reasons)} reasons", err=True)
+    echo(f"check refused {path}: {len(verdict.reasons)} reasons", err=True)
     for reason in verdict.reasons:
         echo(f"  - {reason}", err=True)
     raise SystemExit(1)
@@ -884,17 +896,57 @@ def _baseline(settings: Settings, against: str) -> tuple[dict[str, int] | None, 
             raise _snapshot_failed(exc) from exc
 
 
+@snapshot.command("pack")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Write the snapshot's two files here (a new or empty directory), for `snapshot publish --packed`.")
+@click.option("--level", type=click.IntRange(1, 22), default=None, help="zstd's level (default 12, the smallest file for its time).")
+@pass_settings
+def snapshot_pack(settings: Settings, out: Path, level: int | None) -> None:
+    """Pack --db for publishing elsewhere: a consistent copy (VACUUM INTO), the soundness check of `snapshot check` (refused:
+    exit 1, every reason listed, nothing written), zstd, and the manifest naming the snapshot --db descends from."""
+    from pipeline.fleet import soundness
+    from pipeline.fleet.snapshot_format import ZSTD_LEVEL
+    from pipeline.fleet.snapshot_publish import Unsound, pack_snapshot
+    from pipeline.fleet.snapshots import SnapshotError, lineage
+
+    if not settings.db_path.is_file():
+        raise click.ClickException(f"{settings.db_path}: no such database")
+    if out.exists() and any(out.iterdir()):
+        raise click.ClickException(f"{out}: not empty; a packed snapshot goes into a directory of its own")
+    try:
+        _, parent = lineage(settings.db_path)
+        baseline, baseline_from = soundness.descent_baseline(settings.db_path)
+        packed = pack_snapshot(settings.db_path, out, parent=parent, baseline=baseline, baseline_from=baseline_from, now=utcnow(),
+                               rubrics=registry.names(), level=level or ZSTD_LEVEL, log=lambda m: echo(m, err=True))
+    except Unsound as exc:
+        _say_verdict(settings.db_path, exc.verdict)
+    except SnapshotError as exc:
+        raise _snapshot_failed(exc) from exc
+    _say_verdict(settings.db_path, packed.verdict)
+    manifest = packed.manifest
+    echo(f"pack done: {manifest.snapshot} in {out}, parent {manifest.parent or 'none'}; db_bytes {manifest.db_size}, bytes {manifest.size}; "
+         f"{packed.seconds:.1f}s")
+
+
 @snapshot.command("publish")
 @click.option("--to", "target", required=True, metavar="STORE", help="Where snapshots are published.")
+@click.option("--packed", type=click.Path(path_type=Path, file_okay=False, exists=True),
+              help="Publish the snapshot `snapshot pack` wrote into this directory instead of --db.")
 @pass_settings
-def snapshot_publish(settings: Settings, target: str) -> None:
-    """Publish --db as a dated snapshot with its manifest, then prune by the retention policy. Refused unless --db descends from
-    STORE's newest snapshot and passes the soundness check; a failed upload leaves STORE's snapshots as they were."""
-    from pipeline.fleet.snapshots import SnapshotError, publish
+def snapshot_publish(settings: Settings, target: str, packed: Path | None) -> None:
+    """Publish --db (or a packed snapshot) as a dated snapshot with its manifest, then prune by the retention policy. Refused
+    unless it descends from STORE's newest snapshot, and --db unless it passes the soundness check, a packed snapshot unless
+    its file is the one its manifest describes; a failed upload leaves STORE's snapshots as they were."""
+    from pipeline.fleet.snapshot_publish import publish, publish_packed
+    from pipeline.fleet.snapshots import SnapshotError
 
+    log = functools.partial(echo, err=True)
     with _snapshot_store(settings, target) as store_:
         try:
-            report = publish(store_, settings.db_path, now=utcnow(), rubrics=registry.names(), log=lambda m: echo(m, err=True))
+            if packed is not None:
+                report = publish_packed(store_, packed, now=utcnow(), log=log)
+            else:
+                report = publish(store_, settings.db_path, now=utcnow(), rubrics=registry.names(), log=log)
         except SnapshotError as exc:
             raise _snapshot_failed(exc) from exc
     echo(report.summary_line())

@@ -329,3 +329,79 @@ def test_rows_a_stage_deletes_are_deleted_in_main_after_the_rows_holding_their_i
     linked = rows(main, "select p.server_id, s.tool_count from tool_snapshots s join probe_runs p on p.id = s.probe_run_id "
                         "where s.server_id = 'synthetic-00002' and p.run_id is null")
     assert linked == [("synthetic-00002", 1)] and fresh
+
+
+def shard_contents(path: Path) -> list[str]:
+    """A shard database's every row but its manifest's id and time (each shard gets its own) and the runs' times."""
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("update shard_manifest set shard_id = '', created_at = ''")
+        conn.execute("update runs set started_at = '', finished_at = '', counts = json_remove(counts, '$.seconds')")
+        return list(conn.iterdump())
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+def test_a_shard_captured_in_place_is_the_shard_of_a_private_copy(fleet, tmp_path):
+    """--shard-in-place (deviation 200): the stage writes --db itself, a disposable copy; the shard written is the same."""
+    (tmp_path / "copied").mkdir()
+    (tmp_path / "in-place").mkdir()
+    main = copy(fleet, tmp_path, "main.db")
+    before = digest(main)
+    copied = shard_run("judge", main, tmp_path / "copied", 2)
+    assert digest(main) == before
+    disposable = copy(fleet, tmp_path, "disposable.db")
+    in_place = shard_run("judge", disposable, tmp_path / "in-place", 2, "--shard-in-place", only=(1,))
+    done = in_process("judge", "--db", str(copy(fleet, tmp_path, "disposable-2.db")), "--shard", "2/2", "--shard-db",
+                      str(tmp_path / "in-place" / "judge-2-of-2.db"), "--shard-in-place")
+    assert done.returncode == 0 and "captured in place (no copy)" in done.stdout, done.stderr
+    in_place.append(tmp_path / "in-place" / "judge-2-of-2.db")
+    for one, other in zip(copied, in_place):
+        assert rows(one, "select base from shard_manifest") == rows(other, "select base from shard_manifest")
+        assert rows(one, "select tbl, rid, op from shard_rows") == rows(other, "select tbl, rid, op from shard_rows")
+        assert rows(one, JUDGEMENTS) == rows(other, JUDGEMENTS)
+    # --db was written by the stage, and keeps none of the capture's triggers or tables.
+    leftovers = rows(disposable, "select name from sqlite_master where name like '\\_shard\\_%' escape '\\'")
+    assert digest(disposable) != before and leftovers == []
+    merged = {}
+    for name, shards in (("copied", copied), ("in-place", in_place)):
+        merged[name] = copy(fleet, tmp_path, f"merged-{name}.db")
+        assert in_process("merge", "--db", str(merged[name]), *map(str, shards)).returncode == 0
+    assert len(rows(merged["copied"], JUDGEMENTS)) > 50 and rows(merged["copied"], JUDGEMENTS) == rows(merged["in-place"], JUDGEMENTS)
+    assert rows(merged["copied"], "select server_id, stage from examined") == rows(merged["in-place"], "select server_id, stage from examined")
+
+
+def test_rows_deleted_and_reused_in_place_give_the_same_shard(fleet, tmp_path):
+    """The capture's hardest case (a row deleted and its row id reused) writes the same shard in place as on a copy."""
+    from pipeline.fleet.capture import captured
+    from pipeline.fleet.shards import Shard
+    from tests.support import probe
+
+    main = copy(fleet, tmp_path, "main.db")
+    db = store.open_db(main)
+    old = store.record_probe(db, probe().model_copy(update={"server_id": "synthetic-00001"}), None)
+    db.close()
+    disposable = copy(main, tmp_path, "disposable.db")
+    written = {}
+    for name, source, in_place in (("copied", main, False), ("in-place", disposable, True)):
+        with captured(source, tmp_path / f"{name}.db", "monitor", Shard(1, 1), in_place=in_place) as work:
+            assert (work.path == source) == in_place
+            db = store.open_db(work.path)
+            with db.atomic():
+                db.execute("delete from probe_runs where id = ?", [old])
+                db.execute("update servers set description = 'changed' where id = 'synthetic-00003'")
+            store.record_probe(db, probe().model_copy(update={"server_id": "synthetic-00002"}), None)
+            db.close()
+        written[name] = tmp_path / f"{name}.db"
+    assert len(rows(written["copied"], "select * from shard_rows")) >= 6
+    assert shard_contents(written["copied"]) == shard_contents(written["in-place"])
+    assert not list(tmp_path.glob("*.work*"))
+
+
+def test_a_shard_in_place_needs_a_shard_database(fleet, tmp_path):
+    main = copy(fleet, tmp_path, "main.db")
+    before = digest(main)
+    done = in_process("judge", "--db", str(main), "--shard", "1/2", "--shard-in-place")
+    assert done.returncode == 2 and "--shard-in-place needs --shard-db PATH" in done.stderr
+    assert digest(main) == before

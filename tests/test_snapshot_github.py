@@ -14,7 +14,8 @@ from bench.synthetic import NOW
 from pipeline import store
 from pipeline.fleet.github_release import RELEASE_TAG, GitHubReleaseStore
 from pipeline.fleet.snapshot_format import DATA_SUFFIX, MANIFEST_SUFFIX
-from pipeline.fleet.snapshots import SnapshotError, publish, restore
+from pipeline.fleet.snapshot_publish import publish
+from pipeline.fleet.snapshots import SnapshotError, restore
 from pipeline.score import registry
 from tests.release_replay import READ_TOKEN, WRITE_TOKEN, ReleaseReplay
 from tests.snapshot_support import copy_db, forge, scoreboard, scoreboard_process, scored_fleet

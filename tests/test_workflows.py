@@ -86,9 +86,30 @@ def test_publishing_is_a_separate_job_that_runs_no_stage_and_only_consumes_artif
                   if "snapshot publish" in scripts(job) or any("deploy-pages" in str(s.get("uses", "")) for s in job["steps"])]
     assert [(name, job_id) for name, job_id, _ in publishing] == [("publish.yml", "publish")]
     job = publishing[0][2]
-    assert [s.get("run") for s in job["steps"] if "run" in s] == ["make venv", ".github/scripts/snapshot publish"]
+    assert [s.get("run") for s in job["steps"] if "run" in s] == ["make venv", ".github/scripts/snapshot publish packed"]
+    # It consumes the packed snapshot of the merge job, never a raw database.
+    assert [s["with"]["name"] for s in job["steps"] if "download-artifact" in str(s.get("uses", ""))] == ["snapshot"]
     assert job["needs"] == "merge"
     assert writes(job["permissions"]) == {"contents", "pages", "id-token"}
+
+
+def test_the_merge_job_checks_and_packs_the_snapshot_and_hands_over_only_the_packed_files():
+    merge = ALL["publish.yml"].jobs["merge"]
+    runs = [str(s.get("run", "")) for s in merge["steps"]]
+    assert ".github/scripts/snapshot pack packed" in runs and not any("snapshot check" in r for r in runs)
+    uploads = [s["with"] for s in merge["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
+    assert uploads == [{"name": "snapshot", "path": "packed", "if-no-files-found": "error", "retention-days": 3, "compression-level": 0}]
+    # The level: the small file (12) unless a caller says otherwise; only the 10-minute fast probes do (deviation 201).
+    assert ALL["publish.yml"].inputs("workflow_call")["pack_level"]["default"] == 12
+    levels = {name: j["with"].get("pack_level") for name, w in ALL.items() for j in w.jobs.values()
+              if j.get("uses") == "./.github/workflows/publish.yml"}
+    assert {name: level for name, level in levels.items() if level is not None} == {"fast-probes.yml": levels["fast-probes.yml"]}
+    assert isinstance(levels["fast-probes.yml"], int) and 1 <= levels["fast-probes.yml"] < 12
+
+
+def test_shard_jobs_run_the_stage_in_place_on_their_restored_copy():
+    script = scripts(ALL["shard.yml"].jobs["shard"])
+    assert '--shard-db "shard-$SHARD.db" --shard-in-place' in script
 
 
 def test_every_writer_of_the_snapshot_holds_one_lock_that_shards_never_hold():
@@ -144,7 +165,7 @@ def test_restores_are_loud_and_a_first_run_is_only_ever_explicit():
     assert len(restores) == 3 and all(s.get("env", {}).get("FIRST_RUN") in (None, "${{ inputs.first_run }}") for s in restores)
 
 
-def snapshot_script(workspace: Path, action: str, **env: str) -> subprocess.CompletedProcess:
+def snapshot_script(workspace: Path, *action: str, **env: str) -> subprocess.CompletedProcess:
     """.github/scripts/snapshot in a workspace whose .venv/bin/scoreboard is this checkout's CLI."""
     bin_dir = workspace / ".venv" / "bin"
     if not bin_dir.exists():
@@ -152,7 +173,7 @@ def snapshot_script(workspace: Path, action: str, **env: str) -> subprocess.Comp
         (bin_dir / "scoreboard").write_text(f'#!/bin/sh\nPYTHONPATH="{REPO}" exec "{sys.executable}" -m pipeline.cli "$@"\n')
         (bin_dir / "scoreboard").chmod(0o755)
     environment = {"PATH": "/usr/bin:/bin", "HOME": str(workspace), "SCOREBOARD_DB": "data/scoreboard.db", **env}
-    return subprocess.run([str(REPO / ".github/scripts/snapshot"), action], cwd=workspace, env=environment, capture_output=True, text=True,
+    return subprocess.run([str(REPO / ".github/scripts/snapshot"), *action], cwd=workspace, env=environment, capture_output=True, text=True,
                           timeout=120)
 
 
@@ -168,6 +189,13 @@ def test_the_snapshot_script_restores_loudly_and_starts_empty_only_when_asked(tm
     (workspace / "data" / "scoreboard.db").unlink()
     again = snapshot_script(workspace, "restore", SCOREBOARD_STORE=str(store))
     assert again.returncode == 0 and (workspace / "data" / "scoreboard.db").exists()
+    # The merge job packs, the publish job publishes what was packed.
+    packed = snapshot_script(workspace, "pack", "packed", SCOREBOARD_STORE=str(store), PACK_LEVEL="3")
+    assert packed.returncode == 0 and len(list((workspace / "packed").iterdir())) == 2, packed.stderr
+    assert "zstd level 3" in packed.stderr
+    published = snapshot_script(workspace, "publish", "packed", SCOREBOARD_STORE=str(store))
+    assert published.returncode == 0 and "against its manifest" in published.stderr, published.stderr
+    assert {p.name for p in (workspace / "packed").iterdir()} <= {p.name for p in store.iterdir()}
     # Neither a store nor the repository: no guess, a clear stop.
     unset = snapshot_script(workspace, "restore")
     assert unset.returncode != 0 and "GITHUB_REPOSITORY is not set" in unset.stderr

@@ -35,7 +35,7 @@ def tail(result: subprocess.CompletedProcess, lines: int = 60) -> str:
 # A day of the job graph but for the deep probes of remote servers, which are shaped as the sandbox probes and select no
 # server of the embedded default (its HTTP servers are packages we start, so they are probed in the sandbox).
 # Jobs per workflow: shards, then merge and publish (discovery: merge and publish).
-JOBS = {"discovery.yml": 2, "analysis.yml": 6, "sandbox-probes.yml": 6, "fast-probes.yml": 4, "judges.yml": 4}
+JOBS = {"discovery.yml": 2, "analysis.yml": 6, "sandbox-probes.yml": 6, "fast-probes.yml": 6, "judges.yml": 4}
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def test_a_day_of_the_job_graph_runs_end_to_end_with_shards_and_merges(day, tmp_
     work, output = day
     for workflow, jobs in JOBS.items():
         assert f"{workflow} run " in output and f": success; jobs succeeded {jobs}, failed 0, skipped 0" in output, workflow
-    assert output.count("[shard (4) / shard] started") == 2 and output.count("[shard (2) / shard] started") == 4
+    assert output.count("[shard (4) / shard] started") == 3 and output.count("[shard (2) / shard] started") == 4
     site = work / "published-site"
     assert digest(work / "snapshots"), "every run published a snapshot to the local store"
     with sqlite3.connect(restored(work, tmp_path / "scoreboard.db")) as db:
@@ -146,4 +146,4 @@ def test_a_database_whose_scores_were_emptied_is_not_published(day, tmp_path):
              """db.execute("delete from score_cards"); db.commit()'""")
     checkout = with_fault(tmp_path, "publish.yml", "run: .venv/bin/scoreboard build", fault)
     output = run_stopped(work, "--checkout", str(checkout), "fast-probes.yml")
-    assert "(Check the database before it is published): exit code" in output
+    assert "(Check the database before it is published, and pack it): exit code" in output

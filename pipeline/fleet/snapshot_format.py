@@ -98,6 +98,17 @@ def unpack(source: Path, target: Path) -> tuple[str, int]:
     return out.hash.hexdigest(), out.size
 
 
+def packed_database_sha256(source: Path) -> tuple[str, int]:
+    """(sha256, size) of the database `source` decompresses to, streamed: nothing is written. zstandard.ZstdError when it is
+    damaged (zstd checks its own checksum at the frame's end)."""
+    digest, size = hashlib.sha256(), 0
+    with source.open("rb") as packed, zstandard.ZstdDecompressor().stream_reader(packed, read_size=CHUNK) as reader:
+        while chunk := reader.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
 def file_sha256(path: Path) -> tuple[str, int]:
     digest, size = hashlib.sha256(), 0
     with path.open("rb") as fh:

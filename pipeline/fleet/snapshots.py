@@ -1,15 +1,10 @@
-"""Restore and publish: the database between runs lives as dated snapshots in a store, never in the git history.
+"""Restore: the database between runs lives as dated snapshots in a store, never in the git history.
 
 Restore fetches the newest snapshot, verifies it (the manifest's sha256, zstd's own checksum, the database's sha256,
 integrity_check, that it is a scoreboard database this engine can read), migrates an older schema and only then replaces
 --db, in one rename: any failure leaves --db as it was and says what failed where. No snapshot is an error; starting
-empty is `--first-run`, refused when the store holds a snapshot (deviation 94).
-
-Publish refuses unless the store's newest snapshot is the one this database descends from (restored or last
-published from it), so two runs that restored the same snapshot cannot both publish and one silently drop the other's
-work; copies the database (VACUUM INTO: consistent and compact), refuses it unless the soundness check passes, packs
-it, uploads the file and then its manifest, and only then prunes by the retention policy (deviation 93). A failed
-upload leaves the store's previous snapshots as they were.
+empty is `--first-run`, refused when the store holds a snapshot (deviation 94). Packing and publishing are
+pipeline.fleet.snapshot_publish; what the two share (the store's listing, a database's lineage) is here.
 """
 
 from __future__ import annotations
@@ -23,25 +18,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import zstandard
 from pydantic import ValidationError
 from sqlite_utils import Database
 
-from pipeline import ENGINE_VERSION, store
-from pipeline.fleet import retention, soundness
+from pipeline import store
 from pipeline.fleet.snapshot_format import (
-    DATA_SUFFIX,
-    MANIFEST_SUFFIX,
-    ZSTD_LEVEL,
     Manifest,
     file_sha256,
     inspect_database,
-    pack,
     parse_name,
-    stem,
     unpack,
 )
 from pipeline.fleet.snapshot_store import SnapshotStore, StoreError
@@ -98,7 +87,7 @@ def _read(store_: SnapshotStore, name: str, target: Path) -> None:
 
 
 @contextmanager
-def _workdir(db_path: Path) -> Iterator[Path]:
+def workdir(db_path: Path) -> Iterator[Path]:
     """A scratch directory beside --db (one file system, so the final rename is atomic), removed whatever happens."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
     directory = Path(tempfile.mkdtemp(prefix=f".{db_path.name}.", dir=db_path.parent))
@@ -137,7 +126,7 @@ def restore(store_: SnapshotStore, db_path: Path, *, now: datetime, first_run: b
         chosen = next((s for s in snapshots if s.stem == wanted), None)
         if chosen is None:
             raise SnapshotError(f"no snapshot {snapshot} in {store_.where} (newest: {snapshots[-1].stem})")
-    with _workdir(db_path) as work:
+    with workdir(db_path) as work:
         manifest = fetch_manifest(store_, chosen, work)
         packed = work / chosen.data
         clock = time.monotonic()
@@ -167,7 +156,7 @@ def restore(store_: SnapshotStore, db_path: Path, *, now: datetime, first_run: b
         counts = {"bytes": size, "db_bytes": db_size, "servers": facts.counts.get("active_servers", 0)}
         args = {"from": store_.where, "snapshot": chosen.stem, "sha256": manifest.sha256, "engine_version": manifest.engine_version,
                 "counts": manifest.counts, "first_run": False}
-        _record(restored, "restore", args, counts, now, started)
+        record_run(restored, "restore", args, counts, now, started)
         _install(restored, db_path)
     report = StageReport(stage="restore", counts=counts, seconds=time.monotonic() - started)
     log(f"[restore] {db_path} is {chosen.stem}, taken {manifest.taken_at} by engine {manifest.engine_version}")
@@ -183,10 +172,10 @@ def _first_run(store_: SnapshotStore, db_path: Path, snapshots: list[Listed], na
                             f"({', '.join(n for n in names if parse_name(n))[:300]}): an interrupted publish to look at, not an empty store")
     if db_path.exists():
         raise SnapshotError(f"--first-run refused: {db_path} exists; a first run starts a new database (move it away first)")
-    with _workdir(db_path) as work:
+    with workdir(db_path) as work:
         fresh = work / "first-run.db"
         store.open_db(fresh).close()
-        _record(fresh, "restore", {"from": store_.where, "snapshot": None, "first_run": True}, {"servers": 0}, now, started)
+        record_run(fresh, "restore", {"from": store_.where, "snapshot": None, "first_run": True}, {"servers": 0}, now, started)
         _install(fresh, db_path)
     return StageReport(stage="restore", counts={"first_run": 1}, seconds=time.monotonic() - started)
 
@@ -204,7 +193,7 @@ def fetch_manifest(store_: SnapshotStore, chosen: Listed, work: Path) -> Manifes
     return manifest
 
 
-def _record(path: Path, stage: str, args: dict, counts: dict[str, int], now: datetime, started: float) -> None:
+def record_run(path: Path, stage: str, args: dict, counts: dict[str, int], now: datetime, started: float) -> None:
     """The runs row of a restore or a publish, in the database it concerns (so it travels with it)."""
     db = Database(sqlite3.connect(path))
     try:
@@ -231,7 +220,7 @@ def _install(source: Path, db_path: Path) -> None:
         os.close(directory)
 
 
-# ---------------------------------------------------------------------------- publish
+# ---------------------------------------------------------------------------- lineage
 
 
 def lineage(db_path: Path) -> tuple[bool, str | None]:
@@ -244,119 +233,3 @@ def lineage(db_path: Path) -> tuple[bool, str | None]:
     finally:
         conn.close()
     return (False, None) if row is None else (True, json.loads(row[0]).get("snapshot"))
-
-
-def _check_descent(store_: SnapshotStore, db_path: Path, snapshots: list[Listed]) -> None:
-    if not snapshots:
-        return  # nothing to lose: the first publish, or a store emptied by hand
-    known, parent = lineage(db_path)
-    newest = snapshots[-1].stem
-    if parent == newest:
-        return
-    if not known:
-        raise SnapshotError(f"publish refused: {db_path} was never restored from {store_.where}, whose newest snapshot is {newest}; "
-                            "publishing it would put a database without that history on top. Restore, run the stages, then publish")
-    if parent is None:
-        raise SnapshotError(f"publish refused: {db_path} started empty (--first-run), but {store_.where} now holds {newest}")
-    raise SnapshotError(f"publish refused: {store_.where}'s newest snapshot is {newest}, but {db_path} descends from {parent}: another "
-                        "run published in between, and publishing this would drop its work. Restore again and rerun the stages")
-
-
-def publish(store_: SnapshotStore, db_path: Path, *, now: datetime, rubrics: list[str], policy: retention.RetentionPolicy = retention.POLICY,
-            level: int = ZSTD_LEVEL, log: Log = print) -> StageReport:
-    started = time.monotonic()
-    if not db_path.is_file():
-        raise SnapshotError(f"{db_path}: no such database to publish")
-    snapshots = published(listing(store_names(store_)))
-    _check_descent(store_, db_path, snapshots)
-    parent = snapshots[-1] if snapshots else None
-    # Names are to the second, and each must sort after its parent: a publish in the parent's second is named one second on.
-    name = stem(max(now, parent.taken_at + timedelta(seconds=1)) if parent else now, ENGINE_VERSION)
-    data_name, manifest_name = name + DATA_SUFFIX, name + MANIFEST_SUFFIX
-    with _workdir(db_path) as work:
-        copy = work / f"{name}.db"
-        clock = time.monotonic()
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
-        try:
-            conn.execute("vacuum into ?", [str(copy)])  # one read transaction: a consistent copy, without free pages
-        except sqlite3.DatabaseError as exc:
-            raise SnapshotError(f"{db_path}: cannot be copied for publishing: {exc}") from exc
-        finally:
-            conn.close()
-        log(f"[publish] copied {db_path} ({copy.stat().st_size / 1e6:.1f} MB); {time.monotonic() - clock:.1f}s")
-        clock = time.monotonic()
-        baseline = fetch_manifest(store_, parent, work) if parent else None
-        verdict = soundness.check(copy, baseline.counts if baseline else None, f"the snapshot {parent.stem}" if parent else "", rubrics)
-        if not verdict.sound:
-            raise SnapshotError("publish refused: the database is not sound:\n" + "\n".join(f"  - {r}" for r in verdict.reasons))
-        log(f"[publish] soundness check passed; {time.monotonic() - clock:.1f}s")
-        args = {"to": store_.where, "snapshot": name, "parent": parent.stem if parent else None, "counts": verdict.counts}
-        _record(copy, "publish", args, {"servers": verdict.counts.get("active_servers", 0)}, now, started)
-        clock = time.monotonic()
-        packed = work / data_name
-        sha, size, db_sha, db_size = pack(copy, packed, level)
-        facts = inspect_database(copy, integrity=False)
-        copy.unlink()
-        log(f"[publish] packed {db_size / 1e6:.1f} MB into {size / 1e6:.1f} MB (zstd level {level}); {time.monotonic() - clock:.1f}s")
-        manifest = Manifest(snapshot=name, taken_at=store.iso(now), engine_version=ENGINE_VERSION, schema_level=len(facts.migrations),
-                            migrations=facts.migrations, parent=args["parent"], file=data_name, size=size, sha256=sha, db_size=db_size,
-                            db_sha256=db_sha, counts=facts.counts)
-        (work / manifest_name).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-        clock = time.monotonic()
-        _upload(store_, work, data_name, manifest_name, snapshots)
-        log(f"[publish] uploaded {data_name} and its manifest to {store_.where}; {time.monotonic() - clock:.1f}s")
-    # Not through open_db: its quick_check of a 3 GB database costs a minute, and the copy of it has just passed integrity_check.
-    _record(db_path, "publish", args, {"servers": verdict.counts.get("active_servers", 0)}, now, started)
-    kept, pruned, failed = prune(store_, now, policy, newest=name, log=log)
-    counts = {"bytes": size, "db_bytes": db_size, "kept": kept, "pruned": pruned}
-    if failed:
-        counts["prune_failed"] = failed
-    return StageReport(stage="publish", counts=counts, seconds=time.monotonic() - started)
-
-
-def _upload(store_: SnapshotStore, work: Path, data_name: str, manifest_name: str, before: list[Listed]) -> None:
-    """The file, then its manifest; on any failure, what was uploaded of this snapshot is removed (best effort) and the
-    previous snapshots stay as they are."""
-    previous = f"; {store_.where} keeps its previous snapshots (newest {before[-1].stem})" if before else ""
-    current = published(listing(store_names(store_)))
-    if (current[-1].stem if current else None) != (before[-1].stem if before else None):
-        raise SnapshotError(f"publish refused: {store_.where} changed while this snapshot was prepared (newest now "
-                            f"{current[-1].stem if current else 'none'}): another run published")
-    for name in (data_name, manifest_name):
-        try:
-            store_.write(name, work / name)
-        except StoreError as exc:
-            for written in (data_name, manifest_name):
-                try:
-                    store_.delete(written)
-                except StoreError:
-                    pass  # a file without its manifest is not a snapshot; the next publish prunes it
-            raise SnapshotError(f"upload failed: {exc}{previous}") from exc
-    landed = listing(store_names(store_)).get(data_name.removesuffix(DATA_SUFFIX))
-    if landed is None or not landed.complete:
-        raise SnapshotError(f"{store_.where} does not list {data_name} and its manifest after the upload")
-
-
-def prune(store_: SnapshotStore, now: datetime, policy: retention.RetentionPolicy, *, newest: str, log: Log = print) -> tuple[int, int, int]:
-    """Delete the snapshots the policy drops, and files of snapshots cut short before `newest`: (kept, deleted, failed).
-    Manifest first, so a deletion cut short leaves a file without a manifest, never a manifest without its file."""
-    listed = listing(store_names(store_))
-    complete = published(listed)
-    keep = retention.kept([s.taken_at for s in complete], now, policy)
-    newest_at = listed[newest].taken_at
-    dropped = [s for s in complete if s.taken_at not in keep and s.stem != newest]
-    cut_short = [s for s in listed.values() if not s.complete and s.taken_at < newest_at]
-    deleted = failed = 0
-    for snapshot in dropped + cut_short:
-        for name in (snapshot.manifest, snapshot.data):
-            if name is None:
-                continue
-            try:
-                store_.delete(name)
-                deleted += 1
-            except StoreError as exc:
-                failed += 1
-                log(f"[publish] warning: {exc} (the next publish tries again)")
-    if deleted or failed:
-        log(f"[publish] retention ({policy.describe()}): kept {len(complete) - len(dropped)} snapshots, deleted {deleted} files")
-    return len(complete) - len(dropped), deleted, failed
