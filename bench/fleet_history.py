@@ -119,7 +119,7 @@ PROBE_COLUMNS = "server_id, kind, started_at, duration_ms, transport, outcome, d
 
 def _daily_probes(db: Database, end: datetime) -> None:
     """Each server's latest deep (daily) or sandbox (weekly) probe, copied back over the month, each naming the same tool
-    list (stored once, as record_probe stores an unchanged list: deviation 210)."""
+    list (stored once, as record_probe stores an unchanged list: deviation 110)."""
     copied = PROBE_COLUMNS.replace("started_at", "strftime('%Y-%m-%dT%H:%M:%f+00:00', :end, '-' || d.n || ' days', "
                                                "'+' || (abs(random()) % 3600) || ' seconds')")
     with db.atomic():

@@ -28,7 +28,7 @@ from bench.fleet_workflows import Plan, option, runs_a_day, runs_until
 from pipeline.fleet import cadence
 from pipeline.fleet.snapshot_format import ZSTD_LEVEL
 
-# What a job costs on a GitHub-hosted runner that is not measurable here (deviation 220): checkout, setup-python and the venv from a
+# What a job costs on a GitHub-hosted runner that is not measurable here (deviation 111): checkout, setup-python and the venv from a
 # cached wheel install (stated, from typical runs of such steps), and transfer rates of release assets and artifacts.
 JOB_SETUP_S = 45.0
 DOWNLOAD_MB_S = 50.0

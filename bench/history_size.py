@@ -6,7 +6,7 @@ python bench/history_size.py [--servers N]  a fleet written now
 The fleet is bench/snapshot_size.py's (bench/synthetic.py's servers, scored, with 30 days of score history and the raw
 fast-probe runs of the last 48 hours) with a deep probe of every remote server a day and a sandbox run of every local
 one a week for 30 days (bench/fleet_history.py). With --db: the database as given (the file, its VACUUM INTO copy, that
-copy as zstd at the publish level), the time migration 12 takes on it, and the same after (deviation 210).
+copy as zstd at the publish level), the time migration 12 takes on it, and the same after (deviation 110).
 """
 
 from __future__ import annotations

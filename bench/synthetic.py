@@ -148,7 +148,7 @@ def generate(path: Path, servers: int, seed: int = 1, now: datetime = NOW) -> di
                                         "connect_ms": evidence["connect_ms"], "ping_ms": None, "tool_count": len(listed) if listed else None,
                                         "evidence": dumps(evidence), "engine_version": ENGINE_VERSION,
                                         "tools_hash": content_hash(listed) if listed else None})
-            if listed:  # as store.record_probe stores them: the run names its list, stored once per server (deviation 210)
+            if listed:  # as store.record_probe stores them: the run names its list, stored once per server (deviation 110)
                 batch["tool_lists"].append({"server_id": sid, "content_hash": content_hash(listed), "tool_count": len(listed),
                                             "tools": dumps(listed)})
         if remote:

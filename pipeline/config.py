@@ -60,7 +60,7 @@ class Settings(BaseModel):
     analyze_concurrency: int = 8  # SCOREBOARD_ANALYZE_CONCURRENCY: sources fetched at once
     analyze_dns: bool = False  # SCOREBOARD_ANALYZE_DNS=1: an endpoint a README names is kept only if it resolves to a public address
     analyze_connect_timeout: float = 3.0  # an unreachable host costs this once: GitHub is then not asked again that run
-    # Set by --shard-in-place only (never from the environment): --db was checked by the restore just before (deviation 200).
+    # Set by --shard-in-place only (never from the environment): --db was checked by the restore just before (deviation 108).
     db_checked: bool = False
 
     @classmethod

@@ -130,7 +130,7 @@ def test_raw_evidence_and_snapshots_are_stored(probed_catalog, settings):
                          "on l.server_id = p.server_id and l.content_hash = p.tools_hash where p.kind = 'sandbox'"))
     assert len(rows) == len(EXPECTED)
     for row in rows:
-        evidence = json.loads(row["evidence"])  # its tool list stored once, apart (deviation 210)
+        evidence = json.loads(row["evidence"])  # its tool list stored once, apart (deviation 110)
         assert evidence["server_id"] == row["server_id"] and "tools" not in evidence and len(json.loads(row["tools"])) == row["tool_count"]
         assert evidence["sandbox"] == choose(settings.sandbox).describe()
     snapshots = list(db.query("select server_id, content_hash, tool_count from tool_snapshots"))

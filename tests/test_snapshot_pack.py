@@ -1,4 +1,4 @@
-"""`scoreboard snapshot pack` and `snapshot publish --packed` (deviation 201): the job that built the database packs it, a job
+"""`scoreboard snapshot pack` and `snapshot publish --packed` (deviation 109): the job that built the database packs it, a job
 that runs no stage verifies and publishes it. Every refusal says why and leaves the store byte for byte as it was."""
 
 from __future__ import annotations

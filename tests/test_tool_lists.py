@@ -1,4 +1,4 @@
-"""A tool list is stored once per server and content, whatever the number of probes that capture it (deviation 210):
+"""A tool list is stored once per server and content, whatever the number of probes that capture it (deviation 110):
 the history of a server's tool surface (the tool_snapshots view), what the score and the pages read of it, and migration
 12, which converts a database that stored the list twice a probe, so that every card, server JSON and page stays as it was."""
 

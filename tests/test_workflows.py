@@ -99,7 +99,7 @@ def test_the_merge_job_checks_and_packs_the_snapshot_and_hands_over_only_the_pac
     assert ".github/scripts/snapshot pack packed" in runs and not any("snapshot check" in r for r in runs)
     uploads = [s["with"] for s in merge["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact")]
     assert uploads == [{"name": "snapshot", "path": "packed", "if-no-files-found": "error", "retention-days": 3, "compression-level": 0}]
-    # The level: the small file (12) unless a caller says otherwise; only the 10-minute fast probes do (deviation 201).
+    # The level: the small file (12) unless a caller says otherwise; only the 10-minute fast probes do (deviation 109).
     assert ALL["publish.yml"].inputs("workflow_call")["pack_level"]["default"] == 12
     levels = {name: j["with"].get("pack_level") for name, w in ALL.items() for j in w.jobs.values()
               if j.get("uses") == "./.github/workflows/publish.yml"}

@@ -5,7 +5,7 @@ the copy note every row the stage inserts, updates or deletes, and keep a change
 change; once the stage ends, those rows (and the old values of changed ones) go into the shard database with a
 manifest, and the copy is removed. The shard holds the same tables as the main database, so it reads like one.
 
-In place (`--shard-in-place`, deviation 200), --db is a disposable restored copy (a workflow's shard job): the triggers go on
+In place (`--shard-in-place`, deviation 108), --db is a disposable restored copy (a workflow's shard job): the triggers go on
 it directly and the stage writes it, which saves the copy and its check (about 25 s at 2.8 GB); the shard written is the same.
 """
 

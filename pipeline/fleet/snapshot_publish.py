@@ -8,7 +8,7 @@ drop the other's work; uploads the file and then its manifest, and only then pru
 
 Two paths share these steps. `snapshot publish --to STORE` packs --db into a scratch directory and publishes it at once.
 A workflow packs in the job that built the database (`snapshot pack --out DIR`) and hands DIR to a job that publishes it
-(`snapshot publish --packed DIR`, deviation 201): that job verifies the file against its manifest (sha256 of the file,
+(`snapshot publish --packed DIR`, deviation 109): that job verifies the file against its manifest (sha256 of the file,
 then zstd's checksum and the database's sha256 while decompressing, without writing the database) before the upload.
 """
 

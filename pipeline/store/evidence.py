@@ -19,7 +19,7 @@ from pipeline.store.refusals import one_server
 
 def record_probe(db: Database, result: ProbeResult, run_id: int | None) -> int:
     """Store one probe's evidence (every string in it cleaned) in one transaction. Its tool list is stored once per server
-    and content (tool_lists): the run names it by hash, so a daily probe of an unchanged surface adds no copy (deviation 210).
+    and content (tool_lists): the run names it by hash, so a daily probe of an unchanged surface adds no copy (deviation 110).
 
     Raises WriteRefused, with nothing written, when the database refuses the server's rows.
     """

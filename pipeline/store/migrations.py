@@ -437,7 +437,7 @@ where c.previous is null or c.previous != c.tools_hash
 
 @migrations()
 def m012_tool_lists_once(db: Database) -> None:
-    """A tool list is stored once per server and content (deviation 210): a probe run names its list by hash instead of
+    """A tool list is stored once per server and content (deviation 110): a probe run names its list by hash instead of
     carrying it in its evidence, and `tool_snapshots`, which held every capture, becomes a view of the captures that changed
     the list. Existing runs are linked to their snapshot's list (a snapshot no run points at, to the run of its server that
     started when it was captured) and lose the copy in their evidence."""
