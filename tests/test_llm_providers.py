@@ -99,6 +99,17 @@ def test_a_bad_answer_is_one_error_of_its_kind_naming_provider_and_model(endpoin
         assert error.usage.output_tokens > 0 and error.usage.cost_usd > 0
 
 
+@pytest.mark.parametrize("family,model", FAMILIES)
+def test_no_server_is_a_transport_error_not_retried(family, model):
+    with serve() as closed:
+        base_url = closed.base_url(family)  # the port is free again once the block ends
+    sleeps: list[float] = []
+    p = build(family, model, key=KEY, base_url=base_url, timeout=5, policy=RetryPolicy(sleep=sleeps.append))
+    with pytest.raises(LLMError) as caught:
+        judge(p)
+    assert caught.value.kind == "transport" and sleeps == [] and KEY not in str(caught.value)
+
+
 def test_gemini_blocked_prompt_is_a_refusal(endpoint):
     endpoint.script("gemini-2.0-flash", "blocked")
     with pytest.raises(LLMError) as caught:
