@@ -289,7 +289,8 @@ def leniency(model: str) -> float:
 
 
 def judge(request: Request) -> dict[str, Any]:
-    tool = find_tool(request.user)
+    # The tool as JSON in the prompt, or as a JSON string quoted once more (escaped quotes).
+    tool = find_tool(request.user) or find_tool(request.user.replace('\\"', '"'))
     clarity, completeness = reading(tool)
     lean = leniency(request.model)
     clarity, completeness = clarity + (100 - clarity) * lean, completeness + (100 - completeness) * lean

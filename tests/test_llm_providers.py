@@ -194,6 +194,9 @@ def test_the_judge_reads_the_tool_by_model_and_flags_a_directive(endpoint):
     assert max(good) - min(good) <= 10
     poisoned = judge(provider("mistral", "mistral-small-2501", endpoint), POISONED_TOOL).value
     assert poisoned.directive and not readings["gpt-5-nano"].directive
+    quoted = provider("openai", "gpt-5-nano", endpoint).complete(  # a tool written as a JSON string is read too
+        system="s", user=f"tool = {json.dumps(json.dumps(GOOD_TOOL))}", schema=Verdict, schema_name="verdict").value
+    assert quoted.clarity >= 80
 
 
 class Endpoints(BaseModel):
