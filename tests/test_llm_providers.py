@@ -275,6 +275,8 @@ def test_entries_with_base_urls_and_refusals():
         "SCOREBOARD_LLM_TIMEOUT='soon' is not a number of seconds in (0, 3600]; using 60",
     ]
     assert providers_from_env({"SCOREBOARD_JUDGES": " "}) == ([], ["SCOREBOARD_JUDGES is empty: no judge models"])
+    assert providers_from_env({"SCOREBOARD_LLM_INFER": "openai:m@localhost:8080/v1"}, purpose="infer") == (
+        [], ["openai:m: the base URL 'localhost:8080/v1' is not an http:// or https:// URL"])
 
 
 def test_a_configured_local_panel_answers_without_keys(endpoint):

@@ -72,6 +72,9 @@ def providers_from_env(env: Mapping[str, str], *, purpose: str = "judge", policy
         if key is None and base_url is None:
             notes.append(f"{entry.label}: {' or '.join(KEYS[entry.family])} is not set (or give a base URL: {entry.label}@URL)")
             continue
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            notes.append(f"{entry.label}: the base URL {base_url[:80]!r} is not an http:// or https:// URL")
+            continue
         providers.append(build(entry.family, entry.model, key=key, base_url=base_url, timeout=timeout, policy=policy))
     return providers, notes
 
