@@ -2,8 +2,8 @@
 
 The retry loop lives here so the three providers retry alike (deviation 300): at most 3 attempts in all on a rate
 limit, a server error or a timeout; a Retry-After is honoured up to RETRY_AFTER_CAP seconds, otherwise exponential
-backoff with full jitter. The SDKs' own retries are off so these are the only ones. Sleep and jitter are injected so
-tests run in milliseconds.
+backoff (1 s, then 2 s) times a random 0.5-1.5, so concurrent callers do not retry in step. The SDKs' own retries are
+off so these are the only ones. Sleep, jitter and clock are injected so tests run in milliseconds.
 """
 
 from __future__ import annotations
