@@ -119,10 +119,11 @@ def test_gemini_blocked_prompt_is_a_refusal(endpoint):
 
 @pytest.mark.parametrize("family,model", FAMILIES)
 def test_429_with_retry_after_is_waited_then_the_answer_counts_both_calls(endpoint, family, model):
+    """Retry-After plus a spread of up to 0.5 s (the jitter fixed at its middle here)."""
     endpoint.script(model, "rate_limit:7")
     sleeps: list[float] = []
     completion = judge(provider(family, model, endpoint, sleeps=sleeps))
-    assert sleeps == [7.0] and (completion.usage.calls, completion.usage.retries) == (2, 1)
+    assert sleeps == [7.25] and (completion.usage.calls, completion.usage.retries) == (2, 1)
     assert endpoint.requests[model] == 2
 
 
@@ -140,7 +141,7 @@ def test_three_429s_give_up_after_three_attempts(endpoint, family, model):
     with pytest.raises(LLMError) as caught:
         judge(provider(family, model, endpoint, sleeps=sleeps))
     assert caught.value.kind == "rate_limited" and "after 3 attempts" in str(caught.value)
-    assert sleeps == [2.0, 2.0] and endpoint.requests[model] == 3
+    assert sleeps == [2.25, 2.25] and endpoint.requests[model] == 3
     assert (caught.value.usage.calls, caught.value.usage.retries) == (3, 2)
 
 
