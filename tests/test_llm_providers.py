@@ -81,6 +81,7 @@ def test_a_structured_answer_with_its_usage_and_cost(endpoint, family, model):
         assert format_["type"] == "json_schema" and format_["json_schema"]["name"] == "verdict"
         assert format_["json_schema"]["strict"] is True and format_["json_schema"]["schema"]["additionalProperties"] is False
         assert body["messages"][0] == {"role": "system", "content": system}
+        assert body["max_tokens"] == 1024  # a compatible server knows max_tokens; OpenAI's own API gets max_completion_tokens
 
 
 @pytest.mark.parametrize("family,model", FAMILIES)

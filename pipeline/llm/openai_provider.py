@@ -43,7 +43,8 @@ class OpenAIProvider:
         format_: dict[str, Any] = {"type": "json_schema", "json_schema": {
             "name": schema_name, "schema": strict if strict is not None else json_schema(schema), "strict": strict is not None}}
         # OpenAI's reasoning models take max_completion_tokens only; OpenAI-compatible servers know max_tokens best.
-        limit = {"max_tokens": max_output_tokens} if self.base_url else {"max_completion_tokens": max_output_tokens}
+        official = self.base_url is None or self.base_url.rstrip("/") == OFFICIAL_URL
+        limit = {"max_completion_tokens" if official else "max_tokens": max_output_tokens}
         try:
             response = self._client.chat.completions.create(
                 model=self.model, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
