@@ -17,6 +17,7 @@ from bench.llm_endpoint import serve
 from pipeline.llm import LLMError, RetryPolicy, Usage, providers_from_env
 from pipeline.llm.base import RETRY_AFTER_CAP
 from pipeline.llm.config import build
+from pipeline.llm.openai_provider import token_options
 from pipeline.llm.prices import cost_usd
 
 FAMILIES = [("openai", "gpt-5-nano"), ("google", "gemini-2.0-flash"), ("mistral", "mistral-small-2501")]
@@ -169,6 +170,17 @@ def test_a_timeout_is_retried(endpoint):
     sleeps: list[float] = []
     completion = judge(provider("openai", "gpt-5-nano", endpoint, timeout=1.0, sleeps=sleeps))
     assert completion.usage.retries == 1 and sleeps == [1.0]
+
+
+@pytest.mark.parametrize("model,official,options", [
+    ("gpt-5-nano", True, {"max_completion_tokens": 400, "reasoning_effort": "minimal"}),
+    ("gpt-5-nano-2025-08-07", True, {"max_completion_tokens": 400, "reasoning_effort": "minimal"}),
+    ("gpt-4.1-nano", True, {"max_completion_tokens": 400}),
+    ("gpt-5.1", True, {"max_completion_tokens": 400}),  # its efforts differ: left at its default
+    ("gpt-5-nano", False, {"max_tokens": 400}),
+])
+def test_the_output_cap_as_each_server_takes_it(model, official, options):
+    assert token_options(model, official=official, max_output_tokens=400) == options
 
 
 def test_an_unknown_model_is_counted_but_not_priced(endpoint):
