@@ -166,7 +166,7 @@ def parse_request(path: str, body: dict[str, Any]) -> Request:
             continue
         if family == "google":
             config = body.get("generationConfig") or {}
-            schema = config.get("responseJsonSchema") or config.get("responseSchema") or {}
+            schema = config.get("responseJsonSchema") or openapi_to_json_schema(config.get("responseSchema") or {})
             system = " ".join(p.get("text", "") for p in (body.get("systemInstruction") or {}).get("parts", []))
             user = " ".join(p.get("text", "") for c in body.get("contents", []) for p in c.get("parts", []))
             return Request(family, match["model"], system, user, schema, str(schema.get("title", "")), body)
@@ -175,6 +175,24 @@ def parse_request(path: str, body: dict[str, Any]) -> Request:
         return Request(family, str(body.get("model", "")), _text(messages, "system"), _text(messages, "user"),
                        format_.get("schema") or {}, str(format_.get("name", "")), body)
     raise LookupError(path)
+
+
+def openapi_to_json_schema(node: Any) -> Any:
+    """Gemini's OpenAPI-subset schema (responseSchema: upper-case types, keys in either case) as JSON Schema."""
+    if isinstance(node, list):
+        return [openapi_to_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    converted: dict[str, Any] = {}
+    for key, value in node.items():
+        camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key)
+        if camel == "type" and isinstance(value, str):
+            converted[camel] = value.lower()
+        elif camel == "properties" and isinstance(value, dict):
+            converted[camel] = {name: openapi_to_json_schema(child) for name, child in value.items()}
+        else:
+            converted[camel] = openapi_to_json_schema(value) if camel in ("items", "anyOf") else value
+    return converted
 
 
 def _text(messages: list[dict[str, Any]], role: str) -> str:

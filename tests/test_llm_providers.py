@@ -71,11 +71,10 @@ def test_a_structured_answer_with_its_usage_and_cost(endpoint, family, model):
     assert usage.cost_usd == pytest.approx(cost_usd(model, usage.input_tokens, usage.output_tokens)) and usage.cost_usd > 0
     assert (usage.calls, usage.retries) == (1, 0)
     body = endpoint.received[-1].body
-    if family == "google":  # the schema is constrained the provider's own way
+    if family == "google":  # the schema is constrained the provider's own way: Gemini 2.0 takes the OpenAPI subset
         config = body["generationConfig"]
-        assert config["responseMimeType"] == "application/json" and config["responseJsonSchema"]["required"] == list(Verdict.model_fields)
-        assert "maxLength" not in json.dumps(config["responseJsonSchema"])  # not a keyword Gemini takes: said in words
-        assert "at most 300 characters" in config["responseJsonSchema"]["properties"]["rationale"]["description"]
+        assert config["responseMimeType"] == "application/json" and "responseJsonSchema" not in config
+        assert config["responseSchema"]["type"] == "OBJECT" and config["responseSchema"]["required"] == list(Verdict.model_fields)
         assert body["systemInstruction"]["parts"][0]["text"] == system
     else:
         format_ = body["response_format"]
@@ -83,6 +82,24 @@ def test_a_structured_answer_with_its_usage_and_cost(endpoint, family, model):
         assert format_["json_schema"]["strict"] is True and format_["json_schema"]["schema"]["additionalProperties"] is False
         assert body["messages"][0] == {"role": "system", "content": system}
         assert body["max_tokens"] == 1024  # a compatible server knows max_tokens; OpenAI's own API gets max_completion_tokens
+
+
+def test_a_later_gemini_takes_json_schema_in_the_keywords_it_knows(endpoint):
+    assert judge(provider("google", "gemini-2.5-flash", endpoint)).value.input_completeness == 100
+    config = endpoint.received[-1].body["generationConfig"]
+    assert "responseSchema" not in config and config["responseJsonSchema"]["required"] == list(Verdict.model_fields)
+    assert "maxLength" not in json.dumps(config["responseJsonSchema"])  # not a keyword Gemini takes: said in words
+    assert "at most 300 characters" in config["responseJsonSchema"]["properties"]["rationale"]["description"]
+
+
+def test_a_schema_gemini_2_0_cannot_take_is_a_config_error_before_any_request(endpoint):
+    class Loose(BaseModel):
+        data: dict[str, int]
+
+    with pytest.raises(LLMError) as caught:
+        provider("google", "gemini-2.0-flash", endpoint).complete(system="s", user="u", schema=Loose, schema_name="loose")
+    assert caught.value.kind == "config" and "Loose cannot be sent as a Gemini schema" in str(caught.value)
+    assert endpoint.requests == {}
 
 
 @pytest.mark.parametrize("family,model", FAMILIES)
