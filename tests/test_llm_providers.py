@@ -173,6 +173,16 @@ def test_a_500_is_retried_with_backoff(endpoint, family, model):
     assert completion.value.clarity >= 80 and completion.usage.retries == 2
 
 
+@pytest.mark.parametrize("family,model,said", [("openai", "gpt-5-nano", "The server had an error while processing your request."),
+                                              ("google", "gemini-2.0-flash", "An internal error has occurred."),
+                                              ("mistral", "mistral-small-2501", "The server had an error while processing your request.")])
+def test_three_500s_give_up_saying_the_server_message_in_one_line(endpoint, family, model, said):
+    endpoint.script(model, "server_error", "server_error", "server_error")
+    with pytest.raises(LLMError) as caught:
+        judge(provider(family, model, endpoint))
+    assert str(caught.value) == f"{family}:{model}: server_error after 3 attempts: HTTP 500: {said}"
+
+
 @pytest.mark.parametrize("family,model", FAMILIES)
 def test_a_hang_is_a_timeout(endpoint, family, model):
     endpoint.script(model, "hang:4")

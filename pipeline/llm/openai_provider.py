@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel
 
-from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, one_line, parse_answer, run_with_retries, status_failure
+from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, one_line, parse_answer, run_with_retries, server_message, status_failure
 from pipeline.llm.prices import cost_usd
 from pipeline.llm.schema import json_schema, strict_schema
 
@@ -81,7 +81,8 @@ class OpenAIProvider:
         if isinstance(error, openai.APIResponseValidationError):
             return Attempt("malformed", "the response does not have the chat-completion shape")
         if isinstance(error, openai.APIStatusError):
-            return status_failure(error.status_code, error.response.headers, self._scrub(error.message), self._policy)
+            message = server_message(error.body, error.message)
+            return status_failure(error.status_code, error.response.headers, self._scrub(message), self._policy)
         return Attempt("transport", one_line(self._scrub(str(error)), 160))
 
     def _scrub(self, text: str) -> str:
