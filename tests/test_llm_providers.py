@@ -90,6 +90,7 @@ def test_a_later_gemini_takes_json_schema_in_the_keywords_it_knows(endpoint):
     assert "responseSchema" not in config and config["responseJsonSchema"]["required"] == list(Verdict.model_fields)
     assert "maxLength" not in json.dumps(config["responseJsonSchema"])  # not a keyword Gemini takes: said in words
     assert "at most 300 characters" in config["responseJsonSchema"]["properties"]["rationale"]["description"]
+    assert list(config["thinkingConfig"].values()) == [0]  # no thinking budget: it would come out of the output cap
 
 
 def test_a_schema_gemini_2_0_cannot_take_is_a_config_error_before_any_request(endpoint):

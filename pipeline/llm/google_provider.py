@@ -21,6 +21,8 @@ NO_KEY = "no-key"  # sent to a local server without authentication; without it t
 # Given explicitly: left None, the SDK would read GOOGLE_GEMINI_BASE_URL itself, past the environment we were handed.
 OFFICIAL_URL = "https://generativelanguage.googleapis.com/"
 LEGACY_SCHEMA = re.compile(r"gemini-(1\.|2\.0)")
+# Gemini 2.5 Flash and Flash-Lite think by default, and can be told not to (2.5 Pro cannot).
+NO_THINKING = re.compile(r"gemini-2\.5-flash(-lite)?(-\d{3}|-preview-[\w-]+)?")
 REFUSED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"})
 
 
@@ -49,6 +51,8 @@ class GoogleProvider:
         # later models take JSON Schema (response_json_schema).
         constraint: dict[str, Any] = ({"response_schema": schema} if LEGACY_SCHEMA.match(self.model)
                                       else {"response_json_schema": gemini_schema(schema)})
+        if NO_THINKING.fullmatch(self.model):  # thinking would come out of the output cap (deviation 304)
+            constraint["thinking_config"] = types.ThinkingConfig(thinking_budget=0)
         config = types.GenerateContentConfig(system_instruction=system, response_mime_type="application/json",
                                              max_output_tokens=max_output_tokens, **constraint)
         try:
