@@ -8,6 +8,7 @@ import math
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -20,6 +21,7 @@ from pipeline.llm.config import build
 from pipeline.llm.openai_provider import token_options
 from pipeline.llm.prices import cost_usd
 
+ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = [("openai", "gpt-5-nano"), ("google", "gemini-2.0-flash"), ("mistral", "mistral-small-2501")]
 KEY = "test-key-never-shown"
 GOOD_TOOL = {"name": "get_weather", "title": "Weather",
@@ -269,7 +271,7 @@ def test_the_endpoint_rate_limit_answers_429_and_our_retries_wait_it_out():
 
 
 def test_the_endpoint_runs_as_a_child_process():
-    child = subprocess.Popen([sys.executable, "-m", "bench.llm_endpoint"], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-m", "bench.llm_endpoint"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         root = child.stdout.readline().strip()
         p = build("openai", "gpt-5-nano", key=None, base_url=f"{root}/v1")  # a local OpenAI-compatible server: no key
