@@ -455,3 +455,22 @@ def m012_tool_lists_once(db: Database) -> None:
     # What the view reads: each server's runs that listed tools, in order, from the index alone.
     db.execute("create index probe_runs_tools on probe_runs (server_id, started_at, tools_hash) where tools_hash is not null")
     db.execute(TOOL_SNAPSHOTS_VIEW)
+@migrations()
+def m013_judgement_panel(db: Database) -> None:
+    """The judge panel's judgements (issue 19): each records the prompt version it answered, its tokens and cost, the judge run
+    that made it (a `runs` row), whether the judge reported the tool text instructing its reader (`directive`), and whether it
+    was retired (its model left the panel, or the same model read the same text again under a newer prompt: kept as history,
+    never counted; deviation 310). A judgement is one per (server, tool, model, tool text, prompt version)."""
+    judgements = _table(db, "judgements")
+    for column, kind in (("input_tokens", int), ("output_tokens", int), ("cost_usd", float), ("directive", int)):
+        judgements.add_column(column, kind)
+    judgements.add_column("prompt_version", str, not_null_default="unversioned")
+    judgements.add_column("retired", int, not_null_default=0)
+    db.execute("update judgements set prompt_version = 'offline' where offline = 1")
+    judgements.add_column("run_id", int)
+    judgements.transform(add_foreign_keys=[("run_id", "runs", "id")])
+    for index in judgements.indexes:
+        if index.unique:
+            db.execute(f"drop index [{index.name}]")
+    judgements.create_index(["server_id", "tool_name", "model", "tool_hash", "prompt_version"], unique=True)
+    judgements.create_index(["run_id"])
