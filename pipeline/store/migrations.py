@@ -422,3 +422,16 @@ def m011_snapshot_probe_index(db: Database) -> None:
     """Deleting a probe run checks the tool snapshots that point at it: without this index each deleted run reads the whole
     table (the 48-hour prune of fast runs took 319 s for 5,179 runs of a 5,000-server fleet; 1 s with it)."""
     _table(db, "tool_snapshots").create_index(["probe_run_id"])
+
+
+@migrations()
+def m012_llm_answers(db: Database) -> None:
+    """The answers of static analysis' LLM passes, keyed by (server, pass, model, prompt version, input hash): an unchanged
+    input is never sent again (deviation 333)."""
+    _table(db, "llm_answers").create(
+        {"server_id": str, "pass_name": str, "model": str, "prompt_version": str, "input_hash": str, "answer": str, "input_tokens": int,
+         "output_tokens": int, "cost_usd": float, "created_at": str},
+        pk=("server_id", "pass_name", "model", "prompt_version", "input_hash"),
+        not_null={"server_id", "pass_name", "model", "prompt_version", "input_hash", "answer", "input_tokens", "output_tokens", "created_at"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
