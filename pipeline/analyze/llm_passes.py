@@ -181,7 +181,8 @@ class ServerPasses:
             completion = provider.complete(system=f"{ROLE}\n\n{question}\n\n{rules(enclosed.boundary)}", user=enclosed.text,
                                            schema=schema, schema_name=f"{name}_answer", max_output_tokens=OUTPUT_TOKENS[name])
         except LLMError as exc:
-            record.update({"status": "failed", "kind": exc.kind, "error": str(exc)[:300]})
+            allowance.spend(exc.usage)  # a malformed answer was paid for
+            record.update({"status": "failed", "kind": exc.kind, "error": str(exc)[:300], "usage": _spent(exc.usage)})
             allowance.count("failed")
             return None
         except Exception as exc:  # noqa: BLE001 - one pass's failure must not cost the server its deterministic analysis
@@ -194,9 +195,13 @@ class ServerPasses:
         self.fresh.append(LLMAnswer(pass_name=name, model=model, prompt_version=version, input_hash=enclosed.input_hash,
                                     answer=completion.value.model_dump(mode="json"), input_tokens=usage.input_tokens,
                                     output_tokens=usage.output_tokens, cost_usd=usage.cost_usd, created_at=now))
-        record.update({"status": "ok", "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-                                                 "cost_usd": usage.cost_usd, "calls": usage.calls, "retries": usage.retries}})
+        record.update({"status": "ok", "usage": _spent(usage)})
         return completion.value
+
+
+def _spent(usage: Usage) -> dict[str, Any]:
+    return {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens, "cost_usd": usage.cost_usd, "calls": usage.calls,
+            "retries": usage.retries}
 
 
 def _usage(stored: LLMAnswer) -> dict[str, Any]:
