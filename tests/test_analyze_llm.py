@@ -9,6 +9,7 @@ from bench.llm_endpoint import serve
 from pipeline import store
 from pipeline.analyze import run_analyze
 from pipeline.analyze.directory import LocalDirectoryFetcher
+from pipeline.analyze.fetch import NotModified, SourceFile
 from pipeline.analyze.llm_passes import Allowance, LLMPasses
 from pipeline.discover import run_discover
 from pipeline.llm import RetryPolicy, providers_from_env
@@ -90,8 +91,19 @@ def passes(env, **caps) -> LLMPasses:
     return LLMPasses(extract[0], infer[0], Allowance(**caps))
 
 
-def analyse(db, servers, source, llm):
-    report = run_analyze(db, servers=servers, fetcher=LocalDirectoryFetcher(source), now=NOW, progress=quiet(1), llm=llm)
+class Published(LocalDirectoryFetcher):
+    """A directory published as version 1: asked with an analysis of version 1 it says "not modified", as a registry does."""
+
+    def fetch(self, server=None, previous=None):
+        if previous is not None and previous.ok and previous.source_ref == "1":
+            raise NotModified()
+        tree = super().fetch(server, previous)
+        tree.ref = "1"
+        return tree
+
+
+def analyse(db, servers, source, llm, previous=None):
+    report = run_analyze(db, servers=servers, fetcher=Published(source), now=NOW, progress=quiet(1), llm=llm, previous=previous)
     return report, store.latest_analyses(db, ["calc"])["calc"][1]
 
 
@@ -159,6 +171,11 @@ def test_the_budget_stops_the_passes_and_counts_what_waits(db, catalog, source, 
     waiting = analysis.metrics["llm"]["passes"]["endpoints"]
     assert waiting["status"] == "waiting" and waiting["why"] == "--max-tokens 1 reached"
     assert sum(endpoint.requests.values()) == 1
+    latest = lambda server_id: store.latest_analyses(db, [server_id])[server_id][1]  # noqa: E731
+    report, analysis = analyse(db, catalog, source, passes(env), previous=latest)  # unchanged, but passes wait: fetched again
+    assert report.counts["analyzed"] == 1 and report.counts["llm_calls"] == 5 and report.counts["llm_cached"] == 1
+    report, _ = analyse(db, catalog, source, passes(env), previous=latest)  # nothing waits now: not modified, nothing asked
+    assert report.counts["unchanged"] == 1 and report.counts["llm_calls"] == 0 and sum(endpoint.requests.values()) == 6
 
 
 def test_without_configuration_the_passes_do_not_run_and_say_so_once(db, catalog, source, tmp_path, monkeypatch, endpoint):
@@ -182,3 +199,26 @@ def test_the_command_takes_the_token_cap(db, catalog, source, tmp_path, monkeypa
     done = scoreboard("analyze", "--db", path, "--server", "calc", "--source", f"calc={source}", "--max-tokens", "1")
     assert done.returncode == 0, done.stderr
     assert "LLM passes: 1 calls" in done.stderr and "5 waiting for the budget" in done.stderr and "llm_waiting 5" in done.stdout + done.stderr
+
+
+def test_the_scorer_reads_a_model_s_inference_only_where_the_patterns_measured_nothing():
+    from pipeline.analyze.inference import infer_protocol
+    from pipeline.score import scoreboard
+    from pipeline.score.facts import Facts
+    from tests.support import analysis, server
+
+    reading = {"value": 60, "signals": {"exception_handling": True, "timeouts": False}, "evidence": ["server.py:3"], "rationale": "r"}
+    llm = {"passes": {"error_handling": {"model": "openai:infer-nano"}}, "inference": {"error_handling": reading}, "review": None}
+
+    def rules_of(text: str):
+        result = analysis()
+        result.metrics["source_inference"] = infer_protocol([SourceFile(path="server.py", text=text, language="python")], None)
+        result.metrics["llm"] = llm
+        facts = Facts(server=server(), now=NOW, analysis=result, analysis_ref="analyses:1")
+        return {r.rule: r for r in scoreboard.SCOREBOARD.score(facts).rules}
+
+    unmeasured = rules_of("def add(a, b):\n    return a + b\n")  # no MCP server code the patterns recognise
+    assert unmeasured["error_handling"].reason.startswith("inferred from source by openai:infer-nano: error handling 60/100")
+    assert unmeasured["error_handling"].points == pytest.approx(12)
+    measured = rules_of("from mcp.server.fastmcp import FastMCP\nmcp = FastMCP('x')\ntry:\n    pass\nexcept Exception:\n    pass\n")
+    assert measured["error_handling"].reason.startswith("inferred from source: ")  # the patterns' reading stands

@@ -3,7 +3,7 @@ and entry points, and the protocol signals its source shows (seed 000's Static A
 
 Deterministic by default: code is parsed, never guessed at, and no code of the server's is run. The optional LLM passes
 (llm_passes.py: given a configured model) add what the parsers could not read, each labelled with its model and kept
-apart from the deterministic readings (deviations 330-336).
+apart from the deterministic readings (deviations 330–336).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pipeline.analyze.extract import extract_tools
 from pipeline.analyze.fetch import FetchFailed, NotModified, RepoFetcher, SourceTree, Unavailable
 from pipeline.analyze.history import maintenance_pulse, version_hygiene
 from pipeline.analyze.inference import infer_protocol, schema_validity
-from pipeline.analyze.llm_passes import LLMPasses, ServerPasses
+from pipeline.analyze.llm_passes import LLMPasses, ServerPasses, waiting
 from pipeline.analyze.metrics import analyze_tree
 from pipeline.analyze.reach import extraction_texts, unrecognised
 from pipeline.analyze.select import select
@@ -169,9 +169,16 @@ def run_analyze(
         bound[server.id] = llm.for_server(store.llm_answers(db, server.id))
         return bound[server.id]
 
+    def previous_of(server_id: str) -> AnalysisResult | None:
+        found = (previous or (lambda _: None))(server_id)
+        if llm is not None and found is not None and waiting(found):
+            # Passes the budget held back last time: the source is fetched again (no "not modified") so they can run
+            # now; their stored answers spare the passes that did run (deviation 335).
+            return found.model_copy(update={"repository": None, "source_ref": None})
+        return found
+
     try:
-        for server, kind, outcome in _analysed(servers, fetcher, now, resolve, previous or (lambda _: None), concurrency, deadline,
-                                               passes_for):
+        for server, kind, outcome in _analysed(servers, fetcher, now, resolve, previous_of, concurrency, deadline, passes_for):
             passes = bound.pop(server.id, None)
             if kind == SKIPPED:
                 report.counts[SKIPPED] = report.counts.get(SKIPPED, 0) + 1

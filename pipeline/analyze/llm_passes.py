@@ -1,7 +1,7 @@
 """The optional LLM passes of static analysis (seed 000): tool extraction and endpoint discovery (the "extract" model),
 the three source-inference passes and a behavioural review (the "infer" model), over the shared provider layer.
 
-Optional and additive (deviations 330-336): without a configured model none runs and the deterministic analysis is
+Optional and additive (deviations 330–336): without a configured model none runs and the deterministic analysis is
 the whole analysis. A pass is keyed by (pass, model, prompt version, hash of what it is sent) and its answer stored
 (`llm_answers`), so an unchanged input is never sent again. Each call is admitted by the run's allowance (the stage's
 wall-clock budget, --max-tokens, --max-cost); a pass refused by it waits and is counted, a call that fails (refused,
@@ -35,7 +35,7 @@ from pipeline.analyze.llm_answers import (
 from pipeline.analyze.llm_input import MAX_README_CHARS, MAX_SOURCE_CHARS, Enclosed, enclose, label, rules, source_parts
 from pipeline.fleet.budget import NO_BUDGET, Deadline
 from pipeline.llm import LLMError, Provider, Usage
-from pipeline.models import ExtractedTool, LLMAnswer
+from pipeline.models import AnalysisResult, ExtractedTool, LLMAnswer
 
 T = TypeVar("T", bound=BaseModel)
 ROLE = "You analyse the source of a Model Context Protocol (MCP) server for a public scoreboard."
@@ -197,6 +197,12 @@ class ServerPasses:
                                     output_tokens=usage.output_tokens, cost_usd=usage.cost_usd, created_at=now))
         record.update({"status": "ok", "usage": _spent(usage)})
         return completion.value
+
+
+def waiting(analysis: AnalysisResult) -> bool:
+    """Whether an analysis has LLM passes the run's allowance held back."""
+    passes = (analysis.metrics.get("llm") or {}).get("passes") or {}
+    return any(isinstance(p, dict) and p.get("status") == "waiting" for p in passes.values())
 
 
 def _spent(usage: Usage) -> dict[str, Any]:
