@@ -128,11 +128,11 @@ class ServerPasses:
         outcome = Outcome()
         extract, infer = self.passes.extract, self.passes.infer
         source = enclose(source_parts(files), MAX_SOURCE_CHARS, "source") if files else None
-        by_label = {label(name): f for (name, _), f in zip(source_parts(files), files)}
+        sent = {label(name): f for (name, _), f in zip(source_parts(files), files) if source is not None and label(name) in source.sent}
         if extract is not None and source is not None and tools is None and server_code:
             answer = self._ask("tools", extract, source, ToolsAnswer, now, outcome)
             if answer is not None:
-                found, dropped = read_tools(answer, by_label, model_label(extract))
+                found, dropped = read_tools(answer, sent, model_label(extract))
                 outcome.tools = found or None
                 outcome.record["tools"].update({"found": len(found), "dropped": dropped})
         if extract is not None and readme:
@@ -141,14 +141,13 @@ class ServerPasses:
             if answer is not None:
                 outcome.urls, outcome.readme_sent, outcome.endpoints_model = answer.urls, readme[:MAX_README_CHARS], model_label(extract)
         if infer is not None and source is not None:
-            sent = set(source.sent)
             for name in (*INFERENCE_PASSES, "review"):
                 answer = self._ask(name, infer, source, ReviewAnswer if name == "review" else InferenceAnswer, now, outcome)
                 try:
                     if isinstance(answer, InferenceAnswer):
-                        outcome.inference[name] = read_inference(name, answer, sent)
+                        outcome.inference[name] = read_inference(name, answer, set(sent))
                     elif isinstance(answer, ReviewAnswer):
-                        outcome.review = read_review(answer, sent)
+                        outcome.review = read_review(answer, set(sent))
                 except Rejected as exc:
                     outcome.record[name].update({"status": "failed", "kind": "malformed", "error": str(exc)})
                     self.passes.allowance.count("failed")
