@@ -16,6 +16,8 @@ from pipeline.llm.schema import gemini_schema
 
 T = TypeVar("T", bound=BaseModel)
 NO_KEY = "no-key"  # sent to a local server without authentication; without it the SDK would read GEMINI_API_KEY itself
+# Given explicitly: left None, the SDK would read GOOGLE_GEMINI_BASE_URL itself, past the environment we were handed.
+OFFICIAL_URL = "https://generativelanguage.googleapis.com/"
 REFUSED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"})
 
 
@@ -30,7 +32,7 @@ class GoogleProvider:
         self._key = api_key or NO_KEY
         self._policy = policy or RetryPolicy()
         # retry_options None: the SDK makes one attempt, ours (pipeline.llm.base) are the only retries. Timeout in ms.
-        options = types.HttpOptions(base_url=base_url, timeout=int(timeout * 1000), retry_options=None)
+        options = types.HttpOptions(base_url=base_url or OFFICIAL_URL, timeout=int(timeout * 1000), retry_options=None)
         self._client = genai.Client(api_key=self._key, vertexai=False, http_options=options)
 
     def __repr__(self) -> str:

@@ -14,6 +14,8 @@ from pipeline.llm.schema import json_schema, strict_schema
 
 T = TypeVar("T", bound=BaseModel)
 NO_KEY = "no-key"  # what a local server without authentication is sent; the SDK refuses an empty key
+# Given explicitly: left None, the SDK would read OPENAI_BASE_URL itself, past the environment we were handed.
+OFFICIAL_URL = "https://api.openai.com/v1"
 
 
 class OpenAIProvider:
@@ -27,7 +29,7 @@ class OpenAIProvider:
         self._key = api_key or NO_KEY
         self._policy = policy or RetryPolicy()
         # The SDK's retries are off: ours (pipeline.llm.base) are the only ones, and they honour Retry-After.
-        self._client = openai.OpenAI(api_key=self._key, base_url=base_url, timeout=timeout, max_retries=0)
+        self._client = openai.OpenAI(api_key=self._key, base_url=base_url or OFFICIAL_URL, timeout=timeout, max_retries=0)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
