@@ -13,6 +13,7 @@ from pipeline.analyze.fetch import NotModified, SourceFile
 from pipeline.analyze.llm_passes import Allowance, LLMPasses
 from pipeline.discover import run_discover
 from pipeline.llm import RetryPolicy, providers_from_env
+from pipeline.render.source import source_seen
 from tests.snapshot_support import scoreboard
 from tests.support import NOW, ListSource, entry, quiet
 
@@ -65,8 +66,9 @@ def endpoint():
 
 @pytest.fixture
 def env(endpoint):
-    return {"SCOREBOARD_LLM_EXTRACT": "openai:extract-nano", "SCOREBOARD_LLM_INFER": "openai:infer-nano", "OPENAI_API_KEY": "test-key",
-            "OPENAI_BASE_URL": endpoint.base_url("openai")}
+    # The two families the defaults name: Mistral extracts, OpenAI infers (each over its own SDK).
+    return {"SCOREBOARD_LLM_EXTRACT": "mistral:extract-small", "SCOREBOARD_LLM_INFER": "openai:infer-nano", "OPENAI_API_KEY": "test-key",
+            "OPENAI_BASE_URL": endpoint.base_url("openai"), "MISTRAL_API_KEY": "test-key", "MISTRAL_BASE_URL": endpoint.base_url("mistral")}
 
 
 @pytest.fixture
@@ -111,16 +113,16 @@ def test_the_passes_read_what_the_parsers_cannot_and_store_only_what_holds(db, c
     report, analysis = analyse(db, catalog, source, passes(env))
     assert report.counts["analyzed"] == 1 and report.counts["llm_calls"] == 6 and report.counts["llm_failed"] == 0
     # Tools registered in a loop: the parsers see none, the model's reading is kept, labelled, and never claims drift.
-    assert [(t.name, t.pattern, t.line) for t in analysis.tools] == [("calc_add", "llm:openai:extract-nano", 1),
-                                                                     ("calc_sub", "llm:openai:extract-nano", 1)]
+    assert [(t.name, t.pattern, t.line) for t in analysis.tools] == [("calc_add", "llm:mistral:extract-small", 1),
+                                                                     ("calc_sub", "llm:mistral:extract-small", 1)]
     assert analysis.tools[0].input_schema["required"] == ["a", "b"]
     record = analysis.metrics["llm"]["passes"]
     assert record["tools"]["found"] == 2 and len(record["tools"]["dropped"]) == 3
-    assert analysis.metrics["extraction"]["complete"] is False and analysis.metrics["extraction"]["by"] == "openai:extract-nano"
-    assert analysis.metrics["schema_completeness"]["by"] == "openai:extract-nano"
+    assert analysis.metrics["extraction"]["complete"] is False and analysis.metrics["extraction"]["by"] == "mistral:extract-small"
+    assert analysis.metrics["schema_completeness"]["by"] == "mistral:extract-small"
     # Endpoints: the parser's one, plus the scheme-less one the model read; the injected and the documentation URL refused.
     assert [(e.url, e.found_by) for e in analysis.endpoints] == [("https://mcp.calc-demo.dev/mcp", None),
-                                                                 ("https://eu.calc-demo.dev/mcp", "openai:extract-nano")]
+                                                                 ("https://eu.calc-demo.dev/mcp", "mistral:extract-small")]
     refused = " ".join(record["endpoints"]["refused"])
     assert "mcp.attacker.dev/mcp: not written in the README" in refused and "docs.calc-demo.dev/guide.html: documentation page" in refused
     assert "mcp.attacker.dev" not in " ".join(e.url for e in analysis.endpoints)
@@ -130,29 +132,30 @@ def test_the_passes_read_what_the_parsers_cannot_and_store_only_what_holds(db, c
                                                                     "timeouts": False, "graceful_degradation": False},
                                            "evidence": ["server.py:7"], "rationale": "catches ValueError around registration"}
     assert inference["auth"]["value"] is False and inference["auth"]["security"] == 40
-    assert inference["schema_validity"]["value"] == 100.0 and inference["schema_validity"]["by"] == "openai:extract-nano"
+    assert inference["schema_validity"]["value"] == 100.0 and inference["schema_validity"]["by"] == "mistral:extract-small"
     assert analysis.metrics["source_inference"]["error_handling"]["value"] is not None  # the deterministic reading stands
     assert record["error_handling"]["model"] == "openai:infer-nano" and record["error_handling"]["prompt_version"] == "infer-1"
     assert record["error_handling"]["usage"]["input_tokens"] > 0 and len(record["error_handling"]["input_hash"]) == 64
-    assert endpoint.requests == {"extract-nano": 2, "infer-nano": 4}
+    assert endpoint.requests == {"extract-small": 2, "infer-nano": 4}
     assert db["llm_answers"].count == 6
+    assert source_seen(analysis.model_dump(mode="json"))["models"] == ["mistral:extract-small", "openai:infer-nano"]
 
 
 def test_an_unchanged_input_is_never_sent_again(db, catalog, source, env, endpoint):
     analyse(db, catalog, source, passes(env))
     report, again = analyse(db, catalog, source, passes(env))  # a fresh sweep: analysed again, nothing asked again
-    assert endpoint.requests == {"extract-nano": 2, "infer-nano": 4}
+    assert endpoint.requests == {"extract-small": 2, "infer-nano": 4}
     assert report.counts["llm_cached"] == 6 and report.counts["llm_calls"] == 0
     assert [t.name for t in again.tools] == ["calc_add", "calc_sub"] and again.metrics["llm"]["passes"]["tools"]["status"] == "cached"
     (source / "server.py").write_text(SERVER + "\n# changed\n")
     analyse(db, catalog, source, passes(env))  # the source changed, the README did not
-    assert endpoint.requests == {"extract-nano": 3, "infer-nano": 8}
+    assert endpoint.requests == {"extract-small": 3, "infer-nano": 8}
 
 
 def test_a_failed_call_costs_only_its_pass(db, catalog, source, env, endpoint):
     endpoint.script("infer-nano", "malformed", "refusal", "rate_limit:1", "rate_limit:1", "rate_limit:1")
     endpoint.answer("review_answer", {"score": 150, "concerns": [], "rationale": "out of range"})
-    endpoint.script("extract-nano", "server_error", "auth")
+    endpoint.script("extract-small", "server_error", "auth")
     report, analysis = analyse(db, catalog, source, passes(env))
     assert report.counts["analyzed"] == 1 and report.failures == 0 and analysis.ok
     record = analysis.metrics["llm"]["passes"]
