@@ -150,6 +150,7 @@ def test_an_unchanged_input_is_never_sent_again(db, catalog, source, env, endpoi
     (source / "server.py").write_text(SERVER + "\n# changed\n")
     analyse(db, catalog, source, passes(env))  # the source changed, the README did not
     assert endpoint.requests == {"extract-small": 3, "infer-nano": 8}
+    assert db["llm_answers"].count == 6  # each pass keeps the answer to its latest input only
 
 
 def test_a_failed_call_costs_only_its_pass(db, catalog, source, env, endpoint):

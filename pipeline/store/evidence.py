@@ -152,8 +152,11 @@ def record_analysis(db: Database, result: AnalysisResult, answers: Iterable[LLMA
     with one_server(db, result.server_id):
         rows = [{**cleaned_json(a), "server_id": result.server_id, "answer": dumps(cleaned_json(a)["answer"]), "created_at": iso(a.created_at)}
                 for a in answers]
+        for row in rows:  # one answer per server, pass and model: its latest input's
+            db.execute("delete from llm_answers where server_id = ? and pass_name = ? and model = ?",
+                       [row["server_id"], row["pass_name"], row["model"]])
         if rows:
-            db["llm_answers"].insert_all(rows, replace=True)
+            db["llm_answers"].insert_all(rows)
         cleaned = cleaned_json(result)
         table = db["analyses"]
         table.insert(
