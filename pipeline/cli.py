@@ -281,7 +281,7 @@ def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None,
               "oldest; auto: an eighth of the fleet, so a weekly sweep refreshes it every 8 weeks.")
 @budget_option
 @click.option("--max-tokens", type=click.IntRange(min=0), metavar="N", help="The optional LLM passes' token cap for the run (input and "
-              "output): once reached no pass asks again; what waits is counted llm_waiting.")
+              "output; per shard): once reached no pass asks again; what waits is counted llm_waiting.")
 @click.option("--max-cost", type=click.FloatRange(min=0), metavar="USD", help="The optional LLM passes' cost cap for the run, in US dollars.")
 @pass_settings
 @shardable("analyze")
