@@ -280,7 +280,7 @@ def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None,
 @click.option("--oldest", metavar="N|auto", help="The freshness sweep: analyse afresh (unchanged or not) the N servers whose analysis is "
               "oldest; auto: an eighth of the fleet, so a weekly sweep refreshes it every 8 weeks.")
 @budget_option
-@click.option("--max-tokens", type=click.IntRange(min=0), metavar="N", help="The optional LLM passes' token cap for the run (input and "
+@click.option("--max-tokens", type=click.IntRange(min=1), metavar="TOKENS", help="The optional LLM passes' token cap for the run (input and "
               "output; per shard): once reached no pass asks again; what waits is counted llm_waiting.")
 @click.option("--max-cost", type=click.FloatRange(min=0), metavar="USD", help="The optional LLM passes' cost cap for the run, in US dollars.")
 @pass_settings
