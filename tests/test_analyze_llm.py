@@ -3,6 +3,8 @@ parsers cannot see, endpoints from a hostile README, inference labelled apart, f
 
 from __future__ import annotations
 
+import io
+
 import pytest
 
 from bench.llm_endpoint import serve
@@ -13,6 +15,7 @@ from pipeline.analyze.fetch import NotModified, SourceFile
 from pipeline.analyze.llm_passes import Allowance, LLMPasses
 from pipeline.discover import run_discover
 from pipeline.llm import RetryPolicy, providers_from_env
+from pipeline.progress import Progress
 from pipeline.render.source import source_seen
 from tests.snapshot_support import scoreboard
 from tests.support import NOW, ListSource, entry, quiet
@@ -104,8 +107,8 @@ class Published(LocalDirectoryFetcher):
         return tree
 
 
-def analyse(db, servers, source, llm, previous=None):
-    report = run_analyze(db, servers=servers, fetcher=Published(source), now=NOW, progress=quiet(1), llm=llm, previous=previous)
+def analyse(db, servers, source, llm, previous=None, progress=None):
+    report = run_analyze(db, servers=servers, fetcher=Published(source), now=NOW, progress=progress or quiet(1), llm=llm, previous=previous)
     return report, store.latest_analyses(db, ["calc"])["calc"][1]
 
 
@@ -143,7 +146,9 @@ def test_the_passes_read_what_the_parsers_cannot_and_store_only_what_holds(db, c
 
 def test_an_unchanged_input_is_never_sent_again(db, catalog, source, env, endpoint):
     analyse(db, catalog, source, passes(env))
-    report, again = analyse(db, catalog, source, passes(env))  # a fresh sweep: analysed again, nothing asked again
+    shown = io.StringIO()
+    report, again = analyse(db, catalog, source, passes(env), progress=Progress("analyze", 1, stream=shown))  # a fresh sweep
+    assert "LLM passes: 6 cached" in shown.getvalue()
     assert endpoint.requests == {"extract-small": 2, "infer-nano": 4}
     assert report.counts["llm_cached"] == 6 and report.counts["llm_calls"] == 0
     assert [t.name for t in again.tools] == ["calc_add", "calc_sub"] and again.metrics["llm"]["passes"]["tools"]["status"] == "cached"

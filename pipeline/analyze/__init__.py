@@ -9,6 +9,7 @@ apart from the deterministic readings (deviations 330–336).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from typing import Callable, Iterator, Sequence
@@ -131,6 +132,13 @@ def _inference(readings: dict[str, dict], tools: list | None, by: str | None) ->
     return found
 
 
+def _passes_said(result: AnalysisResult) -> str:
+    """What became of a server's LLM passes, for its progress line: "; LLM passes: 4 ok, 2 cached"."""
+    passes = (result.metrics.get("llm") or {}).get("passes") or {}
+    counts = Counter(str(p.get("status")) for p in passes.values() if isinstance(p, dict))
+    return "; LLM passes: " + ", ".join(f"{n} {status}" for status, n in sorted(counts.items())) if counts else ""
+
+
 def _coverage(cut: list[str], left_out: list[str], unread: list[str]) -> dict:
     """Whether the extractor read all of the source: no file cut, none with tool patterns beyond the top 20, and no file with
     more tool-definition sites than tools read from it."""
@@ -200,7 +208,8 @@ def run_analyze(
                 continue
             if outcome.ok:
                 report.counts["analyzed"] += 1
-                progress.step(server.id, f"ok from {outcome.fetcher} ({outcome.license or 'no license'}, spec {outcome.spec_version or '?'})")
+                progress.step(server.id, f"ok from {outcome.fetcher} ({outcome.license or 'no license'}, spec {outcome.spec_version or '?'})"
+                              + _passes_said(outcome))
             else:
                 report.counts["failed"] += 1
                 report.failures += 1
