@@ -284,3 +284,21 @@ def test_a_model_s_tool_text_fires_no_flag():
                     for pattern in ("fastmcp-decorator", "llm:mistral:extract-small")]
     flagged = critical_injection(Facts(server=server(), now=NOW, analysis=result, analysis_ref="analyses:1"))
     assert [owner for owner, _ in flagged] == ["t (server.py:1)"]  # the parsed tool's, not the model's reading of it
+
+
+def test_a_shard_carries_the_answers_and_their_replacement(db, catalog, source, tmp_path, monkeypatch, env, endpoint):
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    main = str(tmp_path / "scoreboard.db")
+    db.close()
+    for round_ in (1, 2):
+        shard = str(tmp_path / f"analyze-{round_}.db")
+        done = scoreboard("analyze", "--db", main, "--shard", "1/1", "--shard-db", shard, "--server", "calc", "--source", f"calc={source}")
+        assert done.returncode == 0, done.stderr
+        assert scoreboard("merge", "--db", main, shard).returncode == 0
+        (source / "server.py").write_text(SERVER + "\n# changed\n")
+    merged = store.open_db(main)
+    hashes = {r["pass_name"]: r["input_hash"] for r in merged["llm_answers"].rows}
+    latest = store.latest_analyses(merged, ["calc"])["calc"][1].metrics["llm"]["passes"]
+    assert merged["llm_answers"].count == 6 and hashes == {name: p["input_hash"] for name, p in latest.items()}
+    merged.close()
