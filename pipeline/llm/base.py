@@ -159,6 +159,20 @@ def parse_answer(text: str | None, schema: type[T], usage: Usage) -> T:
         raise Attempt("malformed", f"does not fit {schema.__name__}: {where}: {first.get('msg', 'invalid')}", usage=usage) from None
 
 
+def server_message(body: object, fallback: str) -> str:
+    """The message in an error body ({"message"} or {"error": {"message"}}, as a dict or JSON text), else `fallback`."""
+    if isinstance(body, (str, bytes)):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return fallback
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(inner.get("message"), str) and inner["message"].strip():
+            return inner["message"]
+    return fallback
+
+
 def one_line(text: object, limit: int = 200) -> str:
     """A server's error message as one short line (it may be long, multi-line or hostile)."""
     flat = " ".join(str(text).split())

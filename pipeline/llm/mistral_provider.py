@@ -9,7 +9,7 @@ from mistralai.client import Mistral, errors
 from mistralai.client.utils.logger import NoOpLogger
 from pydantic import BaseModel
 
-from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, parse_answer, run_with_retries, status_failure
+from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, parse_answer, run_with_retries, server_message, status_failure
 from pipeline.llm.prices import cost_usd
 from pipeline.llm.schema import json_schema, strict_schema
 
@@ -50,7 +50,8 @@ class MistralProvider:
         except errors.ResponseValidationError:
             raise Attempt("malformed", "the response does not have the chat-completion shape") from None
         except errors.MistralError as error:
-            raise status_failure(error.status_code, error.headers, self._scrub(error.message), self._policy) from None
+            message = server_message(error.body, error.message)
+            raise status_failure(error.status_code, error.headers, self._scrub(message), self._policy) from None
         except errors.NoResponseError:
             raise Attempt("transport", "no response") from None
         except httpx.TimeoutException:
