@@ -288,11 +288,15 @@ def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None,
 @click.option("--oldest", metavar="N|auto", help="The freshness sweep: analyse afresh (unchanged or not) the N servers whose analysis is "
               "oldest; auto: an eighth of the fleet, so a weekly sweep refreshes it every 8 weeks.")
 @budget_option
+@click.option("--max-tokens", type=click.IntRange(min=1), metavar="TOKENS", help="The optional LLM passes' token cap for the run (input and "
+              "output; per shard): once reached no pass asks again; what waits is counted llm_waiting.")
+@click.option("--max-cost", type=click.FloatRange(min=0), metavar="USD", help="The optional LLM passes' cost cap for the run, in US dollars.")
 @pass_settings
 @shardable("analyze")
 def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str, ...], due: bool, oldest: str | None, budget: float | None,
-            shard: shards.Shard | None) -> None:
-    """Analyse each server's source: its GitHub repository, else its npm or PyPI package (or the installed one)."""
+            max_tokens: int | None, max_cost: float | None, shard: shards.Shard | None) -> None:
+    """Analyse each server's source: its GitHub repository, else its npm or PyPI package (or the installed one). With a model
+    configured (SCOREBOARD_LLM_EXTRACT, SCOREBOARD_LLM_INFER and its key or base URL) the optional LLM passes run too."""
     from pipeline.fleet import cadence
 
     bad = [s for s in sources if "=" not in s or not Path(s.split("=", 1)[1]).is_dir()]
@@ -305,8 +309,9 @@ def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str,
     if oldest is not None:
         servers = cadence.oldest(servers, store.last_analysed(db), cadence.sweep_size(len(servers)) if oldest == "auto" else int(oldest))
     _analyze(db, settings, servers=servers, directories={k: Path(v) for k, v in (s.split("=", 1) for s in sources)},
-             args={"servers": list(server_ids), "due": due, "oldest": oldest, "budget": budget, "shard": str(shard) if shard else None},
-             budget=budget, fresh=oldest is not None)
+             args={"servers": list(server_ids), "due": due, "oldest": oldest, "budget": budget, "max_tokens": max_tokens, "max_cost": max_cost,
+                   "shard": str(shard) if shard else None},
+             budget=budget, fresh=oldest is not None, max_tokens=max_tokens, max_cost=max_cost)
 
 
 def _install(settings: Settings, specs: list) -> dict:
@@ -326,9 +331,9 @@ def _install(settings: Settings, specs: list) -> dict:
 
 
 def _analyze(db: Database, settings: Settings, servers: list, directories: dict[str, Path] | None = None, args: dict | None = None,
-             budget: float | None = None, fresh: bool = False) -> None:
+             budget: float | None = None, fresh: bool = False, max_tokens: int | None = None, max_cost: float | None = None) -> None:
     """Fetch and analyse concurrently; the previous analyses let unchanged sources cost one cheap call (`fresh`: not asked,
-    every source is fetched and analysed again, as the freshness sweep does)."""
+    every source is fetched and analysed again, as the freshness sweep does). The LLM passes run when a model is configured."""
     import ssl
 
     import httpx
@@ -342,13 +347,16 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
     # it over too, so an analysis of it would never count).
     examined = [s for s in servers if not listing_only(s)]
     deadline = _deadline(budget)
+    llm = _analysis_passes(deadline, max_tokens, max_cost) if examined else None
 
     def analysed(_: int) -> StageReport:
         report = run_analyze(db, servers=fetch_order(examined), fetcher=chooser, now=utcnow(), concurrency=settings.analyze_concurrency,
                              previous=(lambda _: None) if fresh else (lambda server_id: _latest_analysis(db, server_id)),
-                             resolve=resolves_public if settings.analyze_dns else None, deadline=deadline)
+                             resolve=resolves_public if settings.analyze_dns else None, deadline=deadline, llm=llm)
         if len(examined) < len(servers):
             report.counts["listing_only"] = len(servers) - len(examined)
+        if llm is not None:
+            echo(f"analyze: {llm.allowance.summary()}", err=True)
         return report
 
     timeout = httpx.Timeout(30.0, connect=settings.analyze_connect_timeout)
@@ -362,6 +370,22 @@ def _analyze(db: Database, settings: Settings, servers: list, directories: dict[
             directories=directories,
         )
         _stage(db, "analyze", args or {}, analysed)
+
+
+def _analysis_passes(deadline, max_tokens: int | None, max_cost: float | None):
+    """The optional LLM passes of analysis, from the environment; None, said in one line, when no model is configured."""
+    from pipeline.analyze.llm_passes import Allowance, LLMPasses
+    from pipeline.llm import providers_from_env
+
+    extract, left_extract = providers_from_env(os.environ, purpose="extract")
+    infer, left_infer = providers_from_env(os.environ, purpose="infer")
+    if not extract and not infer:
+        echo(f"analyze: LLM passes not run, deterministic analysis only ({'; '.join(left_extract + left_infer) or 'no model configured'})",
+             err=True)
+        return None
+    for line in left_extract + left_infer:
+        echo(f"analyze: LLM pass left out: {line}", err=True)
+    return LLMPasses(extract[0] if extract else None, infer[0] if infer else None, Allowance(deadline, max_tokens, max_cost))
 
 
 def _archive_fetcher(client, settings: Settings) -> PackageArchiveFetcher:

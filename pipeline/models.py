@@ -364,6 +364,21 @@ class DiscoveredEndpoint(BaseModel):
     file: str = "README"
     line: int | None = None
     checks: list[str] = Field(default_factory=list)  # what it passed: "mcp-path", "dns"
+    found_by: str | None = None  # the model ("mistral:mistral-small-2501") whose reading found it, when the README parser did not
+
+
+class LLMAnswer(BaseModel):
+    """One answer of an LLM pass of static analysis, kept under its key so an unchanged input is never sent again."""
+
+    pass_name: str  # "tools", "endpoints", "error_handling", "fuzz", "auth", "review"
+    model: str  # FAMILY:MODEL
+    prompt_version: str
+    input_hash: str  # sha256 of what the pass was sent
+    answer: dict[str, Any]  # the validated structured output, as the model gave it (read again by the pass's checks)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    created_at: datetime
 
 
 class EntryPoint(BaseModel):

@@ -95,21 +95,80 @@ def discover_endpoints(readme: str | None, resolve: Resolver | None = None) -> l
             if url in seen:
                 continue
             seen.add(url)
-            endpoint = validate(url, line)
+            endpoint = _checked(url, line, resolve, resolved)
             if endpoint is None:
                 continue
-            if resolve is not None:
-                host = urlsplit(endpoint.url).hostname or ""
-                if host not in resolved:
-                    if len(resolved) >= MAX_RESOLVES:
-                        continue
-                    resolved[host] = _resolves(resolve, host)
-                if not resolved[host]:
-                    continue
-                endpoint.checks.append("dns")
             endpoint.line = number
             found.append(endpoint)
     return found
+
+
+def _checked(url: str, line: str, resolve: Resolver | None, resolved: dict[str, bool]) -> DiscoveredEndpoint | None:
+    """`url` validated against its line, and resolved when a resolver is given (at most MAX_RESOLVES hosts per README)."""
+    endpoint = validate(url, line)
+    if endpoint is None or resolve is None:
+        return endpoint
+    host = urlsplit(endpoint.url).hostname or ""
+    if host not in resolved:
+        if len(resolved) >= MAX_RESOLVES:
+            return None
+        resolved[host] = _resolves(resolve, host)
+    if not resolved[host]:
+        return None
+    endpoint.checks.append("dns")
+    return endpoint
+
+
+def named_endpoints(urls: list[str], readme: str, model: str, known: list[DiscoveredEndpoint],
+                    resolve: Resolver | None = None) -> tuple[list[DiscoveredEndpoint], list[str]]:
+    """The endpoints a model named that the README parser did not find, each through the same validation, and why each
+    other one was refused (deviation 332). A model's URL counts only where the README writes it: whole, or without its
+    scheme (`mcp.acme.dev/mcp`, read as https); one the README does not contain is refused whatever the README asked for."""
+    found: list[DiscoveredEndpoint] = []
+    refused: list[str] = []
+    seen = {e.url for e in known}
+    resolved: dict[str, bool] = {}
+    for url in urls[:MAX_CANDIDATES]:
+        url = _trim(url.strip())
+        shown = url[:120].encode("ascii", "backslashreplace").decode()
+        place = _written(url, readme)
+        if place is None:
+            refused.append(f"{shown}: not written in the README")
+            continue
+        number, line = place
+        https = "https://" + url.split("://", 1)[-1]
+        if why := refusal(https, line):
+            refused.append(f"{shown}: {why}")
+            continue
+        endpoint = _checked(https, line, resolve, resolved)
+        if endpoint is None:
+            refused.append(f"{shown}: does not resolve")
+            continue
+        if endpoint.url in seen or len(known) + len(found) >= MAX_ENDPOINTS:
+            continue
+        seen.add(endpoint.url)
+        endpoint.line, endpoint.found_by = number, model
+        found.append(endpoint)
+    return found, refused[:20]
+
+
+def _written(url: str, readme: str) -> tuple[int, str] | None:
+    """(line number, line) of the first place the README writes `url`: as an https URL, or without a scheme where no
+    other scheme or a longer host name precedes it (exactly as written: a path's case matters). None when it does not."""
+    scheme, _, rest = url.rpartition("://")
+    if scheme.lower() not in ("", "https") or not rest or any(c.isspace() for c in rest):
+        return None
+    start = readme.find(rest)
+    while start >= 0:
+        before = readme[max(0, start - 8):start].lower()
+        if before.endswith("https://") or not (before.endswith("/") or before.endswith(":") or (before and (before[-1].isalnum() or
+                                                                                                       before[-1] in ".-_@"))):
+            number = readme.count("\n", 0, start) + 1
+            line_start = readme.rfind("\n", 0, start) + 1
+            line_end = readme.find("\n", start)
+            return number, readme[line_start:line_end if line_end >= 0 else len(readme)][:MAX_LINE]
+        start = readme.find(rest, start + 1)
+    return None
 
 
 def _trim(url: str) -> str:

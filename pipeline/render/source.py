@@ -41,7 +41,14 @@ def source_seen(analysis: dict[str, Any] | None) -> dict[str, Any] | None:
         "endpoints": (analysis.get("endpoints") or [])[:SHOWN],
         "entry_points": (analysis.get("entry_points") or [])[:SHOWN],
         "selected_files": len(analysis.get("selected_files") or []),
+        "models": _models(metrics),
     }
+
+
+def _models(metrics: dict[str, Any]) -> list[str]:
+    """The models whose answers this analysis holds (its optional LLM passes, deviations 330–336), each once."""
+    passes = (metrics.get("llm") or {}).get("passes") or {}
+    return sorted({str(p["model"]) for p in passes.values() if isinstance(p, dict) and p.get("status") in ("ok", "cached") and p.get("model")})
 
 
 def _value(metric: Any) -> float | None:

@@ -22,15 +22,29 @@ def live_protocol_data(facts: Facts) -> bool:
 
 def inferred(facts: Facts, key: str) -> dict[str, Any] | None:
     """The analysis' inferred signal `key` ("error_handling", "fuzz", "schema_validity", "auth_discovery") when the
-    fallback applies and the analysis could say something; None otherwise."""
+    fallback applies and the analysis could say something; None otherwise. The deterministic reading first; the LLM
+    passes' reading (labelled with its model, "by") only where the deterministic one measured nothing (deviation 331)."""
     if live_protocol_data(facts) or facts.analysis is None or not facts.analysis.ok:
         return None
-    signal = (facts.analysis.metrics.get("source_inference") or {}).get(key)
-    if not isinstance(signal, dict):
-        return None
-    if key != "auth_discovery" and signal.get("value") is None:
-        return None
-    return signal
+    metrics = facts.analysis.metrics
+    deterministic = metrics.get("source_inference") or {}
+    signal = deterministic.get(key)
+    if isinstance(signal, dict) and (signal.get("value") is not None or (key == "auth_discovery" and deterministic.get("server_code"))):
+        return signal
+    reading = ((metrics.get("llm") or {}).get("inference") or {}).get(LLM_KEYS.get(key, key))
+    if isinstance(reading, dict) and (reading.get("value") is not None or key == "auth_discovery"):
+        return {**reading, "by": reading.get("by") or (metrics["llm"].get("passes") or {}).get(LLM_KEYS.get(key, key), {}).get("model")}
+    if isinstance(signal, dict) and key == "auth_discovery":
+        return signal
+    return None
+
+
+LLM_KEYS = {"auth_discovery": "auth"}  # the LLM pass' name where it differs from the signal's
+
+
+def label(signal: dict[str, Any]) -> str:
+    """How a reason names where an inferred signal comes from: the source, read by our patterns or by a model."""
+    return f"{LABEL} by {signal['by']}" if signal.get("by") else LABEL
 
 
 def places(signal: dict[str, Any], limit: int = 3) -> str:

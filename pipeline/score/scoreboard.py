@@ -13,7 +13,7 @@ from pipeline.score.badges import badges
 from pipeline.score.engine import Decay, Depends, Dimension, Outcome, Rubric, RuleSet, percent, ratio, share, unmeasured, weighted_composite
 from pipeline.score.facts import Facts
 from pipeline.score.flags import FLAGS
-from pipeline.score.inferred import LABEL, found_and_missing, inferred, places
+from pipeline.score.inferred import found_and_missing, inferred, label, places
 from pipeline.score.scoreboard_interpretability import INTERPRETABILITY_RULES
 from pipeline.score.scoreboard_security import SECURITY_RULES
 from pipeline.score.scoreboard_visibility import from_assessed, monitored_remote, visibility, with_protocol_data
@@ -155,7 +155,7 @@ def schema_validity(facts: Facts) -> Outcome:
     the share of the tools extracted from source (inferred, decayed with the analysis)."""
     tools = facts.tools
     if tools is None and (signal := inferred(facts, "schema_validity")) is not None:
-        factor, reason = _decay(facts, f"{LABEL}: {signal['valid']}/{signal['total']} extracted tools have valid object schemas")
+        factor, reason = _decay(facts, f"{label(signal)}: {signal['valid']}/{signal['total']} extracted tools have valid object schemas")
         invalid = "; ".join(signal.get("invalid") or [])
         return percent(signal["value"], reason, factor=factor, evidence=facts.analysis_ref,
                        how_to_gain=f"fix: {invalid[:200]}" if invalid else None)
@@ -256,7 +256,7 @@ def auth_discovery_bonus(facts: Facts) -> Outcome:
     Without live probe data, as inferred from source (protected-resource metadata, or bearer checks without it)."""
     http = facts.probe.http if facts.probe else None
     if http is None and (signal := inferred(facts, "auth_discovery")) is not None and signal.get("value") is not None:
-        factor, reason = _decay(facts, f"{LABEL}: " + ("protected-resource metadata" if signal["value"] else
+        factor, reason = _decay(facts, f"{label(signal)}: " + ("protected-resource metadata" if signal["value"] else
                                                        "checks credentials without protected-resource metadata") + f" ({places(signal)})")
         return percent(100 if signal["value"] else 0, reason, factor=factor, evidence=facts.analysis_ref,
                        how_to_gain=None if signal["value"] else "publish /.well-known/oauth-protected-resource (RFC 9728) for +10")
@@ -270,7 +270,7 @@ def auth_discovery_bonus(facts: Facts) -> Outcome:
 
 def _inferred_percent(facts: Facts, signal: dict, what: str, advice: str) -> Outcome:
     found, missing = found_and_missing(signal)
-    factor, reason = _decay(facts, f"{LABEL}: {what} {signal['value']}/100 ({', '.join(found) or 'no pattern found'}; {places(signal)})")
+    factor, reason = _decay(facts, f"{label(signal)}: {what} {signal['value']}/100 ({', '.join(found) or 'no pattern found'}; {places(signal)})")
     return percent(signal["value"], reason, factor=factor, evidence=facts.analysis_ref,
                    how_to_gain=(advice + ", ".join(missing)) if missing else None)
 

@@ -11,7 +11,7 @@ from sqlite_utils import Database
 
 from pipeline import ENGINE_VERSION, latency
 from pipeline.clean import clean_text
-from pipeline.models import AnalysisResult, Judgement, ProbeResult
+from pipeline.models import AnalysisResult, Judgement, LLMAnswer, ProbeResult
 from pipeline.outcomes import measured
 from pipeline.store.encoding import cleaned_json, content_hash, dumps, iso, parse_iso
 from pipeline.store.refusals import one_server
@@ -150,9 +150,17 @@ def latest_analysis_ids(db: Database) -> dict[str, int]:
     return {row["server_id"]: row["id"] for row in db.query("select server_id, max(id) id from analyses group by server_id")}
 
 
-def record_analysis(db: Database, result: AnalysisResult) -> int:
-    """Store one analysis (every string in it cleaned); raises WriteRefused, with nothing written, when the database refuses it."""
+def record_analysis(db: Database, result: AnalysisResult, answers: Iterable[LLMAnswer] = ()) -> int:
+    """Store one analysis (every string in it cleaned) and the new answers of its LLM passes; raises WriteRefused, with
+    nothing written, when the database refuses them."""
     with one_server(db, result.server_id):
+        rows = [{**cleaned_json(a), "server_id": result.server_id, "answer": dumps(cleaned_json(a)["answer"]), "created_at": iso(a.created_at)}
+                for a in answers]
+        for row in rows:  # one answer per server, pass and model: its latest input's
+            db.execute("delete from llm_answers where server_id = ? and pass_name = ? and model = ?",
+                       [row["server_id"], row["pass_name"], row["model"]])
+        if rows:
+            db["llm_answers"].insert_all(rows)
         cleaned = cleaned_json(result)
         table = db["analyses"]
         table.insert(
@@ -170,6 +178,13 @@ def record_analysis(db: Database, result: AnalysisResult) -> int:
             }
         )
         return int(table.last_pk)
+
+def llm_answers(db: Database, server_id: str) -> list[LLMAnswer]:
+    """The stored answers of a server's LLM passes (every model, prompt version and input), the cache its next analysis reads."""
+    return [LLMAnswer.model_validate({**r, "answer": json.loads(r["answer"])})
+            for r in db.query("select pass_name, model, prompt_version, input_hash, answer, input_tokens, output_tokens, cost_usd, "
+                              "created_at from llm_answers where server_id = ?", [server_id])]
+
 
 def save_judgements(db: Database, server_id: str, judgements: Iterable[Judgement], panel: Collection[str] | None = None) -> int:
     """Store one server's judgements (their text cleaned) and, given the judge `panel` (its models), retire the server's

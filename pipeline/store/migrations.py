@@ -474,3 +474,14 @@ def m013_judgement_panel(db: Database) -> None:
             db.execute(f"drop index [{index.name}]")
     judgements.create_index(["server_id", "tool_name", "model", "tool_hash", "prompt_version"], unique=True)
     judgements.create_index(["run_id"])
+@migrations()
+def m014_llm_answers(db: Database) -> None:
+    """The answers of static analysis' LLM passes, keyed by (server, pass, model, prompt version, input hash): an unchanged
+    input is never sent again (deviation 333)."""
+    _table(db, "llm_answers").create(
+        {"server_id": str, "pass_name": str, "model": str, "prompt_version": str, "input_hash": str, "answer": str, "input_tokens": int,
+         "output_tokens": int, "cost_usd": float, "created_at": str},
+        pk=("server_id", "pass_name", "model", "prompt_version", "input_hash"),
+        not_null={"server_id", "pass_name", "model", "prompt_version", "input_hash", "answer", "input_tokens", "output_tokens", "created_at"},
+        foreign_keys=[("server_id", "servers", "id")],
+    )
