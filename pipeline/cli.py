@@ -281,6 +281,14 @@ def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None,
     return sources, downloads
 
 
+# The LLM spending cap of a run (per shard), the same pair on every stage that calls models (pipeline.llm.SpendCap):
+# once reached no new request starts, those in flight finish, and what waits is counted.
+max_tokens_option = click.option("--max-tokens", type=click.IntRange(min=1), metavar="TOKENS",
+                                 help="Stop starting LLM requests once the run has used this many tokens (input and output).")
+max_cost_option = click.option("--max-cost", type=click.FloatRange(min=0), metavar="USD",
+                               help="Stop starting LLM requests once the run has cost this many US dollars.")
+
+
 @cli.command()
 @server_option
 @click.option("--source", "sources", multiple=True, metavar="ID=DIR", help="Analyse this server from a local directory (repeatable).")
@@ -288,9 +296,8 @@ def _discovery_sources(settings: Settings, catalog: Path, snapshot: Path | None,
 @click.option("--oldest", metavar="N|auto", help="The freshness sweep: analyse afresh (unchanged or not) the N servers whose analysis is "
               "oldest; auto: an eighth of the fleet, so a weekly sweep refreshes it every 8 weeks.")
 @budget_option
-@click.option("--max-tokens", type=click.IntRange(min=1), metavar="TOKENS", help="The optional LLM passes' token cap for the run (input and "
-              "output; per shard): once reached no pass asks again; what waits is counted llm_waiting.")
-@click.option("--max-cost", type=click.FloatRange(min=0), metavar="USD", help="The optional LLM passes' cost cap for the run, in US dollars.")
+@max_tokens_option
+@max_cost_option
 @pass_settings
 @shardable("analyze")
 def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str, ...], due: bool, oldest: str | None, budget: float | None,
@@ -496,8 +503,8 @@ def _panel(max_tokens: int | None = None, max_cost: float | None = None):
     """The judge panel from the environment (SCOREBOARD_JUDGES, the keys and base URLs, SCOREBOARD_JUDGE_LIMITS); a judge
     that cannot run is one line. With none, the offline judge runs and Schema Interpretability stays pending."""
     from pipeline.judge import Panel
-    from pipeline.judge.limits import LimitsError, SpendCap, limits_for
-    from pipeline.llm import providers_from_env
+    from pipeline.judge.limits import LimitsError, limits_for
+    from pipeline.llm import SpendCap, providers_from_env
     from pipeline.llm.config import PURPOSES, parse_entries
 
     judges, notes = providers_from_env(os.environ)
@@ -515,12 +522,6 @@ def _panel(max_tokens: int | None = None, max_cost: float | None = None):
     configured = [entry.model for entry in parse_entries(os.environ.get(setting, default))[0]]
     echo(f"judge: panel {', '.join(f'{j.provider}:{j.model}' for j in judges)}", err=True)
     return Panel(judges=judges, limits=limits, models=configured, spend=SpendCap(max_tokens, max_cost))
-
-
-max_tokens_option = click.option("--max-tokens", type=click.IntRange(min=1), metavar="TOKENS",
-                                 help="Stop starting judge requests once the run has used this many tokens (input and output).")
-max_cost_option = click.option("--max-cost", type=click.FloatRange(min=0), metavar="USD",
-                               help="Stop starting judge requests once the run has cost this many US dollars.")
 
 
 @cli.command()

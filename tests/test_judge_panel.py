@@ -13,9 +13,9 @@ from bench.llm_endpoint import serve
 from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.judge import Panel, run_judge
-from pipeline.judge.limits import Limits, LimitsError, RateLimiter, SpendCap, limits_for
+from pipeline.judge.limits import Limits, LimitsError, RateLimiter, limits_for
 from pipeline.judge.prompt import PROMPT_VERSION, markers, user_message
-from pipeline.llm import RetryPolicy, providers_from_env
+from pipeline.llm import RetryPolicy, SpendCap, providers_from_env
 from pipeline.score import run_score
 from tests.snapshot_support import scoreboard
 from tests.support import NOW, ListSource, entry, probe, quiet

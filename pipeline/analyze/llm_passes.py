@@ -34,7 +34,7 @@ from pipeline.analyze.llm_answers import (
 )
 from pipeline.analyze.llm_input import MAX_README_CHARS, MAX_SOURCE_CHARS, Enclosed, enclose, label, rules, source_parts
 from pipeline.fleet.budget import NO_BUDGET, Deadline
-from pipeline.llm import LLMError, Provider, Usage
+from pipeline.llm import LLMError, Provider, SpendCap, Usage
 from pipeline.models import AnalysisResult, ExtractedTool, LLMAnswer
 
 T = TypeVar("T", bound=BaseModel)
@@ -54,7 +54,7 @@ class Allowance:
     cannot be counted is not kept by guessing (deviation 335)."""
 
     def __init__(self, deadline: Deadline = NO_BUDGET, max_tokens: int | None = None, max_cost: float | None = None) -> None:
-        self.deadline, self.max_tokens, self.max_cost = deadline, max_tokens, max_cost
+        self.deadline, self.cap = deadline, SpendCap(max_tokens, max_cost)
         self.used = Usage()
         self.counts = {"llm_calls": 0, "llm_cached": 0, "llm_failed": 0, "llm_waiting": 0}
         self._unpriced = False
@@ -65,13 +65,7 @@ class Allowance:
         with self._lock:
             if self.deadline.expired():
                 return "the stage's --budget is spent"
-            if self.max_tokens is not None and self.used.input_tokens + self.used.output_tokens >= self.max_tokens:
-                return f"--max-tokens {self.max_tokens} reached"
-            if self.max_cost is not None and self._unpriced:
-                return "--max-cost cannot be kept: a model's price is unknown"
-            if self.max_cost is not None and (self.used.cost_usd or 0.0) >= self.max_cost:
-                return f"--max-cost {self.max_cost:g} reached"
-        return None
+            return self.cap.reached(self.used.input_tokens + self.used.output_tokens, self.used.cost_usd or 0.0, self._unpriced)
 
     def spend(self, usage: Usage) -> None:
         with self._lock:

@@ -26,12 +26,12 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.clean import clean_text
 from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
-from pipeline.judge.limits import Limits, RateLimiter, SpendCap, limits_for
+from pipeline.judge.limits import Limits, RateLimiter, limits_for
 from pipeline.judge.offline import OfflineJudge
 from pipeline.judge.prompt import MAX_OUTPUT_TOKENS, PROMPT_VERSION, SYSTEM, Verdict, user_message
 from pipeline.judging import text_hash
 from pipeline.listing_only import listing_only
-from pipeline.llm import LLMError, Provider, Usage
+from pipeline.llm import LLMError, Provider, SpendCap, Usage
 from pipeline.models import Judgement, Server, StageReport
 from pipeline.progress import Progress
 from pipeline.visibility import HEADLINE_RUBRIC, at_least_assessed

@@ -85,21 +85,3 @@ class RateLimiter:
         if slot > now:
             self.sleep(slot - now)
             self.sent_now()  # a thread that woke late (a loaded machine) must not leave the next one too close behind
-
-
-@dataclass(frozen=True)
-class SpendCap:
-    """A run's budget: tokens (input and output) or US dollars; a model whose price is unknown cannot be held to a cost
-    cap, so under one its first answer ends the run's spending (deviation 314)."""
-
-    max_tokens: int | None = None
-    max_cost: float | None = None
-
-    def reached(self, tokens: int, cost: float, cost_unknown: bool) -> str | None:
-        if self.max_tokens is not None and tokens >= self.max_tokens:
-            return f"token budget reached: {tokens:,} of {self.max_tokens:,}"
-        if self.max_cost is not None and cost_unknown:
-            return "cost budget cannot be kept: a judge's price is unknown"
-        if self.max_cost is not None and cost >= self.max_cost:
-            return f"cost budget reached: ${cost:.4f} of ${self.max_cost:.4f}"
-        return None

@@ -4,5 +4,6 @@ analysis and discovery; a library like pipeline/judging.py, not a stage."""
 
 from pipeline.llm.base import Completion, LLMError, Provider, RetryPolicy, Usage
 from pipeline.llm.config import providers_from_env
+from pipeline.llm.spend import SpendCap
 
-__all__ = ["Completion", "LLMError", "Provider", "RetryPolicy", "Usage", "providers_from_env"]
+__all__ = ["Completion", "LLMError", "Provider", "RetryPolicy", "SpendCap", "Usage", "providers_from_env"]
