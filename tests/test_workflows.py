@@ -72,13 +72,16 @@ def test_jobs_that_run_strangers_code_hold_no_write_token_no_deploy_and_no_crede
         for step in job["steps"]:
             if "$STAGE" in str(step.get("run", "")) or "$COMMAND" in str(step.get("run", "")):
                 assert "GH_TOKEN" not in step.get("env", {})
-    # The shard workflow's only secret is a read-only API token the analysis passes; probes and judges pass none.
-    assert ALL["shard.yml"].declared_secrets() == {"github_api_token"}
+    # The shard workflow's secrets: a read-only API token the analysis passes, and the LLM keys the judges and the analysis
+    # pass; the probes, which run strangers' code, pass none.
+    llm = {"openai_api_key", "gemini_api_key", "mistral_api_key"}
+    assert ALL["shard.yml"].declared_secrets() == {"github_api_token"} | llm
     for name, w in ALL.items():
         for job_id, job in w.jobs.items():
             if job.get("uses") == "./.github/workflows/shard.yml":
                 assert writes(job.get("permissions")) == set(), (name, job_id)
-                assert set(job.get("secrets") or {}) <= ({"github_api_token"} if job["with"]["stage"] == "analyze" else set()), (name, job_id)
+                allowed = {"analyze": {"github_api_token"} | llm, "judge": llm}.get(job["with"]["stage"], set())
+                assert set(job.get("secrets") or {}) <= allowed, (name, job_id)
 
 
 def test_publishing_is_a_separate_job_that_runs_no_stage_and_only_consumes_artifacts():
