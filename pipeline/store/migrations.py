@@ -422,3 +422,18 @@ def m011_snapshot_probe_index(db: Database) -> None:
     """Deleting a probe run checks the tool snapshots that point at it: without this index each deleted run reads the whole
     table (the 48-hour prune of fast runs took 319 s for 5,179 runs of a 5,000-server fleet; 1 s with it)."""
     _table(db, "tool_snapshots").create_index(["probe_run_id"])
+
+
+@migrations()
+def m012_model_transitions(db: Database) -> None:
+    """Each `scoreboard judge-transition` decision: the readings of a sample of servers by the old and the new judge model,
+    the aggregate shift and whether the switch was accepted (seed 000's Model Transition Policy; deviation 322)."""
+    _table(db, "model_transitions").create(
+        {"id": int, "decided_at": str, "from_judge": str, "to_judge": str, "prompt_version": str, "seed": int, "sampled": int,
+         "compared": int, "mean_from": float, "mean_to": float, "shift": float, "quantiles": str, "accepted": int, "reason": str,
+         "input_tokens": int, "output_tokens": int, "cost_usd": float, "servers": str},
+        pk="id",
+        not_null={"decided_at", "from_judge", "to_judge", "prompt_version", "seed", "sampled", "compared", "quantiles", "accepted",
+                  "reason", "input_tokens", "output_tokens", "servers"},
+    )
+    _table(db, "model_transitions").create_index(["decided_at", "from_judge", "to_judge"], unique=True)
