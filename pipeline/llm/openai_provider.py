@@ -1,0 +1,83 @@
+"""OpenAI chat completions with a strict JSON-schema answer, over the official `openai` SDK. With a base URL it serves
+any OpenAI-compatible server (llama.cpp, vLLM, Ollama), where no key is needed."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import openai
+from pydantic import BaseModel
+
+from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, one_line, parse_answer, run_with_retries, status_failure
+from pipeline.llm.prices import cost_usd
+from pipeline.llm.schema import json_schema, strict_schema
+
+T = TypeVar("T", bound=BaseModel)
+NO_KEY = "no-key"  # what a local server without authentication is sent; the SDK refuses an empty key
+
+
+class OpenAIProvider:
+    provider = "openai"
+    offline = False
+
+    def __init__(self, model: str, *, api_key: str | None, base_url: str | None = None, timeout: float = 60.0,
+                 policy: RetryPolicy | None = None):
+        self.model = model
+        self.base_url = base_url
+        self._key = api_key or NO_KEY
+        self._policy = policy or RetryPolicy()
+        # The SDK's retries are off: ours (pipeline.llm.base) are the only ones, and they honour Retry-After.
+        self._client = openai.OpenAI(api_key=self._key, base_url=base_url, timeout=timeout, max_retries=0)
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(self, *, system: str, user: str, schema: type[T], schema_name: str, max_output_tokens: int = 1024) -> Completion[T]:
+        return run_with_retries(f"openai:{self.model}", lambda: self._attempt(system, user, schema, schema_name, max_output_tokens),
+                                self._policy)
+
+    def _attempt(self, system: str, user: str, schema: type[T], schema_name: str, max_output_tokens: int) -> tuple[T, Usage]:
+        strict = strict_schema(schema)
+        format_: dict[str, Any] = {"type": "json_schema", "json_schema": {
+            "name": schema_name, "schema": strict if strict is not None else json_schema(schema), "strict": strict is not None}}
+        # OpenAI's reasoning models take max_completion_tokens only; OpenAI-compatible servers know max_tokens best.
+        limit = {"max_tokens": max_output_tokens} if self.base_url else {"max_completion_tokens": max_output_tokens}
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                response_format=format_, **limit)  # type: ignore[call-overload]
+        except openai.APIError as error:
+            raise self._failure(error) from None
+        except ValueError as error:  # a 200 whose body is not JSON
+            raise Attempt("malformed", f"the response is not JSON ({type(error).__name__})") from None
+        usage = self._usage(response.usage)
+        if not response.choices:
+            raise Attempt("malformed", "the response has no choices", usage=usage)
+        choice = response.choices[0]
+        if choice.message.refusal:
+            raise Attempt("refusal", f"refused: {one_line(self._scrub(choice.message.refusal), 120)}", usage=usage)
+        if choice.finish_reason == "content_filter":
+            raise Attempt("refusal", "the content filter stopped the answer", usage=usage)
+        if choice.finish_reason == "length":
+            raise Attempt("malformed", f"the answer was cut at {max_output_tokens} tokens", usage=usage)
+        return parse_answer(choice.message.content, schema, usage), usage
+
+    def _usage(self, usage: Any) -> Usage:
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion = int(getattr(usage, "completion_tokens", 0) or 0)  # reasoning tokens included, as billed
+        return Usage(input_tokens=prompt, output_tokens=completion, cost_usd=cost_usd(self.model, prompt, completion))
+
+    def _failure(self, error: openai.APIError) -> Attempt:
+        if isinstance(error, openai.APITimeoutError):
+            return Attempt("timeout", "no answer within the timeout")
+        if isinstance(error, openai.APIConnectionError):
+            return Attempt("transport", f"connection failed ({one_line(self._scrub(error.message), 120)})")
+        if isinstance(error, openai.APIResponseValidationError):
+            return Attempt("malformed", "the response does not have the chat-completion shape")
+        if isinstance(error, openai.APIStatusError):
+            return status_failure(error.status_code, error.response.headers, self._scrub(error.message), self._policy)
+        return Attempt("transport", one_line(self._scrub(str(error)), 160))
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "[key]") if self._key != NO_KEY else text
+
