@@ -24,3 +24,10 @@ def accepted_transitions(db: Database) -> list[ModelTransition]:
     rows = db.query("select * from model_transitions where accepted = 1 order by decided_at, id")
     return [ModelTransition.model_validate({**{k: v for k, v in r.items() if k != "id"}, "quantiles": json.loads(r["quantiles"]),
                                             "servers": json.loads(r["servers"])}) for r in rows]
+
+
+def really_judged_servers(db: Database) -> list[str]:
+    """The active servers a real model (not the offline judge) has judged, sorted: a transition's population before the
+    check that a judged text is still listed."""
+    return [r[0] for r in db.execute("select distinct j.server_id from judgements j join servers s on s.id = j.server_id "
+                                     "where j.offline = 0 and s.is_active = 1 order by j.server_id").fetchall()]
