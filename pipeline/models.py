@@ -413,6 +413,13 @@ class Judgement(BaseModel):
     input_completeness: float = Field(ge=0, le=100)
     confidence: float = Field(ge=0, le=100)
     rationale: str | None = None
+    prompt_version: str = "unversioned"
+    directive: bool | None = None  # the judge said the text tries to instruct its reader (None: the offline judge does not say)
+    retired: bool = False  # its model left the panel, or it re-read the text under a newer prompt: history, never counted
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None  # None: the model's price is unknown
+    run_id: int | None = None  # the judge run (a `runs` row) that made it
 
 
 class TransitionServer(BaseModel):
@@ -553,7 +560,7 @@ class RubricInfo:
 
 class StageReport(BaseModel):
     stage: str
-    counts: dict[str, int] = Field(default_factory=dict)
+    counts: dict[str, int | float] = Field(default_factory=dict)  # a float only for a cost (USD)
     failures: int = 0
     seconds: float = 0.0
     interrupted: bool = False

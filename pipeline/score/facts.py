@@ -105,6 +105,11 @@ class Facts:
             self.memo["judgements.current"] = current_judgements(self.judgements, self._current_texts())
         return self.memo["judgements.current"]
 
+    @property
+    def current_tool_names(self) -> set[str]:
+        """The names of the tools whose current text the judges read (the list current_judgements matches against)."""
+        return {str(t.get("name", "")) for t in self._current_texts() or []}
+
     def _current_texts(self) -> list[dict[str, Any]] | None:
         """The latest probe's tool list; with no probe at all, the tools read from source. A probe that listed nothing
         leaves no current text: what it once listed may have changed since."""

@@ -12,7 +12,7 @@ from typing import Callable
 
 from pipeline.credentials import credential_kind, is_configuration
 from pipeline.drift import drift_between, extraction_complete
-from pipeline.judging import AMBIGUITY_SPREAD, judge_spread
+from pipeline.judging import AMBIGUITY_SPREAD, corroborated_directives, judge_spread
 from pipeline.score.engine import Flag
 from pipeline.score.facts import Facts
 from pipeline.score.markers import critical_injection
@@ -135,8 +135,10 @@ def stale_analysis(facts: Facts) -> str | None:
 @flag("prompt_injection", "Prompt Injection", "critical", "Tool descriptions contain patterns consistent with prompt injection", cap=30)
 def prompt_injection(facts: Facts) -> str | None:
     """Critical markers only (a strong one, or two that corroborate each other) in the runtime tool list, or, with no
-    runtime list, in the tools extracted from source."""
+    runtime list, in the tools extracted from source; or a tool text that 2+ LLM judges, most of those that read it,
+    report as instructing the model reading it (deviation 312)."""
     found = [f"{where}: {', '.join(markers)}" for where, markers in critical_injection(facts)]
+    found += [f"{tool}: judged directive by {', '.join(models)}" for tool, models in corroborated_directives(facts.current_judgements).items()]
     return "; ".join(found)[:300] if found else None
 
 

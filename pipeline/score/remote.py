@@ -17,6 +17,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from pipeline.drift import breaking_changes
+from pipeline.judging import directive_reports
 from pipeline.models import DimensionScore, RubricInfo
 from pipeline.outcomes import Reading
 from pipeline.score.engine import (
@@ -333,7 +334,8 @@ def annotation_gap(facts: Facts) -> Outcome:
 
 @rule("tool_safety", 25)
 def judged_reading(facts: Facts) -> Outcome:
-    """Every tool's text read by an LLM judge; unjudged or partly judged text scores 0 rather than being assumed clean."""
+    """Share of tools whose current text an LLM judge has read and no judge reported as instructing the model reading it;
+    unjudged or partly judged text scores 0 rather than being assumed clean, and a reported directive costs that tool's share."""
     tools, unread = _tools_or_unread(facts)
     if unread is not None:
         return unread
@@ -341,9 +343,14 @@ def judged_reading(facts: Facts) -> Outcome:
     names = {v.name for v in tools}
     if not names:
         return _zero("inconclusive: no tools captured")
-    if names <= judged:
-        return share(1, f"all {len(names)} tools read by a judge")
-    return _zero(f"unjudged: {len(names - judged)}/{len(names)} tools not yet read by an LLM judge in their current text")
+    if not names <= judged:
+        return _zero(f"unjudged: {len(names - judged)}/{len(names)} tools not yet read by an LLM judge in their current text")
+    directive = {tool: models for tool, models in directive_reports(facts.current_judgements).items() if tool in names}
+    if not directive:
+        return share(1, f"all {len(names)} tools read by a judge; none reported instructing the model reading it")
+    shown = "; ".join(f"{tool} ({', '.join(models)})" for tool, models in list(directive.items())[:5])
+    return ratio(len(names) - len(directive), len(names), f"a judge reported text instructing the model reading it: {shown}"[:500],
+                 how_to_gain=f"describe the tool, do not address the agent: {', '.join(list(directive)[:5])}")
 
 
 # ---------------------------------------------------------------- Stability & change management

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.judging import blend
+from pipeline.judging import panel_consensus
 from pipeline.score.engine import Outcome, RuleSet, percent, unmeasured
 from pipeline.score.facts import Facts
 
@@ -12,19 +12,13 @@ rule = INTERPRETABILITY_RULES.rule
 
 @rule("schema_interpretability", 100)
 def interpretability_consensus(facts: Facts) -> Outcome:
-    """Three-judge consensus on clarity, input completeness, confidence; blended lowest-first; ×0.90 when models spread by more than 25."""
-    counted = [j for j in facts.current_judgements if not j.offline]
-    by_model: dict[str, list[float]] = {}
-    for j in counted:
-        by_model.setdefault(j.model, []).append((j.clarity + j.input_completeness + j.confidence) / 3)
-    if len(by_model) < 2:
-        offline = "; an offline heuristic judgement is shown but not counted" if facts.current_judgements else ""
-        superseded = len(facts.judgements) - len(facts.current_judgements)
-        offline += f"; {superseded} judgements of removed or changed tool texts not counted" if superseded else ""
-        return unmeasured(f"needs 2+ LLM judges, has {len(by_model)}{offline}")
-    model_scores = [sum(v) / len(v) for v in by_model.values()]
-    value = blend(model_scores)
-    spread = max(model_scores) - min(model_scores)
-    if spread > 25:
-        value *= 0.9
-    return percent(value, f"{len(by_model)} models, spread {spread:.0f}")
+    """Three-judge consensus on clarity, input completeness, confidence per tool; each model's tool averages averaged; blended
+    lowest-first (50/30/20, 60/40); High/Medium/Low consensus by the models' spread (10, 25), ×0.90 when Low (over 25)."""
+    consensus = panel_consensus(facts.current_judgements, facts.current_tool_names)
+    if consensus.value is None:
+        notes = "; an offline heuristic judgement is shown but not counted" if any(j.offline for j in facts.current_judgements) else ""
+        counted = {id(j) for j in facts.current_judgements}
+        superseded = sum(1 for j in facts.judgements if id(j) not in counted)
+        notes += f"; {superseded} judgements of removed or changed tool texts, older prompts or retired models not counted" if superseded else ""
+        return unmeasured(consensus.detail() + notes)
+    return percent(consensus.value, consensus.detail())

@@ -30,7 +30,7 @@ from pipeline.store.connection import ScoreboardDatabaseError, database_path, op
 from pipeline.store.encoding import cleaned_json, content_hash, dumps, in_chunks, iso, parse_iso
 from pipeline.store.evidence import (
     fast_probe_minutes,
-    judged_hashes,
+    judged_keys,
     latest_analyses,
     latest_analysis_ids,
     latest_probe,
@@ -53,7 +53,7 @@ __all__ = [
     "accepted_transitions", "active_servers", "apply_catalog_plan", "card_row", "CardRow", "catalog_state", "CatalogPlan", "CatalogState",
     "classification_of",
     "cleaned_json", "content_hash", "database_path", "delist", "delisted", "drop_cards", "dumps", "duplicate_descriptions", "fail_run",
-    "fast_probe_minutes", "finish_run", "first_run_at", "in_chunks", "iso", "judged_hashes", "last_analysed", "last_examined",
+    "fast_probe_minutes", "finish_run", "first_run_at", "in_chunks", "iso", "judged_keys", "last_analysed", "last_examined",
     "last_rescore", "latest_analyses", "latest_analysis_ids", "latest_probe", "latest_probe_summaries", "latest_probes", "latest_runs",
     "lift_delisting", "load_scores", "mark_examined", "naming_keys", "open_db", "packages_due_for_downloads", "page_evidence",
     "page_evidence_stamps", "parse_iso", "prune_fast_runs", "rate_limited_until", "record_analysis", "record_probe", "record_problems",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from typing import Any, Collection, Iterable
 
 from sqlite_utils import Database
 
@@ -167,19 +167,30 @@ def record_analysis(db: Database, result: AnalysisResult) -> int:
         )
         return int(table.last_pk)
 
-def save_judgements(db: Database, server_id: str, judgements: Iterable[Judgement]) -> int:
-    """Store one server's judgements (their text cleaned); raises WriteRefused, with none written, when the database refuses them."""
+def save_judgements(db: Database, server_id: str, judgements: Iterable[Judgement], panel: Collection[str] | None = None) -> int:
+    """Store one server's judgements (their text cleaned) and, given the judge `panel` (its models), retire the server's
+    judgements by models outside it and restore those by models in it (deviation 310); raises WriteRefused, with none
+    written, when the database refuses them."""
     with one_server(db, server_id):
-        rows = [{**cleaned_json(j), "offline": int(j.offline), "judged_at": iso(j.judged_at)} for j in judgements]
-        # The unique index on (server, tool, model, tool hash) makes a re-judgement replace its row.
+        rows = [{**cleaned_json(j), "offline": int(j.offline), "retired": int(j.retired), "judged_at": iso(j.judged_at),
+                 "directive": None if j.directive is None else int(j.directive)} for j in judgements]
+        # The unique index on (server, tool, model, tool hash, prompt version) makes a re-judgement replace its row.
         db["judgements"].insert_all(rows, replace=True)
+        if panel is not None:
+            models = sorted(set(panel))
+            outside = f"model not in ({', '.join('?' for _ in models)})" if models else "1"
+            # Only rows whose state changes are written: a shard's capture carries every row an update touches.
+            db.execute(f"update judgements set retired = ({outside}) where server_id = ? and offline = 0 and retired != ({outside})",
+                       [*models, server_id, *models])
     return len(rows)
 
 
-def judged_hashes(db: Database, server_id: str, model: str) -> set[tuple[str, str]]:
+def judged_keys(db: Database, server_id: str, model: str, prompt_version: str) -> set[tuple[str, str]]:
+    """The (tool name, tool text hash) pairs `model` has judged for this server under `prompt_version`."""
     return {
         (r["tool_name"], r["tool_hash"])
-        for r in db.query("select tool_name, tool_hash from judgements where server_id = ? and model = ?", [server_id, model])
+        for r in db.query("select tool_name, tool_hash from judgements where server_id = ? and model = ? and prompt_version = ?",
+                          [server_id, model, prompt_version])
     }
 
 

@@ -425,7 +425,28 @@ def m011_snapshot_probe_index(db: Database) -> None:
 
 
 @migrations()
-def m012_model_transitions(db: Database) -> None:
+def m012_judgement_panel(db: Database) -> None:
+    """The judge panel's judgements (issue 19): each records the prompt version it answered, its tokens and cost, the judge run
+    that made it (a `runs` row), whether the judge reported the tool text instructing its reader (`directive`), and whether it
+    was retired (its model left the panel, or the same model read the same text again under a newer prompt: kept as history,
+    never counted; deviation 310). A judgement is one per (server, tool, model, tool text, prompt version)."""
+    judgements = _table(db, "judgements")
+    for column, kind in (("input_tokens", int), ("output_tokens", int), ("cost_usd", float), ("directive", int)):
+        judgements.add_column(column, kind)
+    judgements.add_column("prompt_version", str, not_null_default="unversioned")
+    judgements.add_column("retired", int, not_null_default=0)
+    db.execute("update judgements set prompt_version = 'offline' where offline = 1")
+    judgements.add_column("run_id", int)
+    judgements.transform(add_foreign_keys=[("run_id", "runs", "id")])
+    for index in judgements.indexes:
+        if index.unique:
+            db.execute(f"drop index [{index.name}]")
+    judgements.create_index(["server_id", "tool_name", "model", "tool_hash", "prompt_version"], unique=True)
+    judgements.create_index(["run_id"])
+
+
+@migrations()
+def m013_model_transitions(db: Database) -> None:
     """Each `scoreboard judge-transition` decision: the readings of a sample of servers by the old and the new judge model,
     the aggregate shift and whether the switch was accepted (seed 000's Model Transition Policy; deviation 322)."""
     _table(db, "model_transitions").create(

@@ -1,0 +1,81 @@
+"""How fast and how far the panel may go: per-provider concurrency and request rate, and the run's token or cost budget.
+
+Default limits keep the pinned models under their providers' published rate limits at the lowest paid tier, with room
+to spare (deviation 313): OpenAI gpt-5-nano, 500 requests a minute at tier 1: 8 in flight, 5 a second (300 a minute);
+Google gemini-2.0-flash, 2,000 a minute at tier 1 (15 on the free tier): 4 in flight, 5 a second; Mistral, 1 request a
+second per workspace on the default plan: 2 in flight, 1 a second. SCOREBOARD_JUDGE_LIMITS overrides them, per family or
+per model: "openai=8/5,mistral:mistral-small-2501=2/1" (in flight / requests a second).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+
+@dataclass(frozen=True)
+class Limits:
+    in_flight: int
+    per_second: float
+
+
+DEFAULT_LIMITS = {"openai": Limits(8, 5.0), "google": Limits(4, 5.0), "mistral": Limits(2, 1.0)}
+FALLBACK = Limits(2, 1.0)  # a family we hold no published limit for
+
+
+class LimitsError(ValueError):
+    """SCOREBOARD_JUDGE_LIMITS cannot be read: one line naming the entry."""
+
+
+def limits_for(family: str, model: str, env: Mapping[str, str]) -> Limits:
+    """The limits of one judge: its model's entry in SCOREBOARD_JUDGE_LIMITS, else its family's, else the default."""
+    entries: dict[str, Limits] = {}
+    for entry in filter(None, (e.strip() for e in env.get("SCOREBOARD_JUDGE_LIMITS", "").split(","))):
+        key, _, value = entry.rpartition("=")
+        in_flight, _, rate = value.partition("/")
+        try:
+            limits = Limits(int(in_flight), float(rate))
+        except ValueError:
+            raise LimitsError(f"SCOREBOARD_JUDGE_LIMITS: {entry!r} is not NAME=IN_FLIGHT/PER_SECOND") from None
+        if not key or limits.in_flight < 1 or limits.per_second <= 0:
+            raise LimitsError(f"SCOREBOARD_JUDGE_LIMITS: {entry!r} needs a name, 1+ in flight and a rate above 0")
+        entries[key] = limits
+    return entries.get(f"{family}:{model}") or entries.get(family) or DEFAULT_LIMITS.get(family, FALLBACK)
+
+
+class RateLimiter:
+    """Requests spaced at least 1/per_second apart, shared by one judge's threads."""
+
+    def __init__(self, per_second: float, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.interval = 1.0 / per_second
+        self.clock, self.sleep = clock, sleep
+        self._next = float("-inf")
+        self._lock = threading.Lock()
+
+    def wait(self) -> None:
+        with self._lock:
+            now = self.clock()
+            slot = max(now, self._next)
+            self._next = slot + self.interval
+        if slot > now:
+            self.sleep(slot - now)
+
+
+@dataclass(frozen=True)
+class SpendCap:
+    """A run's budget: tokens (input and output) or US dollars; a model whose price is unknown cannot be held to a cost
+    cap, so under one its first answer ends the run's spending (deviation 314)."""
+
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+    def reached(self, tokens: int, cost: float, cost_unknown: bool) -> str | None:
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            return f"token budget reached: {tokens:,} of {self.max_tokens:,}"
+        if self.max_cost is not None and cost_unknown:
+            return "cost budget cannot be kept: a judge's price is unknown"
+        if self.max_cost is not None and cost >= self.max_cost:
+            return f"cost budget reached: ${cost:.4f} of ${self.max_cost:.4f}"
+        return None
