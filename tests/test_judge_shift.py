@@ -1,4 +1,4 @@
-"""The arithmetic of a model transition (deviations 320 and 321): readings, the shift, the decision, the sample."""
+"""The arithmetic of a model transition (deviations 320 and 321): the shift, the decision, the sample; and its publication."""
 
 from __future__ import annotations
 
@@ -6,14 +6,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from pipeline.judge.shift import MIN_COMPARED, TOLERANCE, Distribution, compare, decide, reading, sample
+from pipeline.judge.shift import MIN_COMPARED, TOLERANCE, Distribution, compare, decide, sample
 from pipeline.models import ModelTransition
 from pipeline.render.contexts import TRANSITIONS_MARKER, methodology_html, transitions_table
-
-
-def test_a_reading_is_the_mean_over_tools_of_the_three_dimensions():
-    assert reading([(90, 60, 30)]) == 60
-    assert reading([(90, 60, 30), (100, 100, 100)]) == 80
 
 
 @pytest.mark.parametrize("pairs,shift", [

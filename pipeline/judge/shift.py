@@ -1,7 +1,7 @@
 """The aggregate shift of a model transition (seed 000's Model Transition Policy), as pure arithmetic over per-server readings.
 
-A model's reading of a server is the mean, over the server's current tools, of the mean of its three verdict dimensions
-(clarity, input completeness, confidence): the per-model figure Schema Interpretability blends. The shift is the relative
+A model's reading of a server is its server score as Schema Interpretability computes it before blending
+(pipeline.judging.panel_consensus: the mean, over the server's current tools, of each tool's three dimensions averaged). The shift is the relative
 change of the sample's mean reading, new model against old, in percent; the switch is refused at 3% or more either way
 (deviation 320). The distributions' quantiles and the per-server deltas are reported beside it.
 """
@@ -46,11 +46,6 @@ class Comparison:
 class Decision:
     accepted: bool
     reason: str
-
-
-def reading(verdicts: Sequence[tuple[float, float, float]]) -> float:
-    """One model's reading of one server: the mean over its tools of (clarity + input completeness + confidence) / 3."""
-    return sum(sum(v) / 3 for v in verdicts) / len(verdicts)
 
 
 def compare(pairs: Sequence[tuple[float, float]]) -> Comparison:

@@ -27,7 +27,7 @@ def accepted_transitions(db: Database) -> list[ModelTransition]:
 
 
 def really_judged_servers(db: Database) -> list[str]:
-    """The active servers a real model (not the offline judge) has judged, sorted: a transition's population before the
-    check that a judged text is still listed."""
+    """The active servers with a judgement by a real model of the panel (not the offline judge, not retired), sorted: a
+    transition's population before the check that a judged text is still listed."""
     return [r[0] for r in db.execute("select distinct j.server_id from judgements j join servers s on s.id = j.server_id "
-                                     "where j.offline = 0 and s.is_active = 1 order by j.server_id").fetchall()]
+                                     "where j.offline = 0 and j.retired = 0 and s.is_active = 1 order by j.server_id").fetchall()]
