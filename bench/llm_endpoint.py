@@ -349,13 +349,34 @@ def minimal_instance(node: dict[str, Any], root: dict[str, Any]) -> Any:
     if kind == "array":
         return [minimal_instance(node.get("items", {}), root) for _ in range(node.get("minItems", 0))]
     if kind == "string":
-        return "x" * node.get("minLength", 0)
+        return _string(node)
     if kind in ("integer", "number"):
         low = node.get("minimum", node.get("exclusiveMinimum", 0) + (1 if "exclusiveMinimum" in node else 0))
         return int(low) if kind == "integer" else float(low)
     if kind == "boolean":
         return False
     return None
+
+
+FORMATS = {"uri": "https://example.invalid/", "date-time": "2026-01-01T00:00:00Z", "date": "2026-01-01", "email": "a@example.invalid"}
+
+
+def _string(node: dict[str, Any]) -> str:
+    """A short string for a string schema: its format's example, or the first alternative of a simple pattern."""
+    if node.get("format") in FORMATS:
+        return FORMATS[node["format"]]
+    plain = "x" * node.get("minLength", 0)
+    pattern = node.get("pattern")
+    if not isinstance(pattern, str):
+        return plain
+    guess = re.split(r"[|)]", pattern.strip("^$").lstrip("("))[0]
+    for candidate in (guess, plain, "x"):
+        try:
+            if re.search(pattern, candidate):
+                return candidate
+        except re.error:
+            break
+    return plain
 
 
 def _violation(schema: dict[str, Any], content: dict[str, Any]) -> Any:
@@ -408,7 +429,8 @@ def serve(*, latency: float = 0.0, rate_limits: dict[str, float] | None = None, 
     server = ThreadingHTTPServer(("127.0.0.1", port), _handler(endpoint))
     server.daemon_threads = True
     endpoint.root = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="llm-endpoint", daemon=True)
+    # A short poll interval: shutdown() waits up to one interval, and tests open an endpoint each.
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="llm-endpoint", daemon=True)
     thread.start()
     try:
         yield endpoint

@@ -21,7 +21,7 @@ from pipeline import store
 from pipeline.analyze import analyze_server
 from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.config import Settings
-from pipeline.judge import OfflineJudge, run_judge
+from pipeline.judge import Panel, run_judge
 from pipeline.models import AnalysisResult, CatalogEntry, ProbeResult, ScoreCard, Server, ServerFields, SourceRecord, cap_advice
 from pipeline.net import target_kinds
 from pipeline.probe import probe_limits
@@ -179,7 +179,7 @@ def score_as_the_site(server: Server, probe: ProbeResult, analysis: AnalysisResu
             store.record_probe(db, probe.model_copy(update={"server_id": stored[0].id}), None)
             if analysis is not None:
                 store.record_analysis(db, analysis.model_copy(update={"server_id": stored[0].id}))
-            run_judge(db, servers=stored, providers=[OfflineJudge()], now=now, progress=_quiet("judge", 1))
+            run_judge(db, servers=stored, panel=Panel.offline(), now=now, progress=_quiet("judge", 1))
             facts = next(gather_many(db, stored, now))
         finally:
             db.close()

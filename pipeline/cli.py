@@ -460,21 +460,58 @@ def monitor(settings: Settings, server_ids: tuple[str, ...], concurrency: int | 
     _probe(_open(settings), settings, server_ids, "fast", due, transport, budget, shard)
 
 
+def _panel(max_tokens: int | None = None, max_cost: float | None = None):
+    """The judge panel from the environment (SCOREBOARD_JUDGES, the keys and base URLs, SCOREBOARD_JUDGE_LIMITS); a judge
+    that cannot run is one line. With none, the offline judge runs and Schema Interpretability stays pending."""
+    from pipeline.judge import Panel
+    from pipeline.judge.limits import LimitsError, SpendCap, limits_for
+    from pipeline.llm import providers_from_env
+    from pipeline.llm.config import PURPOSES, parse_entries
+
+    judges, notes = providers_from_env(os.environ)
+    for note in notes:
+        echo(f"judge: {note}", err=True)
+    if not judges:
+        echo("judge: no LLM judge configured: only the offline judge runs (labelled, never counted); Schema Interpretability "
+             "stays pending (needs 2+ LLM judges)", err=True)
+        return Panel.offline()
+    setting, default = PURPOSES["judge"]
+    try:
+        limits = {j.model: limits_for(j.provider, j.model, os.environ) for j in judges}
+    except LimitsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    configured = [entry.model for entry in parse_entries(os.environ.get(setting, default))[0]]
+    echo(f"judge: panel {', '.join(f'{j.provider}:{j.model}' for j in judges)}", err=True)
+    return Panel(judges=judges, limits=limits, models=configured, spend=SpendCap(max_tokens, max_cost))
+
+
+max_tokens_option = click.option("--max-tokens", type=click.IntRange(min=1), metavar="TOKENS",
+                                 help="Stop starting judge requests once the run has used this many tokens (input and output).")
+max_cost_option = click.option("--max-cost", type=click.FloatRange(min=0), metavar="USD",
+                               help="Stop starting judge requests once the run has cost this many US dollars.")
+
+
 @cli.command()
 @server_option
 @due_option
 @budget_option
+@max_tokens_option
+@max_cost_option
 @pass_settings
 @shardable("judge")
-def judge(settings: Settings, server_ids: tuple[str, ...], due: bool, budget: float | None, shard: shards.Shard | None) -> None:
-    """Rate tool schemas for interpretability (offline judge unless LLM keys are configured)."""
-    from pipeline.judge import OfflineJudge, run_judge
+def judge(settings: Settings, server_ids: tuple[str, ...], due: bool, budget: float | None, max_tokens: int | None,
+          max_cost: float | None, shard: shards.Shard | None) -> None:
+    """Rate tool schemas for interpretability with the LLM judge panel (SCOREBOARD_JUDGES; the offline judge, never
+    counted, when none is configured)."""
+    from pipeline.judge import run_judge
 
     db = _open(settings)
     servers = _select(db, "judge", server_ids, due, shard=shard)
     deadline = _deadline(budget)
-    _stage(db, "judge", {"due": due, "budget": budget, "shard": str(shard) if shard else None},
-           lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow(), deadline=deadline))
+    panel = _panel(max_tokens, max_cost)
+    _stage(db, "judge", {"due": due, "budget": budget, "shard": str(shard) if shard else None, "max_tokens": max_tokens,
+                         "max_cost": max_cost, "panel": [f"{j.provider}:{j.model}" for j in panel.judges]},
+           lambda run_id: run_judge(db, servers=servers, panel=panel, now=utcnow(), deadline=deadline, run_id=run_id))
 
 
 @cli.command("judge-transition")
@@ -537,7 +574,7 @@ def rescore(settings: Settings, server_id: str, requested_by: str | None) -> Non
     """A priority rescore of one server: analyse it afresh, deep-probe it, judge and score it. At most once per 24 hours
     per server (seed 000); a refused request is recorded too, and exits 1."""
     from pipeline.fleet import cadence
-    from pipeline.judge import OfflineJudge, run_judge
+    from pipeline.judge import run_judge
 
     db = _open(settings)
     server = _servers(db, (server_id,))[0]
@@ -549,7 +586,8 @@ def rescore(settings: Settings, server_id: str, requested_by: str | None) -> Non
         raise SystemExit(1)
     _analyze(db, settings, [server], args={"rescore": server_id}, fresh=True)
     _probe(db, settings, (server_id,), "deep")
-    _stage(db, "judge", {"rescore": server_id}, lambda _: run_judge(db, servers=[server], providers=[OfflineJudge()], now=utcnow()))
+    panel = _panel()
+    _stage(db, "judge", {"rescore": server_id}, lambda run_id: run_judge(db, servers=[server], panel=panel, now=utcnow(), run_id=run_id))
     _stage(db, "score", {"rescore": server_id}, lambda _: run_score(db, servers=[server], now=utcnow()))
 
 
@@ -733,7 +771,7 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     """Run every stage in order: discover → analyze → probe → monitor → judge → score → build."""
     from pipeline.discover import run_discover
     from pipeline.discover.local import LocalCatalogSource
-    from pipeline.judge import OfflineJudge, run_judge
+    from pipeline.judge import run_judge
     from pipeline.probe import run_probe
     from pipeline.probe.monitor import run_monitor
     from pipeline.render import run_build
@@ -752,7 +790,8 @@ def run(settings: Settings, site_dir: Path | None) -> None:
                                                       optout=optout))
     _stage(db, "monitor", {}, lambda run_id: run_monitor(db, servers=servers, installer=installer, settings=settings, now=utcnow(),
                                                           run_id=run_id, optout=optout))
-    _stage(db, "judge", {}, lambda _: run_judge(db, servers=servers, providers=[OfflineJudge()], now=utcnow()))
+    panel = _panel()
+    _stage(db, "judge", {}, lambda run_id: run_judge(db, servers=servers, panel=panel, now=utcnow(), run_id=run_id))
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
     _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
                                                                       site_url=settings.site_url, datasette_url=settings.datasette_url,

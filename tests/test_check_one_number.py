@@ -21,7 +21,7 @@ from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.check import run_check
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
-from pipeline.judge import OfflineJudge, run_judge
+from pipeline.judge import Panel, run_judge
 from pipeline.listing_only import listing_only
 from pipeline.progress import Progress
 from pipeline.sandbox.install import install_key
@@ -63,7 +63,7 @@ def site_cards(tmp_path, checked, url, command, source):
             db["servers"].update("check", {"description": described, "repository": "local"})
             servers = store.active_servers(db)
     store.record_probe(db, checked, None)
-    run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=quiet("judge"))
+    run_judge(db, servers=servers, panel=Panel.offline(), now=NOW, progress=quiet("judge"))
     run_score(db, servers=servers, now=NOW, progress=quiet("score"))
     rows = store.score_cards(db, ["check"])["check"]
     if listing_only(servers[0]):

@@ -21,7 +21,7 @@ from pipeline.config import Settings
 from pipeline.discover import run_discover
 from pipeline.fleet import cadence
 from pipeline.fleet.budget import SKIPPED, Deadline
-from pipeline.judge import OfflineJudge, run_judge
+from pipeline.judge import Panel, run_judge
 from pipeline.models import LaunchSpec, Package
 from pipeline.probe import run_probe
 from pipeline.probe.monitor import run_monitor
@@ -116,7 +116,7 @@ def test_a_spent_budget_judges_no_further_server(tmp_path):
                  now=NOW, progress=quiet(1))
     for server_id in ids:
         store.record_probe(db, probe().model_copy(update={"server_id": server_id, "transport": "streamable-http"}), None)
-    report = run_judge(db, servers=store.active_servers(db), providers=[OfflineJudge()], now=NOW, progress=quiet_progress(4),
+    report = run_judge(db, servers=store.active_servers(db), panel=Panel.offline(), now=NOW, progress=quiet_progress(4),
                        deadline=Deadline(2.5, clock=stepping()))
     assert report.counts[SKIPPED] == 2 and report.counts["judged"] == 2
     assert len({r["server_id"] for r in db.query("select server_id from judgements")}) == 2 == len(store.last_examined(db, "judge"))

@@ -21,7 +21,7 @@ import pytest
 
 from pipeline import store
 from pipeline.discover import run_discover, snapshot_sources
-from pipeline.judge import OfflineJudge, run_judge
+from pipeline.judge import Panel, run_judge
 from pipeline.models import LaunchSpec, Package, Remote
 from pipeline.probe import run_probe
 from pipeline.render import run_build
@@ -261,7 +261,7 @@ def test_probe_and_judge_pass_them_over_without_a_failure(db, settings):
                        now=NOW, progress=quiet(1))
     assert report.counts == {"listing_only": 2, "not_probeable": 1} and report.failures == 0
     assert db["probe_runs"].count == 0
-    judged = run_judge(db, servers=listed, providers=[OfflineJudge()], now=NOW, progress=quiet(1))
+    judged = run_judge(db, servers=listed, panel=Panel.offline(), now=NOW, progress=quiet(1))
     assert judged.counts["listing_only"] == 2 and judged.counts["below_assessed"] == 0 and judged.failures == 0
 
 

@@ -155,7 +155,7 @@ def test_tools_stored_as_the_server_sent_them_are_judged_and_scored(db):
     from pipeline import store
     from pipeline.discover import run_discover
     from pipeline.discover.local import LocalCatalogSource
-    from pipeline.judge import OfflineJudge, run_judge
+    from pipeline.judge import Panel, run_judge
     from pipeline.score import run_score
     from tests.support import TOOL, quiet
     from tests.test_rubrics import ODD_TOOLS
@@ -165,7 +165,7 @@ def test_tools_stored_as_the_server_sent_them_are_judged_and_scored(db):
     store.record_analysis(db, analysis().model_copy(update={"server_id": "mcp-server-time"}))
     servers = [s for s in store.active_servers(db) if s.id == "mcp-server-time"]
     run_score(db, servers=servers, now=NOW, progress=quiet(1))  # the judge waits for Assessed visibility
-    judged = run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=quiet(1))
+    judged = run_judge(db, servers=servers, panel=Panel.offline(), now=NOW, progress=quiet(1))
     assert judged.counts["judged"] == 1 + len(ODD_TOOLS)
     run_score(db, servers=servers, now=NOW, progress=quiet(1))
     assert db.execute("select count(*) from scores where server_id = 'mcp-server-time'").fetchone()[0] == 4

@@ -17,7 +17,7 @@ from pipeline import store
 from pipeline.analyze import run_analyze
 from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.discover import run_discover
-from pipeline.judge import OfflineJudge, run_judge
+from pipeline.judge import Panel, run_judge
 from pipeline.judging import text_hash
 from pipeline.models import EnvVar, Judgement, LaunchSpec, Package, ScoreCard
 from pipeline.score import run_score, scoreboard
@@ -205,9 +205,9 @@ def test_the_judge_waits_for_assessed_visibility(db, tmp_path, hosted, with_sour
         (tmp_path / "server.py").write_text("def now():\n    return 1\n")
         (tmp_path / "README.md").write_text("# Time\n\nTells the time.\n")
         run_analyze(db, servers=servers, fetcher=LocalDirectoryFetcher(tmp_path), now=NOW, progress=quiet(1))
-    report = run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=quiet(1))
+    report = run_judge(db, servers=servers, panel=Panel.offline(), now=NOW, progress=quiet(1))
     assert report.counts["judged"] == before_score  # never scored: nothing says a local server is Assessed yet
     run_score(db, servers=servers, now=NOW, progress=quiet(1))
-    report = run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=quiet(1))
+    report = run_judge(db, servers=servers, panel=Panel.offline(), now=NOW, progress=quiet(1))
     assert report.counts["judged"] == after_score  # (a judged tool is not judged again)
     assert db.execute("select count(*) from judgements where server_id = 't'").fetchone()[0] == before_score + after_score

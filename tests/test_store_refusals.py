@@ -13,7 +13,7 @@ from pipeline import store
 from pipeline.analyze import run_analyze
 from pipeline.analyze.directory import LocalDirectoryFetcher
 from pipeline.discover import run_discover
-from pipeline.judge import OfflineJudge, run_judge
+from pipeline.judge import Panel, run_judge
 from pipeline.probe import run_probe
 from pipeline.probe.monitor import run_monitor
 from pipeline.probe.sandbox import LocalProcessSandbox
@@ -75,7 +75,7 @@ def test_a_refused_server_is_counted_named_and_every_stage_goes_on(db, settings,
     run_score(db, servers=servers, now=NOW, progress=lines("score", 3)[0])
     refuse(db, "judgements", "victim")
     progress, out = lines("judge", 3)
-    report = run_judge(db, servers=servers, providers=[OfflineJudge()], now=NOW, progress=progress)
+    report = run_judge(db, servers=servers, panel=Panel.offline(), now=NOW, progress=progress)
     assert report.counts["storage_failed"] == 1 and report.counts["judged"] == 2 and "victim: not stored" in out.getvalue()
 
     run_score(db, servers=servers, now=NOW, progress=lines("score", 3)[0])

@@ -199,6 +199,7 @@ class _Run:
                 self.report.counts[key] = self.report.counts.get(key, 0) + 1
                 self.report.failures += 1
                 state.failed.append(f"{name}: {outcome}")
+                self._spend(outcome.usage)  # a malformed answer was still paid for
             else:
                 state.judged.append(self._judgement(state.server, name, digest, judge, outcome.value, outcome.usage))
                 self._spend(outcome.usage)

@@ -38,3 +38,35 @@ def _make_strict(node: Any) -> bool:
     children = [node[key] for key in _SUBSCHEMA if key in node]
     children += [value for key in _SUBSCHEMA_MAPS if isinstance(node.get(key), dict) for value in node[key].values()]
     return all(_make_strict(child) for child in children)
+
+
+# The JSON Schema keywords Gemini's response_json_schema takes (google-genai's GenerateContentConfig documents them);
+# the model may refuse or ignore any other. A dropped bound is said in the description, and pydantic still checks it.
+GEMINI_KEYWORDS = frozenset({"$id", "$defs", "$ref", "$anchor", "type", "format", "title", "description", "enum", "items",
+                             "prefixItems", "minItems", "maxItems", "minimum", "maximum", "anyOf", "oneOf", "properties",
+                             "additionalProperties", "required", "propertyOrdering"})
+_SAID = {"maxLength": "at most {} characters", "minLength": "at least {} characters", "pattern": "matching {}",
+         "exclusiveMinimum": "above {}", "exclusiveMaximum": "below {}", "const": "exactly {}"}
+
+
+def gemini_schema(model: type[BaseModel]) -> dict[str, Any]:
+    return _gemini(model.model_json_schema())
+
+
+def _gemini(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_gemini(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:  # a $ref takes no sibling but $-keywords
+        return {key: value for key, value in node.items() if key.startswith("$")}
+    kept: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            kept[key] = {name: _gemini(child) for name, child in value.items()}
+        elif key in GEMINI_KEYWORDS:
+            kept[key] = value if key in ("enum", "required", "propertyOrdering") else _gemini(value)
+    said = [template.format(node[key]) for key, template in _SAID.items() if key in node]
+    if said:
+        kept["description"] = "; ".join(filter(None, [str(node.get("description", "")).strip()] + said))
+    return kept

@@ -1,0 +1,87 @@
+"""Google Gemini generateContent with a JSON answer constrained by response_json_schema, over the official
+`google-genai` SDK (the Gemini Developer API, a key; not Vertex AI)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import httpx
+from google import genai
+from google.genai import errors, types
+from pydantic import BaseModel
+
+from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, parse_answer, run_with_retries, status_failure
+from pipeline.llm.prices import cost_usd
+from pipeline.llm.schema import gemini_schema
+
+T = TypeVar("T", bound=BaseModel)
+NO_KEY = "no-key"  # sent to a local server without authentication; without it the SDK would read GEMINI_API_KEY itself
+REFUSED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"})
+
+
+class GoogleProvider:
+    provider = "google"
+    offline = False
+
+    def __init__(self, model: str, *, api_key: str | None, base_url: str | None = None, timeout: float = 60.0,
+                 policy: RetryPolicy | None = None):
+        self.model = model
+        self.base_url = base_url
+        self._key = api_key or NO_KEY
+        self._policy = policy or RetryPolicy()
+        # retry_options None: the SDK makes one attempt, ours (pipeline.llm.base) are the only retries. Timeout in ms.
+        options = types.HttpOptions(base_url=base_url, timeout=int(timeout * 1000), retry_options=None)
+        self._client = genai.Client(api_key=self._key, vertexai=False, http_options=options)
+
+    def __repr__(self) -> str:
+        return f"GoogleProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def complete(self, *, system: str, user: str, schema: type[T], schema_name: str, max_output_tokens: int = 1024) -> Completion[T]:
+        return run_with_retries(f"google:{self.model}", lambda: self._attempt(system, user, schema, max_output_tokens), self._policy)
+
+    def _attempt(self, system: str, user: str, schema: type[T], max_output_tokens: int) -> tuple[T, Usage]:
+        config = types.GenerateContentConfig(system_instruction=system, response_mime_type="application/json",
+                                             response_json_schema=gemini_schema(schema), max_output_tokens=max_output_tokens)
+        try:
+            response = self._client.models.generate_content(model=self.model, contents=user, config=config)
+        except errors.APIError as error:
+            raise self._failure(error) from None
+        except httpx.TimeoutException:
+            raise Attempt("timeout", "no answer within the timeout") from None
+        except httpx.HTTPError as error:
+            raise Attempt("transport", f"connection failed ({type(error).__name__})") from None
+        except (ValueError, errors.UnknownApiResponseError):  # a 200 whose body is not JSON
+            raise Attempt("malformed", "the response is not JSON") from None
+        usage = self._usage(response.usage_metadata)
+        feedback = response.prompt_feedback
+        if feedback is not None and feedback.block_reason is not None:
+            raise Attempt("refusal", f"the prompt was blocked ({_name(feedback.block_reason)})", usage=usage)
+        if not response.candidates:
+            raise Attempt("refusal", "no candidate answer", usage=usage)
+        candidate = response.candidates[0]
+        reason = _name(candidate.finish_reason)
+        if reason in REFUSED:
+            raise Attempt("refusal", f"finish reason {reason}", usage=usage)
+        if reason == "MAX_TOKENS":
+            raise Attempt("malformed", f"the answer was cut at {max_output_tokens} tokens", usage=usage)
+        parts = candidate.content.parts if candidate.content and candidate.content.parts else []
+        text = "".join(part.text for part in parts if part.text and not part.thought)
+        return parse_answer(text, schema, usage), usage
+
+    def _usage(self, metadata: Any) -> Usage:
+        prompt = int(getattr(metadata, "prompt_token_count", 0) or 0)
+        # Thinking tokens are billed as output (Gemini API pricing), so they count here.
+        output = int(getattr(metadata, "candidates_token_count", 0) or 0) + int(getattr(metadata, "thoughts_token_count", 0) or 0)
+        return Usage(input_tokens=prompt, output_tokens=output, cost_usd=cost_usd(self.model, prompt, output))
+
+    def _failure(self, error: errors.APIError) -> Attempt:
+        # Gemini answers a bad key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID, not 401.
+        if error.code == 400 and "API_KEY_INVALID" in str(error.details):
+            return Attempt("auth", "the key was refused (HTTP 400 API_KEY_INVALID)")
+        headers = getattr(error.response, "headers", None)
+        message = str(error.message or error.status or "")
+        return status_failure(error.code, headers, message.replace(self._key, "[key]") if self._key != NO_KEY else message, self._policy)
+
+
+def _name(value: Any) -> str:
+    return str(getattr(value, "value", value))
