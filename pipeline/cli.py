@@ -520,8 +520,8 @@ def judge(settings: Settings, server_ids: tuple[str, ...], due: bool, budget: fl
 @click.option("--sample", "sample_size", type=click.IntRange(min=1), default=100, show_default=True,
               help="Judged servers to read with both models (all of them when fewer).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Draws the sample: the same seed, the same servers.")
-@click.option("--max-tokens", type=click.IntRange(min=1), help="Stop asking once both models have used this many tokens.")
-@click.option("--max-cost", type=click.FloatRange(min=0, min_open=True), metavar="USD", help="Stop asking once the calls cost this much.")
+@max_tokens_option
+@max_cost_option
 @pass_settings
 def judge_transition(settings: Settings, old: str, new: str, sample_size: int, seed: int, max_tokens: int | None,
                      max_cost: float | None) -> None:
@@ -532,13 +532,13 @@ def judge_transition(settings: Settings, old: str, new: str, sample_size: int, s
     from pipeline.judge.limits import LimitsError, SpendCap, limits_for
     from pipeline.judge.transition import report_lines, run_transition
 
-    judges = [_one_judge(old, "--from"), _one_judge(new, "--to")]
-    if (judges[0].provider, judges[0].model) == (judges[1].provider, judges[1].model):
+    if _judge_entry(old, "--from").label == _judge_entry(new, "--to").label:
         raise click.UsageError("--from and --to name the same model: nothing to compare")
+    judges = [_one_judge(old, "--from"), _one_judge(new, "--to")]
     try:
         limits = [limits_for(j.provider, j.model, os.environ) for j in judges]
     except LimitsError as exc:
-        raise click.UsageError(str(exc)) from exc
+        raise click.ClickException(str(exc)) from exc
     db = _open(settings)
     started = time.monotonic()
     transition = run_transition(db, old=judges[0], new=judges[1], limits=limits, sample_size=sample_size, seed=seed, now=utcnow(),
@@ -549,15 +549,20 @@ def judge_transition(settings: Settings, old: str, new: str, sample_size: int, s
         raise SystemExit(1)
 
 
-def _one_judge(entry: str, option: str):
-    """The provider an option names, with its key and base URL from the environment as the panel's; a judge that cannot run
-    is the reason in one line."""
-    from pipeline.llm import providers_from_env
+def _judge_entry(entry: str, option: str):
     from pipeline.llm.config import parse_entries
 
     entries, notes = parse_entries(entry)
     if len(entries) != 1 or notes:
         raise click.UsageError(f"{option}: {notes[0] if notes else 'name one judge, FAMILY:MODEL or FAMILY:MODEL@BASE_URL'}")
+    return entries[0]
+
+
+def _one_judge(entry: str, option: str):
+    """The provider an option names, with its key and base URL from the environment as the panel's; a judge that cannot run
+    is the reason in one line."""
+    from pipeline.llm import providers_from_env
+
     providers, notes = providers_from_env({**os.environ, "SCOREBOARD_JUDGES": entry})
     if not providers:
         raise click.ClickException(f"{option} {notes[-1]}")

@@ -34,7 +34,8 @@ class _Judge:
     limits: Limits
     failures: int = 0
     first_error: str | None = None
-    dead: bool = False
+    dead: bool = False  # set by the thread that saw the judge refused: no further request to it
+    hopeless: bool = False  # the same, once the reading has counted it
 
     @property
     def label(self) -> str:
@@ -127,6 +128,8 @@ def _read(judges: list[_Judge], states: list[_Server], spend: SpendCap, progress
         try:
             return ask(judge.provider, tool)
         except LLMError as error:
+            if error.kind in HOPELESS:
+                judge.dead = True  # at once, on this thread: the judge's other threads ask nothing more
             return error
 
     with ExitStack() as stack:
@@ -181,8 +184,8 @@ def _failed(judge: _Judge, error: LLMError, progress: Progress) -> bool:
     if judge.first_error is None:
         judge.first_error = str(error)
         progress.note(f"{judge.label} failed: {error}")
-    if error.kind in HOPELESS and not judge.dead:
-        judge.dead = True
+    if error.kind in HOPELESS and not judge.hopeless:
+        judge.hopeless = True
         return True
     return False
 
