@@ -89,7 +89,9 @@ def page(tmp_path_factory):
     store.record_analysis(db, analysis().model_copy(update={"server_id": "docs"}).model_copy(
         update={"metrics": {**analysis().metrics, "extracted_tools": ["search_docs", "delete_page", "export_all"],
                             "extraction": {"complete": True, "cut": [], "left_out": 0}}, **SOURCE_EVIDENCE}))
-    store.save_judgements(db, "docs", [judgement(SEARCH, "m1", 90), judgement(SEARCH, "m2", 50), judgement(DELETE, "offline", 40, True),
+    store.save_judgements(db, "docs", [judgement(SEARCH, "m1", 90).model_copy(update={"rationale": "m1 read it <b>well</b>"}),
+                                       judgement(SEARCH, "m2", 50).model_copy(update={"rationale": "x" * 500, "directive": True}),
+                                       judgement(DELETE, "offline", 40, True),
                                        judgement(old_search, "m3", 10)])  # the superseded text's reading is not shown
     run_score(db, servers=store.active_servers(db), now=NOW - timedelta(days=1), progress=quiet(2))
     run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(2))
@@ -105,7 +107,13 @@ def test_per_tool_table_shows_documentation_annotations_interpretability_and_amb
     assert tools["search_docs"]["docs"]["total"] > tools["delete_page"]["docs"]["total"]
     assert tools["search_docs"]["docs"]["total"] == pytest.approx(sum(tools["search_docs"]["docs"]["parts"].values()))
     judged = tools["search_docs"]["interpretability"]
-    assert judged == {"value": pytest.approx(0.6 * 50 + 0.4 * 90), "models": 2, "offline": False, "spread": 40.0, "ambiguous": True}
+    assert judged == {"value": pytest.approx(0.6 * 50 + 0.4 * 90), "average": 70.0, "models": 2, "offline": False, "spread": 40.0,
+                      "ambiguous": True, "judges": [
+                          {"model": "m1", "clarity": 90, "input_completeness": 90, "confidence": 90, "rationale": "m1 read it <b>well</b>"},
+                          {"model": "m2", "clarity": 50, "input_completeness": 50, "confidence": 50, "directive": True,
+                           "rationale": "x" * 300 + "…[trimmed, 500 chars]"}]}
+    assert "m1 read it &lt;b&gt;well&lt;/b&gt;" in html and "<b>well</b>" not in html  # model output is escaped
+    assert "m2: clarity 50, inputs 50, confidence 50 <span class=\"pill flag-critical\">directive</span>" in html
     assert tools["delete_page"]["interpretability"]["offline"] is True and "spread" not in tools["delete_page"]["interpretability"]
     assert "ambiguous</span> spread 40" in html and "(offline estimate)" in html
 

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
-from threading import Event
+from threading import Event, Lock
 from typing import Any, Mapping, Sequence
 
 from sqlite_utils import Database
@@ -132,7 +132,7 @@ class _Run:
     def __init__(self, db: Database, panel: Panel, report: StageReport, progress: Progress, now: datetime, run_id: int | None) -> None:
         self.db, self.panel, self.report, self.progress, self.now, self.run_id = db, panel, report, progress, now, run_id
         self.stop = Event()
-        self.stopped_by: str | None = None
+        self.lock = Lock()
         self.usage = Usage()
         self.cost_unknown = False
         self.pools = {j.model: ThreadPoolExecutor(max_workers=panel.limits_of(j).in_flight, thread_name_prefix=f"judge-{j.provider}")
@@ -183,9 +183,11 @@ class _Run:
         if self.stop.is_set():
             return _NotStarted()
         try:
-            return ask(judge, tool)
+            outcome: Any = ask(judge, tool)
         except LLMError as error:
-            return error
+            outcome = error
+        self._spend(outcome.usage)  # here, not on collection: this thread's next request already sees a spent budget
+        return outcome
 
     def _collect(self, done: set[Future]) -> None:
         for future in done:
@@ -199,21 +201,22 @@ class _Run:
                 self.report.counts[key] = self.report.counts.get(key, 0) + 1
                 self.report.failures += 1
                 state.failed.append(f"{name}: {outcome}")
-                self._spend(outcome.usage)  # a malformed answer was still paid for
             else:
                 state.judged.append(self._judgement(state.server, name, digest, judge, outcome.value, outcome.usage))
-                self._spend(outcome.usage)
             if not state.outstanding:
                 self._store(state)
 
     def _spend(self, usage: Usage) -> None:
-        self.usage = self.usage + usage
-        self.cost_unknown = self.cost_unknown or usage.cost_usd is None
-        reason = self.panel.spend.reached(self.usage.input_tokens + self.usage.output_tokens, self.usage.cost_usd or 0.0, self.cost_unknown)
-        if reason and not self.stop.is_set():
-            self.stopped_by = reason
+        """Add one answer's usage (a failed one's too: a malformed answer was paid for) and stop at the spending cap."""
+        with self.lock:
+            self.usage = self.usage + usage
+            self.cost_unknown = self.cost_unknown or usage.cost_usd is None
+            total = self.usage
+            reason = self.panel.spend.reached(total.input_tokens + total.output_tokens, total.cost_usd or 0.0, self.cost_unknown)
+            if not reason or self.stop.is_set():
+                return
             self.stop.set()
-            self.progress.note(f"{reason}: no further request is started; those in flight finish")
+        self.progress.note(f"{reason}: no further request is started; those in flight finish")
 
     def _judgement(self, server: Server, name: str, digest: str, judge: Provider, verdict: Verdict, usage: Usage) -> Judgement:
         return Judgement(

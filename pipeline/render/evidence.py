@@ -6,9 +6,12 @@ from datetime import date, timedelta
 from typing import Any
 
 from pipeline import latency
+from pipeline.clean import clean_text
 from pipeline.drift import breaking_changes, drift_between, extraction_complete
-from pipeline.judging import AMBIGUITY_SPREAD, blend, current_judgements, judge_spread
+from pipeline.judging import AMBIGUITY_SPREAD, blend, current_judgements, judge_spread, tool_average
 from pipeline.models import Judgement, ProbeResult
+
+RATIONALE_SHOWN = 300  # characters of a judge's rationale a page shows
 
 
 def _hint(annotations: dict[str, Any], name: str) -> bool | None:
@@ -25,20 +28,25 @@ def _latest_per_model(judged: list[Judgement]) -> list[Judgement]:
 
 
 def interpretability(judged: list[Judgement]) -> dict[str, Any] | None:
-    """One tool's judged interpretability: real models blended lowest-first (as the score does), else the offline estimate."""
+    """One tool's judged interpretability: real models blended lowest-first (as the score does), else the offline estimate;
+    its average over the judges, and each judge's reading (its rationale is model output: capped here, escaped where shown)."""
     judged = _latest_per_model(judged)
     if not judged:
         return None
     real = [j for j in judged if not j.offline]
     counted = real or judged
-    per_model = [(j.clarity + j.input_completeness + j.confidence) / 3 for j in counted]
+    per_model = [tool_average(j) for j in counted]
     spread = judge_spread(real)
     return {
         "value": round(blend(per_model) if len(per_model) >= 2 else per_model[0], 1),
+        "average": round(sum(per_model) / len(per_model), 1),
         "models": len(counted),
         "offline": not real,  # an offline heuristic is shown, labelled, and never counted in a score
         "spread": round(spread, 1) if spread is not None else None,
         "ambiguous": spread is not None and spread > AMBIGUITY_SPREAD,
+        "judges": [{"model": j.model, "clarity": round(j.clarity), "input_completeness": round(j.input_completeness),
+                    "confidence": round(j.confidence), "directive": j.directive, "rationale": clean_text(j.rationale or "", RATIONALE_SHOWN)}
+                   for j in sorted(counted, key=lambda j: j.model)],
     }
 
 

@@ -236,12 +236,23 @@ class ToolDocs(TypedDict):
     parts: dict[str, Number]
 
 
+class JudgeReading(TypedDict):
+    model: str
+    clarity: Percent
+    input_completeness: Percent
+    confidence: Percent
+    directive: bool | None  # the judge said the text instructs its reader (None: the offline judge does not say)
+    rationale: str  # model output, at most 300 characters
+
+
 class Interpretability(TypedDict):
     value: Percent
+    average: Percent
     models: Annotated[int, Field(ge=1)]
     offline: bool
     spread: float | None
     ambiguous: bool
+    judges: list[JudgeReading]
 
 
 class Tool(TypedDict):
