@@ -8,6 +8,7 @@ import math
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Literal
 
 import pytest
@@ -17,8 +18,10 @@ from bench.llm_endpoint import serve
 from pipeline.llm import LLMError, RetryPolicy, Usage, providers_from_env
 from pipeline.llm.base import RETRY_AFTER_CAP
 from pipeline.llm.config import build
+from pipeline.llm.openai_provider import token_options
 from pipeline.llm.prices import cost_usd
 
+ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = [("openai", "gpt-5-nano"), ("google", "gemini-2.0-flash"), ("mistral", "mistral-small-2501")]
 KEY = "test-key-never-shown"
 GOOD_TOOL = {"name": "get_weather", "title": "Weather",
@@ -70,17 +73,36 @@ def test_a_structured_answer_with_its_usage_and_cost(endpoint, family, model):
     assert usage.cost_usd == pytest.approx(cost_usd(model, usage.input_tokens, usage.output_tokens)) and usage.cost_usd > 0
     assert (usage.calls, usage.retries) == (1, 0)
     body = endpoint.received[-1].body
-    if family == "google":  # the schema is constrained the provider's own way
+    if family == "google":  # the schema is constrained the provider's own way: Gemini 2.0 takes the OpenAPI subset
         config = body["generationConfig"]
-        assert config["responseMimeType"] == "application/json" and config["responseJsonSchema"]["required"] == list(Verdict.model_fields)
-        assert "maxLength" not in json.dumps(config["responseJsonSchema"])  # not a keyword Gemini takes: said in words
-        assert "at most 300 characters" in config["responseJsonSchema"]["properties"]["rationale"]["description"]
+        assert config["responseMimeType"] == "application/json" and "responseJsonSchema" not in config
+        assert config["responseSchema"]["type"] == "OBJECT" and config["responseSchema"]["required"] == list(Verdict.model_fields)
         assert body["systemInstruction"]["parts"][0]["text"] == system
     else:
         format_ = body["response_format"]
         assert format_["type"] == "json_schema" and format_["json_schema"]["name"] == "verdict"
         assert format_["json_schema"]["strict"] is True and format_["json_schema"]["schema"]["additionalProperties"] is False
         assert body["messages"][0] == {"role": "system", "content": system}
+        assert body["max_tokens"] == 1024  # a compatible server knows max_tokens; OpenAI's own API gets max_completion_tokens
+
+
+def test_a_later_gemini_takes_json_schema_in_the_keywords_it_knows(endpoint):
+    assert judge(provider("google", "gemini-2.5-flash", endpoint)).value.input_completeness == 100
+    config = endpoint.received[-1].body["generationConfig"]
+    assert "responseSchema" not in config and config["responseJsonSchema"]["required"] == list(Verdict.model_fields)
+    assert "maxLength" not in json.dumps(config["responseJsonSchema"])  # not a keyword Gemini takes: said in words
+    assert "at most 300 characters" in config["responseJsonSchema"]["properties"]["rationale"]["description"]
+    assert list(config["thinkingConfig"].values()) == [0]  # no thinking budget: it would come out of the output cap
+
+
+def test_a_schema_gemini_2_0_cannot_take_is_a_config_error_before_any_request(endpoint):
+    class Loose(BaseModel):
+        data: dict[str, int]
+
+    with pytest.raises(LLMError) as caught:
+        provider("google", "gemini-2.0-flash", endpoint).complete(system="s", user="u", schema=Loose, schema_name="loose")
+    assert caught.value.kind == "config" and "Loose cannot be sent as a Gemini schema" in str(caught.value)
+    assert endpoint.requests == {}
 
 
 @pytest.mark.parametrize("family,model", FAMILIES)
@@ -99,6 +121,17 @@ def test_a_bad_answer_is_one_error_of_its_kind_naming_provider_and_model(endpoin
         assert error.usage.output_tokens > 0 and error.usage.cost_usd > 0
 
 
+@pytest.mark.parametrize("family,model", FAMILIES)
+def test_no_server_is_a_transport_error_not_retried(family, model):
+    with serve() as closed:
+        base_url = closed.base_url(family)  # the port is free again once the block ends
+    sleeps: list[float] = []
+    p = build(family, model, key=KEY, base_url=base_url, timeout=5, policy=RetryPolicy(sleep=sleeps.append))
+    with pytest.raises(LLMError) as caught:
+        judge(p)
+    assert caught.value.kind == "transport" and sleeps == [] and KEY not in str(caught.value)
+
+
 def test_gemini_blocked_prompt_is_a_refusal(endpoint):
     endpoint.script("gemini-2.0-flash", "blocked")
     with pytest.raises(LLMError) as caught:
@@ -108,10 +141,11 @@ def test_gemini_blocked_prompt_is_a_refusal(endpoint):
 
 @pytest.mark.parametrize("family,model", FAMILIES)
 def test_429_with_retry_after_is_waited_then_the_answer_counts_both_calls(endpoint, family, model):
+    """Retry-After plus a spread of up to 0.5 s (the jitter fixed at its middle here)."""
     endpoint.script(model, "rate_limit:7")
     sleeps: list[float] = []
     completion = judge(provider(family, model, endpoint, sleeps=sleeps))
-    assert sleeps == [7.0] and (completion.usage.calls, completion.usage.retries) == (2, 1)
+    assert sleeps == [7.25] and (completion.usage.calls, completion.usage.retries) == (2, 1)
     assert endpoint.requests[model] == 2
 
 
@@ -129,7 +163,7 @@ def test_three_429s_give_up_after_three_attempts(endpoint, family, model):
     with pytest.raises(LLMError) as caught:
         judge(provider(family, model, endpoint, sleeps=sleeps))
     assert caught.value.kind == "rate_limited" and "after 3 attempts" in str(caught.value)
-    assert sleeps == [2.0, 2.0] and endpoint.requests[model] == 3
+    assert sleeps == [2.25, 2.25] and endpoint.requests[model] == 3
     assert (caught.value.usage.calls, caught.value.usage.retries) == (3, 2)
 
 
@@ -140,6 +174,16 @@ def test_a_500_is_retried_with_backoff(endpoint, family, model):
     completion = judge(provider(family, model, endpoint, sleeps=sleeps))
     assert sleeps == [1.0, 2.0]  # exponential, the jitter fixed at its middle
     assert completion.value.clarity >= 80 and completion.usage.retries == 2
+
+
+@pytest.mark.parametrize("family,model,said", [("openai", "gpt-5-nano", "The server had an error while processing your request."),
+                                              ("google", "gemini-2.0-flash", "An internal error has occurred."),
+                                              ("mistral", "mistral-small-2501", "The server had an error while processing your request.")])
+def test_three_500s_give_up_saying_the_server_message_in_one_line(endpoint, family, model, said):
+    endpoint.script(model, "server_error", "server_error", "server_error")
+    with pytest.raises(LLMError) as caught:
+        judge(provider(family, model, endpoint))
+    assert str(caught.value) == f"{family}:{model}: server_error after 3 attempts: HTTP 500: {said}"
 
 
 @pytest.mark.parametrize("family,model", FAMILIES)
@@ -156,6 +200,17 @@ def test_a_timeout_is_retried(endpoint):
     sleeps: list[float] = []
     completion = judge(provider("openai", "gpt-5-nano", endpoint, timeout=1.0, sleeps=sleeps))
     assert completion.usage.retries == 1 and sleeps == [1.0]
+
+
+@pytest.mark.parametrize("model,official,options", [
+    ("gpt-5-nano", True, {"max_completion_tokens": 400, "reasoning_effort": "minimal"}),
+    ("gpt-5-nano-2025-08-07", True, {"max_completion_tokens": 400, "reasoning_effort": "minimal"}),
+    ("gpt-4.1-nano", True, {"max_completion_tokens": 400}),
+    ("gpt-5.1", True, {"max_completion_tokens": 400}),  # its efforts differ: left at its default
+    ("gpt-5-nano", False, {"max_tokens": 400}),
+])
+def test_the_output_cap_as_each_server_takes_it(model, official, options):
+    assert token_options(model, official=official, max_output_tokens=400) == options
 
 
 def test_an_unknown_model_is_counted_but_not_priced(endpoint):
@@ -183,6 +238,9 @@ def test_the_judge_reads_the_tool_by_model_and_flags_a_directive(endpoint):
     assert max(good) - min(good) <= 10
     poisoned = judge(provider("mistral", "mistral-small-2501", endpoint), POISONED_TOOL).value
     assert poisoned.directive and not readings["gpt-5-nano"].directive
+    quoted = provider("openai", "gpt-5-nano", endpoint).complete(  # a tool written as a JSON string is read too
+        system="s", user=f"tool = {json.dumps(json.dumps(GOOD_TOOL))}", schema=Verdict, schema_name="verdict").value
+    assert quoted.clarity >= 80
 
 
 class Endpoints(BaseModel):
@@ -213,7 +271,7 @@ def test_the_endpoint_rate_limit_answers_429_and_our_retries_wait_it_out():
 
 
 def test_the_endpoint_runs_as_a_child_process():
-    child = subprocess.Popen([sys.executable, "-m", "bench.llm_endpoint"], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-m", "bench.llm_endpoint"], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     try:
         root = child.stdout.readline().strip()
         p = build("openai", "gpt-5-nano", key=None, base_url=f"{root}/v1")  # a local OpenAI-compatible server: no key
@@ -261,6 +319,8 @@ def test_entries_with_base_urls_and_refusals():
         "SCOREBOARD_LLM_TIMEOUT='soon' is not a number of seconds in (0, 3600]; using 60",
     ]
     assert providers_from_env({"SCOREBOARD_JUDGES": " "}) == ([], ["SCOREBOARD_JUDGES is empty: no judge models"])
+    assert providers_from_env({"SCOREBOARD_LLM_INFER": "openai:m@localhost:8080/v1"}, purpose="infer") == (
+        [], ["openai:m: the base URL 'localhost:8080/v1' is not an http:// or https:// URL"])
 
 
 def test_a_configured_local_panel_answers_without_keys(endpoint):

@@ -2,8 +2,8 @@
 
 The retry loop lives here so the three providers retry alike (deviation 300): at most 3 attempts in all on a rate
 limit, a server error or a timeout; a Retry-After is honoured up to RETRY_AFTER_CAP seconds, otherwise exponential
-backoff with full jitter. The SDKs' own retries are off so these are the only ones. Sleep and jitter are injected so
-tests run in milliseconds.
+backoff (1 s, then 2 s) times a random 0.5-1.5, so concurrent callers do not retry in step. The SDKs' own retries are
+off so these are the only ones. Sleep, jitter and clock are injected so tests run in milliseconds.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ RETRYABLE = frozenset({"rate_limited", "server_error", "timeout"})
 MAX_ATTEMPTS = 3
 BACKOFF_BASE = 1.0  # seconds before the second attempt; doubled for the third
 RETRY_AFTER_CAP = 30.0  # a longer Retry-After is waited only this long (deviation 300)
+RETRY_AFTER_SPREAD = 0.5  # up to this many seconds added to a Retry-After
 DEFAULT_TIMEOUT = 60.0  # seconds per request, SCOREBOARD_LLM_TIMEOUT
 
 
@@ -87,8 +88,8 @@ class RetryPolicy:
     cap: float = RETRY_AFTER_CAP
 
     def wait(self, attempt: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return min(max(retry_after, 0.0), self.cap)
+        if retry_after is not None:  # at least what the server asked, and callers told the same do not return in step
+            return min(max(retry_after, 0.0) + RETRY_AFTER_SPREAD * self.jitter(), self.cap)
         return min(BACKOFF_BASE * 2 ** (attempt - 1) * (0.5 + self.jitter()), self.cap)
 
 
@@ -156,6 +157,20 @@ def parse_answer(text: str | None, schema: type[T], usage: Usage) -> T:
         first = error.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "answer"
         raise Attempt("malformed", f"does not fit {schema.__name__}: {where}: {first.get('msg', 'invalid')}", usage=usage) from None
+
+
+def server_message(body: object, fallback: str) -> str:
+    """The message in an error body ({"message"} or {"error": {"message"}}, as a dict or JSON text), else `fallback`."""
+    if isinstance(body, (str, bytes)):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return fallback
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(inner.get("message"), str) and inner["message"].strip():
+            return inner["message"]
+    return fallback
 
 
 def one_line(text: object, limit: int = 200) -> str:

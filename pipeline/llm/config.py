@@ -1,7 +1,7 @@
 """Which providers a run uses, read from the environment alone: SCOREBOARD_JUDGES (the panel), SCOREBOARD_LLM_EXTRACT
 (tool extraction, endpoint discovery), SCOREBOARD_LLM_INFER (source inference, behavioural review). An entry is
 FAMILY:MODEL or FAMILY:MODEL@BASE_URL; entries are comma-separated. A judge that cannot run is one line in the notes,
-never a traceback; keys are never written anywhere."""
+never a traceback; keys are never written anywhere (deviation 303)."""
 
 from __future__ import annotations
 
@@ -71,6 +71,9 @@ def providers_from_env(env: Mapping[str, str], *, purpose: str = "judge", policy
         key = next((env[name] for name in KEYS[entry.family] if env.get(name)), None)
         if key is None and base_url is None:
             notes.append(f"{entry.label}: {' or '.join(KEYS[entry.family])} is not set (or give a base URL: {entry.label}@URL)")
+            continue
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
+            notes.append(f"{entry.label}: the base URL {base_url[:80]!r} is not an http:// or https:// URL")
             continue
         providers.append(build(entry.family, entry.model, key=key, base_url=base_url, timeout=timeout, policy=policy))
     return providers, notes

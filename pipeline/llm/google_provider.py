@@ -3,19 +3,26 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, TypeVar
 
 import httpx
 from google import genai
 from google.genai import errors, types
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, parse_answer, run_with_retries, status_failure
+from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, one_line, parse_answer, run_with_retries, status_failure
 from pipeline.llm.prices import cost_usd
 from pipeline.llm.schema import gemini_schema
 
 T = TypeVar("T", bound=BaseModel)
 NO_KEY = "no-key"  # sent to a local server without authentication; without it the SDK would read GEMINI_API_KEY itself
+# Given explicitly: left None, the SDK would read GOOGLE_GEMINI_BASE_URL itself, past the environment we were handed.
+OFFICIAL_URL = "https://generativelanguage.googleapis.com/"
+LEGACY_SCHEMA = re.compile(r"gemini-(1\.|2\.0)")
+# Gemini 2.5 Flash and Flash-Lite think by default, and can be told not to (2.5 Pro cannot).
+NO_THINKING = re.compile(r"gemini-2\.5-flash(-lite)?(-\d{3}|-preview-[\w-]+)?")
 REFUSED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"})
 
 
@@ -30,7 +37,7 @@ class GoogleProvider:
         self._key = api_key or NO_KEY
         self._policy = policy or RetryPolicy()
         # retry_options None: the SDK makes one attempt, ours (pipeline.llm.base) are the only retries. Timeout in ms.
-        options = types.HttpOptions(base_url=base_url, timeout=int(timeout * 1000), retry_options=None)
+        options = types.HttpOptions(base_url=base_url or OFFICIAL_URL, timeout=int(timeout * 1000), retry_options=None)
         self._client = genai.Client(api_key=self._key, vertexai=False, http_options=options)
 
     def __repr__(self) -> str:
@@ -40,8 +47,14 @@ class GoogleProvider:
         return run_with_retries(f"google:{self.model}", lambda: self._attempt(system, user, schema, max_output_tokens), self._policy)
 
     def _attempt(self, system: str, user: str, schema: type[T], max_output_tokens: int) -> tuple[T, Usage]:
+        # Gemini 2.0 and older take the OpenAPI subset (response_schema, converted from the pydantic model by the SDK);
+        # later models take JSON Schema (response_json_schema).
+        constraint: dict[str, Any] = ({"response_schema": schema} if LEGACY_SCHEMA.match(self.model)
+                                      else {"response_json_schema": gemini_schema(schema)})
+        if NO_THINKING.fullmatch(self.model):  # thinking would come out of the output cap (deviation 304)
+            constraint["thinking_config"] = types.ThinkingConfig(thinking_budget=0)
         config = types.GenerateContentConfig(system_instruction=system, response_mime_type="application/json",
-                                             response_json_schema=gemini_schema(schema), max_output_tokens=max_output_tokens)
+                                             max_output_tokens=max_output_tokens, **constraint)
         try:
             response = self._client.models.generate_content(model=self.model, contents=user, config=config)
         except errors.APIError as error:
@@ -50,8 +63,10 @@ class GoogleProvider:
             raise Attempt("timeout", "no answer within the timeout") from None
         except httpx.HTTPError as error:
             raise Attempt("transport", f"connection failed ({type(error).__name__})") from None
-        except (ValueError, errors.UnknownApiResponseError):  # a 200 whose body is not JSON
-            raise Attempt("malformed", "the response is not JSON") from None
+        except (json.JSONDecodeError, ValidationError, errors.UnknownApiResponseError):  # a 200 that is not a response
+            raise Attempt("malformed", "the response is not a generateContent response") from None
+        except ValueError as error:  # raised before sending: the SDK cannot write the schema for this API
+            raise Attempt("config", f"{schema.__name__} cannot be sent as a Gemini schema: {one_line(error, 120)}") from None
         usage = self._usage(response.usage_metadata)
         feedback = response.prompt_feedback
         if feedback is not None and feedback.block_reason is not None:

@@ -6,9 +6,10 @@ from typing import Any, TypeVar
 
 import httpx
 from mistralai.client import Mistral, errors
+from mistralai.client.utils.logger import NoOpLogger
 from pydantic import BaseModel
 
-from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, parse_answer, run_with_retries, status_failure
+from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, parse_answer, run_with_retries, server_message, status_failure
 from pipeline.llm.prices import cost_usd
 from pipeline.llm.schema import json_schema, strict_schema
 
@@ -26,8 +27,10 @@ class MistralProvider:
         self.base_url = base_url
         self._key = api_key or NO_KEY
         self._policy = policy or RetryPolicy()
-        # retry_config None: the SDK retries nothing, ours (pipeline.llm.base) are the only retries.
-        self._client = Mistral(api_key=self._key, server_url=base_url, timeout_ms=int(timeout * 1000), retry_config=None)
+        # retry_config None: the SDK retries nothing, ours (pipeline.llm.base) are the only retries. Its debug logger
+        # (MISTRAL_DEBUG) would write the request headers, the key among them: it stays silent.
+        self._client = Mistral(api_key=self._key, server_url=base_url, timeout_ms=int(timeout * 1000), retry_config=None,
+                               debug_logger=NoOpLogger())
 
     def __repr__(self) -> str:
         return f"MistralProvider(model={self.model!r}, base_url={self.base_url!r})"
@@ -47,7 +50,8 @@ class MistralProvider:
         except errors.ResponseValidationError:
             raise Attempt("malformed", "the response does not have the chat-completion shape") from None
         except errors.MistralError as error:
-            raise status_failure(error.status_code, error.headers, self._scrub(error.message), self._policy) from None
+            message = server_message(error.body, error.message)
+            raise status_failure(error.status_code, error.headers, self._scrub(message), self._policy) from None
         except errors.NoResponseError:
             raise Attempt("transport", "no response") from None
         except httpx.TimeoutException:

@@ -3,17 +3,23 @@ any OpenAI-compatible server (llama.cpp, vLLM, Ollama), where no key is needed."
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 import openai
 from pydantic import BaseModel
 
-from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, one_line, parse_answer, run_with_retries, status_failure
+from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, one_line, parse_answer, run_with_retries, server_message, status_failure
 from pipeline.llm.prices import cost_usd
 from pipeline.llm.schema import json_schema, strict_schema
 
 T = TypeVar("T", bound=BaseModel)
 NO_KEY = "no-key"  # what a local server without authentication is sent; the SDK refuses an empty key
+# Given explicitly: left None, the SDK would read OPENAI_BASE_URL itself, past the environment we were handed.
+OFFICIAL_URL = "https://api.openai.com/v1"
+# GPT-5's reasoning tokens come out of max_completion_tokens: at the default effort a short structured answer can be
+# cut before it starts. The judge and the passes ask for a reading, not a proof (deviation 304).
+MINIMAL_REASONING = re.compile(r"gpt-5(-mini|-nano)?(-\d{4}-\d{2}-\d{2})?")
 
 
 class OpenAIProvider:
@@ -27,7 +33,7 @@ class OpenAIProvider:
         self._key = api_key or NO_KEY
         self._policy = policy or RetryPolicy()
         # The SDK's retries are off: ours (pipeline.llm.base) are the only ones, and they honour Retry-After.
-        self._client = openai.OpenAI(api_key=self._key, base_url=base_url, timeout=timeout, max_retries=0)
+        self._client = openai.OpenAI(api_key=self._key, base_url=base_url or OFFICIAL_URL, timeout=timeout, max_retries=0)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
@@ -40,8 +46,8 @@ class OpenAIProvider:
         strict = strict_schema(schema)
         format_: dict[str, Any] = {"type": "json_schema", "json_schema": {
             "name": schema_name, "schema": strict if strict is not None else json_schema(schema), "strict": strict is not None}}
-        # OpenAI's reasoning models take max_completion_tokens only; OpenAI-compatible servers know max_tokens best.
-        limit = {"max_tokens": max_output_tokens} if self.base_url else {"max_completion_tokens": max_output_tokens}
+        official = self.base_url is None or self.base_url.rstrip("/") == OFFICIAL_URL
+        limit = token_options(self.model, official=official, max_output_tokens=max_output_tokens)
         try:
             response = self._client.chat.completions.create(
                 model=self.model, messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -75,9 +81,20 @@ class OpenAIProvider:
         if isinstance(error, openai.APIResponseValidationError):
             return Attempt("malformed", "the response does not have the chat-completion shape")
         if isinstance(error, openai.APIStatusError):
-            return status_failure(error.status_code, error.response.headers, self._scrub(error.message), self._policy)
+            message = server_message(error.body, error.message)
+            return status_failure(error.status_code, error.response.headers, self._scrub(message), self._policy)
         return Attempt("transport", one_line(self._scrub(str(error)), 160))
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._key, "[key]") if self._key != NO_KEY else text
 
+
+def token_options(model: str, *, official: bool, max_output_tokens: int) -> dict[str, Any]:
+    """The output cap as each server takes it: OpenAI's reasoning models take max_completion_tokens only, and GPT-5 is
+    asked for minimal reasoning; an OpenAI-compatible server knows max_tokens best."""
+    if not official:
+        return {"max_tokens": max_output_tokens}
+    options: dict[str, Any] = {"max_completion_tokens": max_output_tokens}
+    if MINIMAL_REASONING.fullmatch(model):
+        options["reasoning_effort"] = "minimal"
+    return options
