@@ -11,7 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
-from threading import Event
+from threading import Event, Lock
 from typing import Any, Sequence
 
 from sqlite_utils import Database
@@ -34,8 +34,6 @@ class _Judge:
     limits: Limits
     failures: int = 0
     first_error: str | None = None
-    dead: bool = False  # set by the thread that saw the judge refused: no further request to it
-    hopeless: bool = False  # the same, once the reading has counted it
 
     @property
     def label(self) -> str:
@@ -111,63 +109,80 @@ def _reading(state: _Server, index: int, model: str) -> float | None:
     return panel_consensus(state.read.get(index, []), names).models.get(model)
 
 
-def _read(judges: list[_Judge], states: list[_Server], spend: SpendCap, progress: Progress, now: datetime) -> tuple[Usage, str | None]:
-    """Ask both judges about every sampled tool, each within its limits; returns the usage and, when the cap stopped the
-    reading, why."""
-    stop = Event()
-    rates = [RateLimiter(j.limits.per_second) for j in judges]
-    usage, stopped_by = Usage(), None
+class _Reading:
+    """Both judges' requests: a thread pool and a rate limiter per judge; spending counted, and the cap checked, on the
+    thread that made the request, so the next one already sees a spent budget or a judge that cannot answer."""
 
-    def asked(index: int, tool: dict[str, Any]) -> Any:
-        judge = judges[index]
-        if stop.is_set() or judge.dead:
+    def __init__(self, judges: list[_Judge], spend: SpendCap, progress: Progress) -> None:
+        self.judges, self.spend, self.progress = judges, spend, progress
+        self.rates = [RateLimiter(j.limits.per_second) for j in judges]
+        self.stop = Event()
+        self.lock = Lock()
+        self.usage = Usage()
+        self.stopped_by: str | None = None
+
+    def ask(self, index: int, tool: dict[str, Any]) -> Any:
+        """A verdict's completion, an LLMError, or None when the reading stopped before this request."""
+        judge = self.judges[index]
+        if self.stop.is_set():
             return None
-        rates[index].wait()
-        if stop.is_set() or judge.dead:
+        self.rates[index].wait()
+        if self.stop.is_set():
             return None
         try:
-            return ask(judge.provider, tool)
+            outcome: Any = ask(judge.provider, tool)
         except LLMError as error:
-            if error.kind in HOPELESS:
-                judge.dead = True  # at once, on this thread: the judge's other threads ask nothing more
-            return error
+            outcome = error
+            if error.kind in HOPELESS:  # a refused key or a bad setting: every further call would fail alike
+                self.halt(f"{judge.label} cannot be asked ({error.kind}): nothing can be compared")
+        with self.lock:
+            self.usage = self.usage + outcome.usage
+            tokens, cost = self.usage.input_tokens + self.usage.output_tokens, self.usage.cost_usd
+        reason = self.spend.reached(tokens, cost or 0.0, cost is None)
+        if reason:
+            self.halt(reason)
+        return outcome
 
+    def halt(self, reason: str) -> None:
+        with self.lock:
+            if self.stopped_by is not None:
+                return
+            self.stopped_by = reason
+        self.stop.set()
+        self.progress.note(f"{reason}: no further request is started")
+
+
+def _read(judges: list[_Judge], states: list[_Server], spend: SpendCap, progress: Progress, now: datetime) -> tuple[Usage, str | None]:
+    """Ask both judges about every sampled tool, each within its limits; returns the usage and, when the reading was
+    stopped (the cap, a judge that cannot answer), why."""
+    reading = _Reading(judges, spend, progress)
     with ExitStack() as stack:
         pools = [stack.enter_context(ThreadPoolExecutor(j.limits.in_flight, thread_name_prefix=f"transition-{j.provider.provider}"))
                  for j in judges]
         futures: dict[Future, tuple[_Server, int, dict[str, Any]]] = {
-            pools[i].submit(asked, i, tool): (state, i, tool) for state, i, tool in _tasks(states, len(judges))}
+            pools[i].submit(reading.ask, i, tool): (state, i, tool) for state, i, tool in _tasks(states, len(judges))}
         try:
             for future in as_completed(futures):
                 state, index, tool = futures[future]
                 outcome = future.result()
                 state.outstanding -= 1
+                if isinstance(outcome, LLMError):
+                    _failed(judges[index], outcome, progress)
                 if outcome is None or isinstance(outcome, LLMError):
                     state.incomplete.add(index)
-                    if isinstance(outcome, LLMError):
-                        usage = usage + outcome.usage
-                        if _failed(judges[index], outcome, progress) and not stop.is_set():
-                            stopped_by = f"{judges[index].label} cannot be asked ({outcome.kind}): nothing can be compared"
-                            stop.set()
                 else:
-                    usage = usage + outcome.usage
                     verdict = outcome.value
                     state.read.setdefault(index, []).append(Judgement(
                         server_id=state.server_id, tool_name=str(tool.get("name", "")), tool_hash=text_hash(tool),
                         provider=judges[index].provider.provider, model=judges[index].provider.model, offline=False, judged_at=now,
                         clarity=verdict.clarity, input_completeness=verdict.input_completeness, confidence=verdict.confidence))
-                reason = spend.reached(usage.input_tokens + usage.output_tokens, usage.cost_usd or 0.0, usage.cost_usd is None)
-                if reason and not stop.is_set():
-                    stopped_by = reason
-                    stop.set()
-                    progress.note(f"{reason}: no further request is started")
                 if not state.outstanding:
                     read = [f"{j.label} {'read' if i not in state.incomplete else 'did not read'} all" for i, j in enumerate(judges)]
                     progress.step(state.server_id, f"{len(state.tools)} tools; " + ", ".join(read), ok=not state.incomplete)
         except KeyboardInterrupt:
-            stop.set()
+            reading.stop.set()
             raise
-    return usage, stopped_by
+    return reading.usage, reading.stopped_by
 
 
 def _tasks(states: list[_Server], judges: int) -> Iterator[tuple[_Server, int, dict[str, Any]]]:
@@ -178,16 +193,11 @@ def _tasks(states: list[_Server], judges: int) -> Iterator[tuple[_Server, int, d
                 yield state, index, tool
 
 
-def _failed(judge: _Judge, error: LLMError, progress: Progress) -> bool:
-    """Count a judge's failure; True when it leaves the judge unable to answer at all (a refused key, a bad setting)."""
+def _failed(judge: _Judge, error: LLMError, progress: Progress) -> None:
     judge.failures += 1
     if judge.first_error is None:
         judge.first_error = str(error)
         progress.note(f"{judge.label} failed: {error}")
-    if error.kind in HOPELESS and not judge.hopeless:
-        judge.hopeless = True
-        return True
-    return False
 
 
 def report_lines(transition: ModelTransition, seconds: float) -> list[str]:
