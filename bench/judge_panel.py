@@ -86,7 +86,9 @@ def measure(tools: int, latency: float, limits_setting: str | None) -> list[str]
         wall = time.perf_counter() - started
         judged = report.counts["judged"]
         failed = {k.removeprefix("failed_"): v for k, v in report.counts.items() if k.startswith("failed_")}
-        lines = [f"{tools} tools, {judged} judgements in {wall:.1f} s: {judged / 3 / wall:.2f} tools judged a second "
+        bound = min(limit.per_second for limit in limits.values())  # every tool waits for its slowest judge
+        lines = [f"{tools} tools, {judged} judgements in {wall:.1f} s: {judged / 3 / wall:.2f} tools judged a second (at most "
+                 f"{bound:g}, the slowest judge's allowed rate) "
                  f"({'all read' if judged == 3 * tools else f'{3 * tools - judged} judgements missing'}); "
                  f"{report.counts.get('retries', 0)} retries, failed requests: {failed or 'none'}"]
         for judge in judges:
