@@ -9,6 +9,8 @@ import os
 import random
 import subprocess
 import sys
+import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -96,12 +98,13 @@ def test_the_same_model_twice_or_a_missing_key_is_a_clear_error(judged_db):
     assert "Traceback" not in same.stderr + keyless.stderr
 
 
-def transition_in_process(db, endpoint, old: str, new: str, spend: SpendCap = SpendCap()) -> tuple[ModelTransition, str]:
+def transition_in_process(db, endpoint, old: str, new: str, spend: SpendCap = SpendCap(), limits: Limits = FAST,
+                          sample_size: int = SERVERS, now: datetime = NOW) -> tuple[ModelTransition, str]:
     lines = io.StringIO()
     providers = [build(family, model, key="test-key", base_url=endpoint.base_url(family))
                  for family, model in (entry.split(":") for entry in (old, new))]
-    transition = run_transition(db, old=providers[0], new=providers[1], limits=[FAST, FAST], sample_size=SERVERS, seed=0, now=NOW,
-                                spend=spend, progress=Progress("judge-transition", SERVERS, stream=lines))
+    transition = run_transition(db, old=providers[0], new=providers[1], limits=[limits, limits], sample_size=sample_size, seed=0,
+                                now=now, spend=spend, progress=Progress("judge-transition", SERVERS, stream=lines))
     return transition, lines.getvalue()
 
 
@@ -142,3 +145,15 @@ def test_a_spent_budget_stops_asking_and_refuses(judged_db):
     assert not transition.accepted and "token budget reached" in transition.reason and transition.compared < SERVERS * 0.9
     assert asked < 2 * 3 * SERVERS and transition.input_tokens + transition.output_tokens >= 2000
     assert "no further request is started" in progress
+
+
+def test_two_models_of_one_family_share_its_request_rate(judged_db):
+    _, db = judged_db
+    with serve() as endpoint:
+        transition_in_process(db, endpoint, "mistral:mistral-small-2501", "mistral:mistral-small-2503",  # the SDK loaded
+                              now=NOW - timedelta(hours=1))
+        started = time.monotonic()
+        transition, _ = transition_in_process(db, endpoint, "mistral:mistral-small-2501", "mistral:mistral-small-2503",
+                                              limits=Limits(in_flight=4, per_second=10), sample_size=2)
+        elapsed = time.monotonic() - started
+    assert transition.compared == 2 and elapsed >= 1.0, "12 requests at 10 a second between them, not 10 a second each"

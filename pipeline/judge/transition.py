@@ -115,7 +115,10 @@ class _Reading:
 
     def __init__(self, judges: list[_Judge], spend: SpendCap, progress: Progress) -> None:
         self.judges, self.spend, self.progress = judges, spend, progress
-        self.rates = [RateLimiter(j.limits.per_second) for j in judges]
+        # Two models of one family share its request rate: a provider may count it per account (Mistral's is per workspace).
+        shared = {j.provider.provider: RateLimiter(min(k.limits.per_second for k in judges if k.provider.provider == j.provider.provider))
+                  for j in judges}
+        self.rates = [shared[j.provider.provider] for j in judges]
         self.stop = Event()
         self.lock = Lock()
         self.usage = Usage()
