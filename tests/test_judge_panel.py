@@ -13,7 +13,7 @@ from bench.llm_endpoint import serve
 from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.judge import Panel, run_judge
-from pipeline.judge.limits import Limits, SpendCap
+from pipeline.judge.limits import Limits, LimitsError, RateLimiter, SpendCap, limits_for
 from pipeline.judge.prompt import PROMPT_VERSION, markers, user_message
 from pipeline.llm import RetryPolicy, providers_from_env
 from pipeline.score import run_score
@@ -189,3 +189,28 @@ def test_a_cost_cap_with_an_unpriced_model_stops_after_its_first_answers(endpoin
     panel = Panel(judges=judges, limits={"local-model": Limits(1, 100.0)}, spend=SpendCap(max_cost=1.0))
     report = run_judge(db, servers=store.active_servers(db), panel=panel, now=NOW, progress=quiet(1))
     assert report.counts["judged"] == 1 and report.counts["waiting_budget"] == 5 and report.counts["cost_unknown"] == 1
+
+
+def test_limits_from_the_environment_and_the_spacing_of_requests():
+    assert limits_for("mistral", "mistral-small-2501", {}) == Limits(2, 1.0)
+    env = {"SCOREBOARD_JUDGE_LIMITS": "openai=3/2, mistral:mistral-small-2501=1/0.5"}
+    assert limits_for("openai", "gpt-5-nano", env) == Limits(3, 2.0)
+    assert limits_for("mistral", "mistral-small-2501", env) == Limits(1, 0.5)
+    with pytest.raises(LimitsError, match="'openai=fast'"):
+        limits_for("openai", "gpt-5-nano", {"SCOREBOARD_JUDGE_LIMITS": "openai=fast"})
+    clock = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(round(seconds, 3))
+        clock[0] += seconds
+
+    limiter = RateLimiter(2.0, clock=lambda: clock[0], sleep=sleep)
+    for _ in range(3):
+        limiter.wait()
+    assert slept == [0.6, 0.6]  # 2 a second, spaced a fifth wider
+    limiter.slow_down()
+    limiter.slow_down()  # the same crowded second: once
+    limiter.wait()
+    limiter.wait()
+    assert slept[-2:] == [0.6, 0.75]  # the turn already given stands; the next is a quarter further

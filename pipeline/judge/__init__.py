@@ -138,6 +138,8 @@ class _Run:
         self.pools = {j.model: ThreadPoolExecutor(max_workers=panel.limits_of(j).in_flight, thread_name_prefix=f"judge-{j.provider}")
                       for j in panel.judges}
         self.rates = {j.model: RateLimiter(panel.limits_of(j).per_second) for j in panel.judges}
+        self.warm = {j.model: Event() for j in panel.judges}
+        self.warming = {j.model: Lock() for j in panel.judges}
         self.capacity = BACKLOG * sum(panel.limits_of(j).in_flight for j in panel.judges)
         self.futures: dict[Future, tuple[_Server, str, str, Provider]] = {}
         self.offline = OfflineJudge()
@@ -177,6 +179,19 @@ class _Run:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _ask(self, judge: Provider, tool: dict[str, Any]) -> Any:
+        # A judge's first request goes alone: an SDK client's first use takes a second or more, and requests spaced
+        # while it was being made would all reach the provider at once, over its rate, and their retries with them.
+        if not self.warm[judge.model].is_set():
+            with self.warming[judge.model]:
+                if not self.warm[judge.model].is_set():
+                    try:
+                        return self._request(judge, tool)
+                    finally:
+                        self.rates[judge.model].sent_now()
+                        self.warm[judge.model].set()
+        return self._request(judge, tool)
+
+    def _request(self, judge: Provider, tool: dict[str, Any]) -> Any:
         if self.stop.is_set():
             return _NotStarted()
         self.rates[judge.model].wait()
@@ -186,6 +201,8 @@ class _Run:
             outcome: Any = ask(judge, tool)
         except LLMError as error:
             outcome = error
+        if outcome.usage.retries or getattr(outcome, "kind", None) == "rate_limited":
+            self.rates[judge.model].slow_down()  # a retry is most often a 429: the provider's limit is below ours
         self._spend(outcome.usage)  # here, not on collection: this thread's next request already sees a spent budget
         return outcome
 

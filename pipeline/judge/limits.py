@@ -45,14 +45,37 @@ def limits_for(family: str, model: str, env: Mapping[str, str]) -> Limits:
     return entries.get(f"{family}:{model}") or entries.get(family) or DEFAULT_LIMITS.get(family, FALLBACK)
 
 
+SPACING_MARGIN = 1.2  # requests spaced a fifth wider than the rate: one sent on time may arrive a little early (a loaded machine)
+SLOW_DOWN_QUIET = 2.0  # seconds after a slow-down in which further 429s (of requests already in flight) do not slow it again
+
+
 class RateLimiter:
-    """Requests spaced at least 1/per_second apart, shared by one judge's threads."""
+    """Requests spaced at least 1.2/per_second apart, shared by one judge's threads, so that no window of a second (a
+    provider's count, whatever the network's jitter) holds more than per_second of them."""
 
     def __init__(self, per_second: float, clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
-        self.interval = 1.0 / per_second
+        self.interval = SPACING_MARGIN / per_second
         self.clock, self.sleep = clock, sleep
         self._next = float("-inf")
+        self._slowed = float("-inf")
         self._lock = threading.Lock()
+
+    def slow_down(self) -> None:
+        """A request of this judge was answered 429: its real limit may be below ours (a free tier, a shared key), so
+        its requests are spaced a quarter further apart for the rest of the run (at most a minute apart). The 429s of
+        one crowded second (the requests then in flight) slow it once."""
+        with self._lock:
+            now = self.clock()
+            if now - self._slowed < SLOW_DOWN_QUIET:
+                return
+            self._slowed = now
+            self.interval = min(self.interval * 1.25, 60.0)
+
+    def sent_now(self) -> None:
+        """A request reached the provider only now (an SDK client's first, slow to build): the next one waits a full
+        interval from here, not from when this one took its turn."""
+        with self._lock:
+            self._next = max(self._next, self.clock() + self.interval)
 
     def wait(self) -> None:
         with self._lock:
@@ -61,6 +84,7 @@ class RateLimiter:
             self._next = slot + self.interval
         if slot > now:
             self.sleep(slot - now)
+            self.sent_now()  # a thread that woke late (a loaded machine) must not leave the next one too close behind
 
 
 @dataclass(frozen=True)
