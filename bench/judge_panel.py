@@ -9,8 +9,10 @@ tier 1, Mistral 1 a second on the default plan; pipeline/judge/limits.py). The p
 judge`'s run_judge over synthetic remote servers (bench/synthetic.py's tools) in a throw-away database, with the
 panel's default limits (in flight and requests a second per provider, pipeline.judge.limits.DEFAULT_LIMITS); then
 the same with limits far above the providers' (SCOREBOARD_JUDGE_LIMITS), to show what the limiter saves.
-Per provider it prints its requests a second against its limit, its busy share (that rate over the rate the panel
-allows it), its mean requests in flight (rate × latency) against its slots, and the 429s it was answered.
+Per provider it prints its answered requests a second against its limit, its busy share (that rate over the pace the
+panel keeps it to: its rate limit over the limiter's spacing margin), its mean requests in flight (rate × latency)
+against its slots, and the 429s it was answered. Every tool waits for all three judges, so the slowest judge's pace
+bounds tools per second.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from bench.synthetic import tool  # noqa: E402
 from pipeline import store  # noqa: E402
 from pipeline.discover import SourceBatch, run_discover  # noqa: E402
 from pipeline.judge import Panel, run_judge  # noqa: E402
-from pipeline.judge.limits import limits_for  # noqa: E402
+from pipeline.judge.limits import SPACING_MARGIN, limits_for  # noqa: E402
 from pipeline.llm import providers_from_env  # noqa: E402
 from pipeline.models import CatalogEntry, ProbeOutcome, ProbeResult, SourceRecord  # noqa: E402
 from pipeline.progress import Progress  # noqa: E402
@@ -86,18 +88,19 @@ def measure(tools: int, latency: float, limits_setting: str | None) -> list[str]
         wall = time.perf_counter() - started
         judged = report.counts["judged"]
         failed = {k.removeprefix("failed_"): v for k, v in report.counts.items() if k.startswith("failed_")}
-        bound = min(limit.per_second for limit in limits.values())  # every tool waits for its slowest judge
+        # Every tool waits for its slowest judge, paced a margin below its rate (pipeline.judge.limits.SPACING_MARGIN).
+        bound = min(limit.per_second for limit in limits.values()) / SPACING_MARGIN
         lines = [f"{tools} tools, {judged} judgements in {wall:.1f} s: {judged / 3 / wall:.2f} tools judged a second (at most "
-                 f"{bound:g}, the slowest judge's allowed rate) "
+                 f"{bound:.2f}, the slowest judge's pace) "
                  f"({'all read' if judged == 3 * tools else f'{3 * tools - judged} judgements missing'}); "
                  f"{report.counts.get('retries', 0)} retries, failed requests: {failed or 'none'}"]
         for judge in judges:
             model, limit = judge.model, limits[judge.model]
             answered = endpoint.requests[model] - endpoint.rejected[model]
-            rate = answered / wall
+            rate, pace = answered / wall, limit.per_second / SPACING_MARGIN
             lines.append(f"  {judge.provider:<8} {model:<20} {endpoint.requests[model]:>4} requests, 429s {endpoint.rejected[model]:>3}; "
                          f"answered {rate:5.2f}/s against a limit of {PUBLISHED[model]:5.2f}/s; busy "
-                         f"{rate / limit.per_second:4.0%} of the {limit.per_second:g}/s the panel allows; in flight "
+                         f"{rate / pace:4.0%} of the {pace:.2f}/s the panel paces it at; in flight "
                          f"{answered * latency / wall:4.1f} of {limit.in_flight} (peak {endpoint.peak_in_flight[model]})")
         db.close()
         return lines
