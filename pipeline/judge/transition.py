@@ -53,11 +53,11 @@ def population(db: Database) -> dict[str, list[dict[str, Any]]]:
     """The judged servers and their current tools: active, with a real judge's judgement of a tool text still listed."""
     judged = store.really_judged_servers(db)
     found: dict[str, list[dict[str, Any]]] = {}
-    for chunk, _ in store.in_chunks(judged):
+    for chunk, marks in store.in_chunks(judged):
         probes = store.latest_probes(db, list(chunk))
         keys = {(r[0], r[1], r[2]) for r in db.execute(
-            f"select server_id, tool_name, tool_hash from judgements where offline = 0 and retired = 0 and server_id in "
-            f"({','.join('?' for _ in chunk)})", list(chunk))}
+            f"select server_id, tool_name, tool_hash from judgements where offline = 0 and retired = 0 and server_id in ({marks})",
+            list(chunk))}
         for server_id in chunk:
             tools = probes[server_id][1].tools if server_id in probes else None
             if tools and any((server_id, str(t.get("name", "")), text_hash(t)) in keys for t in tools):
