@@ -34,7 +34,8 @@ FAST = Limits(in_flight=4, per_second=1000)  # the endpoint answers at once: the
 
 @pytest.fixture()
 def judged_db(tmp_path):
-    """Twelve servers with three synthetic tools each, judged by a real model, plus one judged only offline."""
+    """Twelve servers with three synthetic tools each, judged by a real model, plus one judged only offline and one whose
+    judged text it no longer lists."""
     path = tmp_path / "scoreboard.db"
     db = store.open_db(path)
     ids = [f"server-{i:02}" for i in range(SERVERS)] + ["offline-only"]
@@ -48,6 +49,12 @@ def judged_db(tmp_path):
             Judgement(server_id=server_id, tool_name=t["name"], tool_hash=text_hash(t), provider="offline" if offline else "google",
                       model="offline-heuristic-1" if offline else "gemini-2.0-flash", offline=offline, judged_at=NOW, clarity=50,
                       input_completeness=50, confidence=50, prompt_version="offline" if offline else "tool-judge-1") for t in tools])
+    changed = {"name": "get_old", "description": "A text the server no longer lists."}
+    run_discover(db, sources=[ListSource("test", [entry(i) for i in [*ids, "changed-since"]])], now=NOW, progress=quiet(1))
+    store.record_probe(db, probe(tools=[synthetic_tool(rng, 9)]).model_copy(update={"server_id": "changed-since"}), None)
+    store.save_judgements(db, "changed-since", [Judgement(
+        server_id="changed-since", tool_name="get_old", tool_hash=text_hash(changed), provider="google", model="gemini-2.0-flash",
+        offline=False, judged_at=NOW, clarity=50, input_completeness=50, confidence=50, prompt_version="tool-judge-1")])
     yield path, db
     db.close()
 
@@ -71,7 +78,9 @@ def test_a_small_shift_is_accepted_recorded_and_published(judged_db):
     [accepted] = store.accepted_transitions(db)
     assert (accepted.from_judge, accepted.to_judge, accepted.compared) == ("google:gemini-2.0-flash", "google:gemini-2.5-flash", SERVERS)
     assert 0 < accepted.shift < 3 and accepted.mean_to > accepted.mean_from and len(accepted.quantiles["delta"]) == 3
-    assert "offline-only" not in {s.server_id for s in accepted.servers}, "a server judged only offline is not a judged server"
+    sampled = {s.server_id for s in accepted.servers}
+    assert "offline-only" not in sampled, "a server judged only offline is not a judged server"
+    assert "changed-since" not in sampled, "nor one whose judged text it no longer lists"
     assert "127.0.0.1" not in accepted.model_dump_json(), "a base URL is configuration, not recorded"
     assert db.execute("select count(*) from judgements where model = 'gemini-2.5-flash'").fetchone()[0] == 0, "verdicts not stored"
 
