@@ -1,39 +1,67 @@
-"""The judge panel's throughput: tools judged per second by three judges (OpenAI, Google and Mistral SDKs) against
-bench/llm_endpoint.py with a fixed latency, the endpoint enforcing each model's rate limit with 429s. The panel runs with
-its default limits (pipeline/judge/limits.py, deviation 313), or with every limit scaled by --scale on both sides (the
-endpoint's limit and ours), to show that the chosen concurrency keeps the three judges busy (each at its rate or its
-in-flight limit) without one 429 from a rate limit.
+"""The judge panel's throughput against a local endpoint with a fixed latency and per-provider rate limits.
 
-    python -m bench.judge_panel [--tools 60] [--latency 0.2] [--scale 1]
+python bench/judge_panel.py [--tools 60] [--latency 0.2] [--quick]
+Issue 19: tools judged per second, showing the concurrency the panel uses keeps its three providers busy without
+exceeding a per-provider rate limit. bench/llm_endpoint.py answers the three official SDKs (openai, google-genai,
+mistralai) in their own shapes after a fixed latency, and answers 429 with Retry-After to a model asked more often than
+its provider's published limit allows (OpenAI gpt-5-nano 500 a minute at tier 1, Gemini 2.0 Flash 2,000 a minute at
+tier 1, Mistral 1 a second on the default plan; pipeline/judge/limits.py). The panel is the real one: `scoreboard
+judge`'s run_judge over synthetic remote servers (bench/synthetic.py's tools) in a throw-away database, with the
+panel's default limits (in flight and requests a second per provider, pipeline.judge.limits.DEFAULT_LIMITS); then
+the same with limits far above the providers' (SCOREBOARD_JUDGE_LIMITS), to show what the limiter saves.
+Per provider it prints its answered requests a second against its limit, its busy share (that rate over the pace the
+panel keeps it to: its rate limit over the limiter's spacing margin), its mean requests in flight (rate × latency)
+against its slots, and the 429s it was answered. Every tool waits for all three judges, so the slowest judge's pace
+bounds tools per second.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import random
+import sys
 import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.calibration import calibration, calibration_line
-from bench.llm_endpoint import serve
-from pipeline import store
-from pipeline.discover import SourceBatch, run_discover
-from pipeline.judge import Panel, run_judge
-from pipeline.judge.limits import DEFAULT_LIMITS, Limits
-from pipeline.llm import providers_from_env
-from pipeline.models import CatalogEntry, ProbeOutcome, ProbeResult, SourceRecord
-from pipeline.progress import Progress
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-JUDGES = (("openai", "gpt-5-nano"), ("google", "gemini-2.0-flash"), ("mistral", "mistral-small-2501"))
-TOOLS_PER_SERVER = 5
-NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+from bench.calibration import calibration, calibration_line  # noqa: E402
+from bench.llm_endpoint import serve  # noqa: E402
+from bench.synthetic import tool  # noqa: E402
+from pipeline import store  # noqa: E402
+from pipeline.discover import SourceBatch, run_discover  # noqa: E402
+from pipeline.judge import Panel, run_judge  # noqa: E402
+from pipeline.judge.limits import SPACING_MARGIN, limits_for  # noqa: E402
+from pipeline.llm import providers_from_env  # noqa: E402
+from pipeline.models import CatalogEntry, ProbeOutcome, ProbeResult, SourceRecord  # noqa: E402
+from pipeline.progress import Progress  # noqa: E402
+
+NOW = datetime.now(timezone.utc)
+PANEL = (("openai", "gpt-5-nano"), ("google", "gemini-2.0-flash"), ("mistral", "mistral-small-2501"))
+PUBLISHED = {"gpt-5-nano": 500 / 60, "gemini-2.0-flash": 2000 / 60, "mistral-small-2501": 1.0}  # requests a second
+TOO_HIGH = "openai=32/100,google=32/100,mistral=8/100"  # in flight / a second: no provider's limit holds these back
+TOOLS_PER_SERVER = 4
 
 
-class Listed:
-    """A discovery source listing the bench's servers."""
+def fleet(path: Path, tools: int) -> list:
+    """Remote servers (judged whatever their visibility) listing `tools` synthetic tools in all."""
+    db = store.open_db(path)
+    count = -(-tools // TOOLS_PER_SERVER)
+    entries = [CatalogEntry(id=f"bench-{i:04}", name=f"bench-{i:04}", transport="streamable-http", remote_url=f"https://bench-{i}.example/mcp",
+                            keys=[f"bench:{i}"], records=[SourceRecord(source="bench", key=str(i))]) for i in range(count)]
+    run_discover(db, sources=[_Listed(entries)], now=NOW, progress=Progress("discover", 1, stream=io.StringIO()))
+    rng = random.Random(19)
+    for i, entry in enumerate(entries):
+        listed = [tool(rng, n) for n in range(min(TOOLS_PER_SERVER, tools - i * TOOLS_PER_SERVER))]
+        store.record_probe(db, ProbeResult(server_id=entry.id, kind="deep", started_at=NOW, duration_ms=10, transport="streamable-http",
+                                           outcome=ProbeOutcome.ok, tools=listed), None)
+    return db
 
+
+class _Listed:
     name = "bench"
 
     def __init__(self, entries: list[CatalogEntry]) -> None:
@@ -43,56 +71,58 @@ class Listed:
         return SourceBatch(entries=self.entries)
 
 
-def fleet(path: Path, tools: int):
-    """Hosted endpoints (judged whatever their visibility), TOOLS_PER_SERVER tools each, as their latest probes listed them."""
-    db = store.open_db(path)
-    count = -(-tools // TOOLS_PER_SERVER)
-    entries = [CatalogEntry(id=f"s{i:03d}", name=f"s{i:03d}", transport="streamable-http", remote_url=f"https://s{i:03d}.example/mcp",
-                            keys=[f"bench:s{i:03d}"], records=[SourceRecord(source="bench", key=f"s{i:03d}", payload={})]) for i in range(count)]
-    run_discover(db, sources=[Listed(entries)], now=NOW, progress=Progress("discover", 1, stream=io.StringIO()))
-    made = 0
-    for entry in entries:
-        listed = []
-        for k in range(TOOLS_PER_SERVER):
-            if made < tools:
-                listed.append({"name": f"tool_{k}", "description": f"Get record {k} of {entry.id} by its id." * (1 + k % 3),
-                               "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}})
-                made += 1
-        store.record_probe(db, ProbeResult(server_id=entry.id, kind="deep", started_at=NOW, duration_ms=10, transport="streamable-http",
-                                           outcome=ProbeOutcome.ok, tools=listed, handshake="initialize"), None)
-    return db
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tools", type=int, default=60)
-    parser.add_argument("--latency", type=float, default=0.2, help="seconds the endpoint takes per answer")
-    parser.add_argument("--scale", type=float, default=1.0, help="every rate limit, ours and the endpoint's, times this")
-    args = parser.parse_args()
-    before = calibration()
-    limits = {model: Limits(DEFAULT_LIMITS[family].in_flight, DEFAULT_LIMITS[family].per_second * args.scale) for family, model in JUDGES}
-    with serve(latency=args.latency, rate_limits={m: lim.per_second for m, lim in limits.items()}) as endpoint, \
-            tempfile.TemporaryDirectory() as folder:
-        db = fleet(Path(folder) / "bench.db", args.tools)
-        env = {"SCOREBOARD_JUDGES": ",".join(f"{f}:{m}@{endpoint.base_url(f)}" for f, m in JUDGES)}
+def measure(tools: int, latency: float, limits_setting: str | None) -> list[str]:
+    """One panel run over a fresh fleet of `tools` tools; the figures as lines."""
+    with tempfile.TemporaryDirectory() as directory, serve(latency=latency, rate_limits=PUBLISHED) as endpoint:
+        db = fleet(Path(directory) / "bench.db", tools)
+        env = {"SCOREBOARD_JUDGES": ",".join(f"{family}:{model}@{endpoint.base_url(family)}" for family, model in PANEL)}
+        if limits_setting:
+            env["SCOREBOARD_JUDGE_LIMITS"] = limits_setting
         judges, notes = providers_from_env(env)
-        assert not notes, notes
+        assert len(judges) == 3, notes
+        limits = {j.model: limits_for(j.provider, j.model, env) for j in judges}
+        panel = Panel(judges=judges, limits=limits, models=[j.model for j in judges])
         servers = store.active_servers(db)
-        started = time.monotonic()
-        report = run_judge(db, servers=servers, panel=Panel(judges=judges, limits=limits, models=[m for _, m in JUDGES]), now=NOW,
-                           progress=Progress("judge", len(servers), stream=io.StringIO()))
-        seconds = time.monotonic() - started
-        print(f"{args.tools} tools x 3 judges, endpoint latency {args.latency:g} s, rate limits x{args.scale:g}: "
-              f"{report.counts['judged']} judgements in {seconds:.1f} s = {args.tools / seconds:.2f} tools/s "
-              f"({report.counts['judged'] / seconds:.1f} judgements/s); failures {report.failures}")
-        for family, model in JUDGES:
-            lim = limits[model]
-            bound = min(lim.per_second, lim.in_flight / max(args.latency, 1e-9))
-            print(f"  {family}:{model}: {endpoint.requests[model]} requests, {endpoint.requests[model] / seconds:.2f}/s "
-                  f"(limit {lim.per_second:g}/s, {lim.in_flight} in flight: at most {bound:.2f}/s), peak in flight "
-                  f"{endpoint.peak_in_flight[model]}, 429s from the rate limit {endpoint.rejected[model]}")
-        slowest = min(min(limits[m].per_second, limits[m].in_flight / max(args.latency, 1e-9)) for _, m in JUDGES)
-        print(f"  the slowest judge bounds the run: {args.tools / slowest:.1f} s at best for {args.tools} tools")
+        started = time.perf_counter()
+        report = run_judge(db, servers=servers, panel=panel, now=NOW, progress=Progress("judge", len(servers), stream=io.StringIO()))
+        wall = time.perf_counter() - started
+        judged = report.counts["judged"]
+        failed = {k.removeprefix("failed_"): v for k, v in report.counts.items() if k.startswith("failed_")}
+        # Every tool waits for its slowest judge, paced a margin below its rate (pipeline.judge.limits.SPACING_MARGIN).
+        bound = min(limit.per_second for limit in limits.values()) / SPACING_MARGIN
+        lines = [f"{tools} tools, {judged} judgements in {wall:.1f} s: {judged / 3 / wall:.2f} tools judged a second (at most "
+                 f"{bound:.2f}, the slowest judge's pace) "
+                 f"({'all read' if judged == 3 * tools else f'{3 * tools - judged} judgements missing'}); "
+                 f"{report.counts.get('retries', 0)} retries, failed requests: {failed or 'none'}"]
+        for judge in judges:
+            model, limit = judge.model, limits[judge.model]
+            answered = endpoint.requests[model] - endpoint.rejected[model]
+            rate, pace = answered / wall, limit.per_second / SPACING_MARGIN
+            lines.append(f"  {judge.provider:<8} {model:<20} {endpoint.requests[model]:>4} requests, 429s {endpoint.rejected[model]:>3}; "
+                         f"answered {rate:5.2f}/s against a limit of {PUBLISHED[model]:5.2f}/s; busy "
+                         f"{rate / pace:4.0%} of the {pace:.2f}/s the panel paces it at; in flight "
+                         f"{answered * latency / wall:4.1f} of {limit.in_flight} (peak {endpoint.peak_in_flight[model]})")
+        db.close()
+        return lines
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tools", type=int, default=60, help="synthetic tools to judge (three judgements each)")
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds the endpoint takes to answer")
+    parser.add_argument("--quick", action="store_true", help="4 tools: a check that the bench runs, in seconds")
+    parser.add_argument("--limits", help="SCOREBOARD_JUDGE_LIMITS for the first run instead of the panel's defaults")
+    args = parser.parse_args(argv)
+    tools = 4 if args.quick else args.tools
+    before = calibration()
+    print(f"judge panel against a loopback endpoint answering after {args.latency * 1000:.0f} ms, each provider's published rate "
+          f"limit enforced with 429 + Retry-After")
+    print(f"SCOREBOARD_JUDGE_LIMITS={args.limits}:" if args.limits else "the panel's default limits (pipeline.judge.limits.DEFAULT_LIMITS):")
+    for line in measure(tools, args.latency, args.limits):
+        print("  " + line)
+    print(f"limits far above the providers' (SCOREBOARD_JUDGE_LIMITS={TOO_HIGH}):")
+    for line in measure(tools, args.latency, TOO_HIGH):
+        print("  " + line)
     print(calibration_line(before, calibration()))
 
 

@@ -547,6 +547,63 @@ def judge(settings: Settings, server_ids: tuple[str, ...], due: bool, budget: fl
            lambda run_id: run_judge(db, servers=servers, panel=panel, now=utcnow(), deadline=deadline, run_id=run_id))
 
 
+@cli.command("judge-transition")
+@click.option("--from", "old", required=True, metavar="FAMILY:MODEL[@URL]", help="The judge model the panel uses now.")
+@click.option("--to", "new", required=True, metavar="FAMILY:MODEL[@URL]", help="The model that would replace it.")
+@click.option("--sample", "sample_size", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Judged servers to read with both models (all of them when fewer).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Draws the sample: the same seed, the same servers.")
+@max_tokens_option
+@max_cost_option
+@pass_settings
+def judge_transition(settings: Settings, old: str, new: str, sample_size: int, seed: int, max_tokens: int | None,
+                     max_cost: float | None) -> None:
+    """Before replacing a judge model: read a sample of judged servers' current tools with both models through the panel's
+    prompt, print the two distributions and the aggregate shift, and record the decision; exits 1, refusing the switch, when
+    the shift is 3% or more or too few servers could be read by both (deviations 320-322). The switch itself is
+    SCOREBOARD_JUDGES; accepted transitions are published on the methodology page."""
+    from pipeline.judge.limits import LimitsError, SpendCap, limits_for
+    from pipeline.judge.transition import report_lines, run_transition
+
+    if _judge_entry(old, "--from").label == _judge_entry(new, "--to").label:
+        raise click.UsageError("--from and --to name the same model: nothing to compare")
+    judges = [_one_judge(old, "--from"), _one_judge(new, "--to")]
+    try:
+        limits = [limits_for(j.provider, j.model, os.environ) for j in judges]
+    except LimitsError as exc:
+        raise click.ClickException(str(exc)) from exc
+    db = _open(settings)
+    started = time.monotonic()
+    transition = run_transition(db, old=judges[0], new=judges[1], limits=limits, sample_size=sample_size, seed=seed, now=utcnow(),
+                                spend=SpendCap(max_tokens=max_tokens, max_cost=max_cost))
+    for line in report_lines(transition, time.monotonic() - started):
+        echo(line)
+    if not transition.accepted:
+        raise SystemExit(1)
+
+
+def _judge_entry(entry: str, option: str):
+    from pipeline.llm.config import parse_entries
+
+    entries, notes = parse_entries(entry)
+    if len(entries) != 1 or notes:
+        raise click.UsageError(f"{option}: {notes[0] if notes else 'name one judge, FAMILY:MODEL or FAMILY:MODEL@BASE_URL'}")
+    return entries[0]
+
+
+def _one_judge(entry: str, option: str):
+    """The provider an option names, with its key and base URL from the environment as the panel's; a judge that cannot run
+    is the reason in one line."""
+    from pipeline.llm import providers_from_env
+
+    providers, notes = providers_from_env({**os.environ, "SCOREBOARD_JUDGES": entry})
+    if not providers:
+        raise click.ClickException(f"{option} {notes[-1]}")
+    for note in notes:
+        echo(note, err=True)
+    return providers[0]
+
+
 @cli.command()
 @click.argument("server_id")
 @click.option("--requested-by", help="Who asked (an issue number, a login): recorded with the request.")

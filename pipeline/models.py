@@ -437,6 +437,38 @@ class Judgement(BaseModel):
     run_id: int | None = None  # the judge run (a `runs` row) that made it
 
 
+class TransitionServer(BaseModel):
+    """One sampled server in a model transition: each model's reading of its current tools (None: not read in full)."""
+
+    server_id: str
+    tools: int
+    reading_from: float | None = None
+    reading_to: float | None = None
+
+
+class ModelTransition(BaseModel):
+    """One `scoreboard judge-transition` decision (seed 000's Model Transition Policy): a sample of judged servers read by
+    the old and the new judge model through the panel's prompt, and whether the switch is within tolerance."""
+
+    decided_at: datetime
+    from_judge: str  # FAMILY:MODEL (a base URL is configuration, not recorded)
+    to_judge: str
+    prompt_version: str
+    seed: int
+    sampled: int
+    compared: int
+    mean_from: float | None = None
+    mean_to: float | None = None
+    shift: float | None = None  # percent, relative change of the mean reading
+    quantiles: dict[str, list[float]] = Field(default_factory=dict)  # "from", "to", "delta": [p10, p50, p90]
+    accepted: bool
+    reason: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0
+    servers: list[TransitionServer] = Field(default_factory=list)
+
+
 # Score results are plain dataclasses: a fleet rescore makes hundreds of thousands of them, and
 # they come from our own rules, so there is nothing to validate. vars(x) gives their JSON shape.
 @dataclass

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline import store
 from pipeline.discover import run_discover
-from pipeline.models import CatalogEntry, CheckResult, ProbeOutcome, ProbeResult, SourceRecord
+from pipeline.models import CatalogEntry, CheckResult, ModelTransition, ProbeOutcome, ProbeResult, SourceRecord
 from pipeline.render import run_build
 from pipeline.render.badges import badge_svg, score_badge, text_width
 from pipeline.render.boards import slug
@@ -166,6 +166,10 @@ def test_rubric_boards_and_methodology_page(db, tmp_path):
         store.record_probe(db, probe().model_copy(update={"server_id": server_id}), None)
         store.record_analysis(db, analysis().model_copy(update={"server_id": server_id}))
     run_score(db, servers=store.active_servers(db), now=NOW - timedelta(hours=1))
+    decided = {"decided_at": NOW, "to_judge": "openai:gpt-new", "prompt_version": "p1", "seed": 0, "sampled": 4, "compared": 4,
+               "mean_from": 60, "mean_to": 61, "shift": 1.67, "quantiles": {"delta": [-1, 1, 2]}, "reason": "within"}
+    store.record_transition(db, ModelTransition(**decided, from_judge="openai:gpt-old", accepted=True))
+    store.record_transition(db, ModelTransition(**decided, from_judge="openai:gpt-refused", accepted=False))
     run_build(db, rubrics=infos(), site_dir=tmp_path / "site", now=NOW)
     outside = json.loads((tmp_path / "site" / "api" / "outside-in.json").read_text())["servers"]
     ranked = [row for row in outside if row["rank"] is not None]
@@ -176,6 +180,7 @@ def test_rubric_boards_and_methodology_page(db, tmp_path):
     assert {r["id"] for r in remote if r["rank"]} == set() and {r["visibility"] for r in remote} <= {"not applicable"}
     html = (tmp_path / "site" / "methodology" / "index.html").read_text()
     assert "<table>" in html and "schema_completeness" in html and "generated:" not in html
+    assert "openai:gpt-old" in html and "+1.67%" in html and "gpt-refused" not in html, "accepted transitions are published"
     assert "&lt;script&gt;" in methodology_html("<script>alert(1)</script>") and "<script>" not in methodology_html("<script>x</script>")
 
 

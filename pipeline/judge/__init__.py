@@ -28,7 +28,7 @@ from pipeline.clean import clean_text
 from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
 from pipeline.judge.limits import Limits, RateLimiter, limits_for
 from pipeline.judge.offline import OfflineJudge
-from pipeline.judge.prompt import MAX_OUTPUT_TOKENS, PROMPT_VERSION, SYSTEM, Verdict, user_message
+from pipeline.judge.prompt import PROMPT_VERSION, Verdict, ask
 from pipeline.judging import text_hash
 from pipeline.listing_only import listing_only
 from pipeline.llm import LLMError, Provider, SpendCap, Usage
@@ -198,8 +198,7 @@ class _Run:
         if self.stop.is_set():
             return _NotStarted()
         try:
-            outcome: Any = judge.complete(system=SYSTEM, user=user_message(tool), schema=Verdict, schema_name="tool_judgement",
-                                          max_output_tokens=MAX_OUTPUT_TOKENS)
+            outcome: Any = ask(judge, tool)
         except LLMError as error:
             outcome = error
         if outcome.usage.retries or getattr(outcome, "kind", None) == "rate_limited":

@@ -53,7 +53,7 @@ def run_build(
     local = snapshots_url is None
     with without_cyclic_gc(), Snapshot(database, writer.path_for(f"downloads/{snapshot_name(now)}") if local else None) as snapshot:
         site = load_site(db, rubrics, now)
-        status = status_of(db, now)
+        status, transitions = status_of(db, now), store.accepted_transitions(db)
         laps("load")
         plan = plan_site(site, rubrics, now)
         fingerprints = Fingerprints(site_dir, code_fingerprint(TEMPLATES, site_url, datasette_url), writer.existing)
@@ -64,7 +64,7 @@ def run_build(
         executor = executor or _default_executor(plan, todo, workers)
         with closing(executor.map(renderer.run, tasks(todo, plan.boards))) as rendered:
             write_shared(writer, renderer.environment(), plan, rubrics, status=status, database=database, site_url=site_url, now=now,
-                         snapshots_url=snapshots_url)
+                         snapshots_url=snapshots_url, transitions=transitions)
             laps("shared files")
             for claimed, counts, taken in rendered:
                 writer.adopt(claimed, counts)

@@ -12,7 +12,7 @@ from pydantic_core import from_json  # several times faster than json.loads on 2
 
 from pipeline import ENGINE_VERSION
 from pipeline.listing_only import NOT_MEASURED, listing_only
-from pipeline.models import Judgement, ProbeResult, RubricInfo, Server, cap_advice
+from pipeline.models import Judgement, ModelTransition, ProbeResult, RubricInfo, Server, cap_advice
 from pipeline.outcomes import sandbox_caused
 from pipeline.render.badges import embed_snippets
 from pipeline.render.evidence import protocol, reliability, schema_drift, tool_rows
@@ -225,11 +225,27 @@ def _listed_page(server: Server, observed: Observed, rows_url: str) -> ServerPag
 
 
 GENERATED_MARKER = re.compile(r"^<!-- /?generated:[\w-]+ -->\n", re.M)
+TRANSITIONS_MARKER = "<!-- published:model-transitions -->"  # where the build writes the accepted model transitions
 
 
-def methodology_html(markdown_text: str) -> str:
-    """The methodology document as HTML: raw HTML in the Markdown is shown as text, never rendered."""
+def methodology_html(markdown_text: str, transitions: Sequence[ModelTransition] = ()) -> str:
+    """The methodology document as HTML, with the accepted model transitions in their place: raw HTML in the Markdown is
+    shown as text, never rendered."""
     from markdown_it import MarkdownIt
 
     renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
-    return renderer.render(GENERATED_MARKER.sub("", markdown_text))
+    return renderer.render(GENERATED_MARKER.sub("", markdown_text).replace(TRANSITIONS_MARKER, transitions_table(transitions)))
+
+
+def transitions_table(transitions: Sequence[ModelTransition]) -> str:
+    """Seed 000: "Transition details are published on this page when they occur". One row per accepted transition."""
+    if not transitions:
+        return "No model transition has occurred yet."
+    lines = ["| decided | judge replaced | by | servers compared | mean reading | shift | per-server change p10 / p50 / p90 |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for t in transitions:
+        p10, p50, p90 = t.quantiles.get("delta", [0.0, 0.0, 0.0])
+        cells = [t.decided_at.date().isoformat(), f"`{t.from_judge}`", f"`{t.to_judge}`", f"{t.compared} of {t.sampled}",
+                 f"{t.mean_from or 0:.1f} → {t.mean_to or 0:.1f}", f"{t.shift or 0:+.2f}%", f"{p10:+.1f} / {p50:+.1f} / {p90:+.1f}"]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines)

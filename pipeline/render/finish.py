@@ -20,7 +20,7 @@ from pipeline import ENGINE_VERSION
 from pipeline.assets import METHODOLOGY, STATIC
 from pipeline.fleet.status import FleetStatus
 from pipeline.lifetime import end, guarded
-from pipeline.models import RubricInfo
+from pipeline.models import ModelTransition, RubricInfo
 from pipeline.render import schemas
 from pipeline.render.contexts import methodology_html
 from pipeline.render.datasette import metadata
@@ -119,13 +119,14 @@ def _feed_updated(changes: list, alerts: list[dict[str, str]], now: datetime) ->
 
 
 def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: Sequence[RubricInfo], *, status: FleetStatus, database: str,
-                 site_url: str, now: datetime, snapshots_url: str | None = None) -> None:
-    """Everything but the pages: the board JSON files, methodology, changes, status, feed, downloads, static files, schemas.
-    `snapshots_url`: the public page of the dated database snapshots; None when the site carries its own copy."""
+                 site_url: str, now: datetime, snapshots_url: str | None = None, transitions: Sequence[ModelTransition] = ()) -> None:
+    """Everything but the pages: the board JSON files, methodology (with the accepted model `transitions`), changes, status, feed,
+    downloads, static files, schemas. `snapshots_url`: the public page of the dated database snapshots; None when the site carries
+    its own copy."""
     base = {"engine_version": ENGINE_VERSION}
     for path, document in plan.files.items():
         writer.write(path, json_file(document, compact=path != "api/changes.json"))  # the changes file is short: indented
-    methodology = methodology_html(METHODOLOGY.read_text(encoding="utf-8"))
+    methodology = methodology_html(METHODOLOGY.read_text(encoding="utf-8"), transitions)
     writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), root="../", **base))
     writer.write(STATUS_PAGE, env.get_template("status.html").render(root="../", **status_context(status), **base))
     writer.write(STATUS_JSON, json_file(status_json(status)))

@@ -485,3 +485,18 @@ def m014_llm_answers(db: Database) -> None:
         not_null={"server_id", "pass_name", "model", "prompt_version", "input_hash", "answer", "input_tokens", "output_tokens", "created_at"},
         foreign_keys=[("server_id", "servers", "id")],
     )
+
+
+@migrations()
+def m015_model_transitions(db: Database) -> None:
+    """Each `scoreboard judge-transition` decision: the readings of a sample of servers by the old and the new judge model,
+    the aggregate shift and whether the switch was accepted (seed 000's Model Transition Policy; deviation 322)."""
+    _table(db, "model_transitions").create(
+        {"id": int, "decided_at": str, "from_judge": str, "to_judge": str, "prompt_version": str, "seed": int, "sampled": int,
+         "compared": int, "mean_from": float, "mean_to": float, "shift": float, "quantiles": str, "accepted": int, "reason": str,
+         "input_tokens": int, "output_tokens": int, "cost_usd": float, "servers": str},
+        pk="id",
+        not_null={"decided_at", "from_judge", "to_judge", "prompt_version", "seed", "sampled", "compared", "quantiles", "accepted",
+                  "reason", "input_tokens", "output_tokens", "servers"},
+    )
+    _table(db, "model_transitions").create_index(["decided_at", "from_judge", "to_judge"], unique=True)
