@@ -560,10 +560,11 @@ def judge_transition(settings: Settings, old: str, new: str, sample_size: int, s
                      max_cost: float | None) -> None:
     """Before replacing a judge model: read a sample of judged servers' current tools with both models through the panel's
     prompt, print the two distributions and the aggregate shift, and record the decision; exits 1, refusing the switch, when
-    the shift is 3% or more or too few servers could be read by both (deviations 320-322). The switch itself is
+    the shift is 3% or more or too few servers could be read by both (deviations 124-126). The switch itself is
     SCOREBOARD_JUDGES; accepted transitions are published on the methodology page."""
-    from pipeline.judge.limits import LimitsError, SpendCap, limits_for
+    from pipeline.judge.limits import LimitsError, limits_for
     from pipeline.judge.transition import report_lines, run_transition
+    from pipeline.llm import SpendCap
 
     if _judge_entry(old, "--from").label == _judge_entry(new, "--to").label:
         raise click.UsageError("--from and --to name the same model: nothing to compare")

@@ -25,7 +25,7 @@ def text_hash(tool: dict[str, Any]) -> str:
 def current_judgements(judgements: Sequence[Judgement], tools: Sequence[dict[str, Any]] | None) -> list[Judgement]:
     """The judgements that count: of the tool texts listed now (same tool name and text hash; deviation 63), by a model still
     in the panel (not retired), and of each tool by each model only the newest, so a text read again under a newer prompt
-    version counts in that reading alone (deviation 310). A removed tool's judgement, one of a text since changed, or one
+    version counts in that reading alone (deviation 117). A removed tool's judgement, one of a text since changed, or one
     by a model that left the panel is history, left out. Ordered by tool, then model."""
     if not judgements or not tools:
         return []
@@ -89,7 +89,7 @@ class Consensus:
 
 def panel_consensus(current: Sequence[Judgement], tool_names: Collection[str]) -> Consensus:
     """Seed 000's server-level interpretability from the current judgements: a real model counts once it has read every
-    listed tool (deviation 311); each model's score is the average of its tool averages; 2+ models are blended lowest-first
+    listed tool (deviation 118); each model's score is the average of its tool averages; 2+ models are blended lowest-first
     (50/30/20 or 60/40) and the blend takes x0.90 when their spread is over 25 (Low consensus)."""
     names = set(tool_names)
     read: dict[str, dict[str, float]] = {}
@@ -116,7 +116,7 @@ def directive_reports(current: Sequence[Judgement]) -> dict[str, list[str]]:
 
 def corroborated_directives(current: Sequence[Judgement]) -> dict[str, list[str]]:
     """The tools that 2+ real models, and most of the real models that read them, call directive: one model's word alone
-    never condemns a server (deviation 312)."""
+    never condemns a server (deviation 119)."""
     readers: dict[str, int] = {}
     for j in current:
         if not j.offline:

@@ -1,4 +1,4 @@
-"""The arithmetic of a model transition (deviations 320 and 321): the shift, the decision, the sample; and its publication."""
+"""The arithmetic of a model transition (deviations 124 and 125): the shift, the decision, the sample; and its publication."""
 
 from __future__ import annotations
 

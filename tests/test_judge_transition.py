@@ -1,4 +1,4 @@
-"""`scoreboard judge-transition` against the loopback LLM endpoint through the real SDKs (deviations 320-322): a small
+"""`scoreboard judge-transition` against the loopback LLM endpoint through the real SDKs (deviations 124-126): a small
 change is accepted and published, a large one refused with exit 1, a model that cannot answer or a spent budget is a
 refusal that says why, never a 0% shift."""
 
@@ -19,9 +19,10 @@ from bench.llm_endpoint import serve
 from bench.synthetic import tool as synthetic_tool
 from pipeline import store
 from pipeline.discover import run_discover
-from pipeline.judge.limits import Limits, SpendCap
+from pipeline.judge.limits import Limits
 from pipeline.judge.transition import run_transition
 from pipeline.judging import text_hash
+from pipeline.llm import SpendCap
 from pipeline.llm.config import build
 from pipeline.models import Judgement, ModelTransition
 from pipeline.progress import Progress

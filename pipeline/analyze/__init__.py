@@ -3,7 +3,7 @@ and entry points, and the protocol signals its source shows (seed 000's Static A
 
 Deterministic by default: code is parsed, never guessed at, and no code of the server's is run. The optional LLM passes
 (llm_passes.py: given a configured model) add what the parsers could not read, each labelled with its model and kept
-apart from the deterministic readings (deviations 330–336).
+apart from the deterministic readings (deviations 127–133).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Res
     metrics = analyze_tree(tree, description)
     if llm is not None:
         passes = llm.run(files, tree.readme, parsed, bool(inference and inference["server_code"]), now)
-        if passes.tools is not None:  # only where the parsers found no tool (deviation 330)
+        if passes.tools is not None:  # only where the parsers found no tool (deviation 127)
             tools, by = passes.tools, passes.record["tools"]["model"]
         if passes.urls:
             added, refused = named_endpoints(passes.urls, passes.readme_sent, passes.endpoints_model, endpoints, resolve)
@@ -95,7 +95,7 @@ def analyze_source(server: Server, tree: SourceTree, now: datetime, resolve: Res
         "env_vars": [v.model_dump() for v in required_env_vars(files, tree)],
         "extracted_tools": [t.name for t in tools] if tools is not None else None,
         # Whether the extractor read every file that may define tools: only then do tools listed at runtime alone show drift.
-        # A model's reading never claims drift (deviation 330).
+        # A model's reading never claims drift (deviation 127).
         "extraction": {**coverage, "complete": False, "by": by} if by else coverage,
     })
     return AnalysisResult(
@@ -181,7 +181,7 @@ def run_analyze(
         found = (previous or (lambda _: None))(server_id)
         if llm is not None and found is not None and waiting(found):
             # Passes the budget held back last time: the source is fetched again (no "not modified") so they can run
-            # now; their stored answers spare the passes that did run (deviation 335).
+            # now; their stored answers spare the passes that did run (deviation 132).
             return found.model_copy(update={"repository": None, "source_ref": None})
         return found
 

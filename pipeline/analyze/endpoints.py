@@ -122,7 +122,7 @@ def _checked(url: str, line: str, resolve: Resolver | None, resolved: dict[str, 
 def named_endpoints(urls: list[str], readme: str, model: str, known: list[DiscoveredEndpoint],
                     resolve: Resolver | None = None) -> tuple[list[DiscoveredEndpoint], list[str]]:
     """The endpoints a model named that the README parser did not find, each through the same validation, and why each
-    other one was refused (deviation 332). A model's URL counts only where the README writes it: whole, or without its
+    other one was refused (deviation 129). A model's URL counts only where the README writes it: whole, or without its
     scheme (`mcp.acme.dev/mcp`, read as https); one the README does not contain is refused whatever the README asked for."""
     found: list[DiscoveredEndpoint] = []
     refused: list[str] = []

@@ -1,4 +1,4 @@
-"""The LLM passes' questions and the answers they accept (deviations 330–336).
+"""The LLM passes' questions and the answers they accept (deviations 127–133).
 
 Each pass asks for a small JSON object (the `*Answer` models: plain fields, every one required, so each provider's
 structured output can constrain it). What the model answers is then checked item by item here, as any untrusted text

@@ -1,5 +1,5 @@
 """What an LLM pass sends: untrusted texts (source files, a README) inside a boundary they cannot forge, cut to the budget,
-and the content hash that keys the pass (deviation 333).
+and the content hash that keys the pass (deviation 130).
 
 The boundary is derived from the hash of everything it encloses: to write it inside a file, the file would have to contain
 a hash of itself. A text that holds it anyway (it cannot, in practice) gets a further suffix, never an open boundary.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pipeline.analyze.fetch import SourceFile
 
 MAX_SOURCE_CHARS = 100_000  # characters of source sent in one call: the selection's files in order, each already cut at 25 KB
-MAX_README_CHARS = 25_000  # characters of README sent to endpoint discovery: the per-file budget (deviation 332)
+MAX_README_CHARS = 25_000  # characters of README sent to endpoint discovery: the per-file budget (deviation 129)
 MAX_LABEL = 200  # characters of a file's path shown as its label
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e]")
 

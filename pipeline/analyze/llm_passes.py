@@ -1,7 +1,7 @@
 """The optional LLM passes of static analysis (seed 000): tool extraction and endpoint discovery (the "extract" model),
 the three source-inference passes and a behavioural review (the "infer" model), over the shared provider layer.
 
-Optional and additive (deviations 330–336): without a configured model none runs and the deterministic analysis is
+Optional and additive (deviations 127–133): without a configured model none runs and the deterministic analysis is
 the whole analysis. A pass is keyed by (pass, model, prompt version, hash of what it is sent) and its answer stored
 (`llm_answers`), so an unchanged input is never sent again. Each call is admitted by the run's allowance (the stage's
 wall-clock budget, --max-tokens, --max-cost); a pass refused by it waits and is counted, a call that fails (refused,
@@ -51,7 +51,7 @@ class Allowance:
     """The run's allowance for LLM calls, shared by the stage's worker threads: the wall-clock deadline, a token cap and
     a cost cap. A call is admitted while none is reached; calls in flight may take the total past a cap by their own
     size (at most one call per worker). With --max-cost, a call whose price is unknown ends the run's calls: a cap that
-    cannot be counted is not kept by guessing (deviation 335)."""
+    cannot be counted is not kept by guessing (deviation 132)."""
 
     def __init__(self, deadline: Deadline = NO_BUDGET, max_tokens: int | None = None, max_cost: float | None = None) -> None:
         self.deadline, self.cap = deadline, SpendCap(max_tokens, max_cost)

@@ -1,7 +1,7 @@
 """How fast and how far the panel may go: per-provider concurrency and request rate, and the run's token or cost budget.
 
 Default limits keep the pinned models under their providers' published rate limits at the lowest paid tier, with room
-to spare (deviation 313): OpenAI gpt-5-nano, 500 requests a minute at tier 1: 8 in flight, 5 a second (300 a minute);
+to spare (deviation 120): OpenAI gpt-5-nano, 500 requests a minute at tier 1: 8 in flight, 5 a second (300 a minute);
 Google gemini-2.0-flash, 2,000 a minute at tier 1 (15 on the free tier): 4 in flight, 5 a second; Mistral, 1 request a
 second per workspace on the default plan: 2 in flight, 1 a second. SCOREBOARD_JUDGE_LIMITS overrides them, per family or
 per model: "openai=8/5,mistral:mistral-small-2501=2/1" (in flight / requests a second).

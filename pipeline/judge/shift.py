@@ -3,7 +3,7 @@
 A model's reading of a server is its server score as Schema Interpretability computes it before blending
 (pipeline.judging.panel_consensus: the mean, over the server's current tools, of each tool's three dimensions averaged). The shift is the relative
 change of the sample's mean reading, new model against old, in percent; the switch is refused at 3% or more either way
-(deviation 320). The distributions' quantiles and the per-server deltas are reported beside it.
+(deviation 124). The distributions' quantiles and the per-server deltas are reported beside it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Sequence
 from pipeline.latency import percentile
 
 TOLERANCE = 3.0  # percent; seed 000: "only deployed if the aggregate score shift is within tolerance (<3%)"
-MIN_COMPARED = 0.9  # the share of sampled servers both models must judge in full for the shift to mean anything (deviation 321)
+MIN_COMPARED = 0.9  # the share of sampled servers both models must judge in full for the shift to mean anything (deviation 125)
 QUANTILES = (0.1, 0.5, 0.9)
 
 

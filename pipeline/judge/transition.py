@@ -1,7 +1,7 @@
 """A model transition (seed 000's Model Transition Policy): before one judge model replaces another in the panel, read a
 reproducible sample of judged servers' current tools with both, exactly as the panel asks (pipeline.judge.prompt.ask),
 within the panel's per-provider limits and a token or cost cap, and decide whether the aggregate shift is within
-tolerance (pipeline.judge.shift; deviations 320-322). The decision is stored; the verdicts are not.
+tolerance (pipeline.judge.shift; deviations 124-126). The decision is stored; the verdicts are not.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from typing import Any, Sequence
 from sqlite_utils import Database
 
 from pipeline import store
-from pipeline.judge.limits import Limits, RateLimiter, SpendCap
+from pipeline.judge.limits import Limits, RateLimiter
 from pipeline.judge.prompt import PROMPT_VERSION, ask
 from pipeline.judge.shift import Comparison, compare, decide, sample
 from pipeline.judging import panel_consensus, text_hash
-from pipeline.llm import LLMError, Provider, Usage
+from pipeline.llm import LLMError, Provider, SpendCap, Usage
 from pipeline.models import Judgement, ModelTransition, TransitionServer
 from pipeline.progress import Progress
 

@@ -1,6 +1,6 @@
 """The contract every LLM provider keeps: one structured completion, validated, with its usage, or one LLMError.
 
-The retry loop lives here so the three providers retry alike (deviation 300): at most 3 attempts in all on a rate
+The retry loop lives here so the three providers retry alike (deviation 112): at most 3 attempts in all on a rate
 limit, a server error or a timeout; a Retry-After is honoured up to RETRY_AFTER_CAP seconds, otherwise exponential
 backoff (1 s, then 2 s) times a random 0.5-1.5, so concurrent callers do not retry in step. The SDKs' own retries are
 off so these are the only ones. Sleep, jitter and clock are injected so tests run in milliseconds.
@@ -23,7 +23,7 @@ KINDS = ("config", "auth", "refusal", "malformed", "rate_limited", "server_error
 RETRYABLE = frozenset({"rate_limited", "server_error", "timeout"})
 MAX_ATTEMPTS = 3
 BACKOFF_BASE = 1.0  # seconds before the second attempt; doubled for the third
-RETRY_AFTER_CAP = 30.0  # a longer Retry-After is waited only this long (deviation 300)
+RETRY_AFTER_CAP = 30.0  # a longer Retry-After is waited only this long (deviation 112)
 RETRY_AFTER_SPREAD = 0.5  # up to this many seconds added to a Retry-After
 DEFAULT_TIMEOUT = 60.0  # seconds per request, SCOREBOARD_LLM_TIMEOUT
 

@@ -1,7 +1,7 @@
 """Which providers a run uses, read from the environment alone: SCOREBOARD_JUDGES (the panel), SCOREBOARD_LLM_EXTRACT
 (tool extraction, endpoint discovery), SCOREBOARD_LLM_INFER (source inference, behavioural review). An entry is
 FAMILY:MODEL or FAMILY:MODEL@BASE_URL; entries are comma-separated. A judge that cannot run is one line in the notes,
-never a traceback; keys are never written anywhere (deviation 303)."""
+never a traceback; keys are never written anywhere (deviation 115)."""
 
 from __future__ import annotations
 

@@ -51,7 +51,7 @@ class GoogleProvider:
         # later models take JSON Schema (response_json_schema).
         constraint: dict[str, Any] = ({"response_schema": schema} if LEGACY_SCHEMA.match(self.model)
                                       else {"response_json_schema": gemini_schema(schema)})
-        if NO_THINKING.fullmatch(self.model):  # thinking would come out of the output cap (deviation 304)
+        if NO_THINKING.fullmatch(self.model):  # thinking would come out of the output cap (deviation 116)
             constraint["thinking_config"] = types.ThinkingConfig(thinking_budget=0)
         config = types.GenerateContentConfig(system_instruction=system, response_mime_type="application/json",
                                              max_output_tokens=max_output_tokens, **constraint)

@@ -18,7 +18,7 @@ NO_KEY = "no-key"  # what a local server without authentication is sent; the SDK
 # Given explicitly: left None, the SDK would read OPENAI_BASE_URL itself, past the environment we were handed.
 OFFICIAL_URL = "https://api.openai.com/v1"
 # GPT-5's reasoning tokens come out of max_completion_tokens: at the default effort a short structured answer can be
-# cut before it starts. The judge and the passes ask for a reading, not a proof (deviation 304).
+# cut before it starts. The judge and the passes ask for a reading, not a proof (deviation 116).
 MINIMAL_REASONING = re.compile(r"gpt-5(-mini|-nano)?(-\d{4}-\d{2}-\d{2})?")
 
 

@@ -3,7 +3,7 @@
 Sources, as read when the table was written (December 2026): OpenAI's API pricing page (openai.com/api/pricing:
 gpt-5-nano 0.05/0.40, gpt-4.1-nano 0.10/0.40), Google's Gemini API pricing page (ai.google.dev/gemini-api/docs/pricing,
 paid tier, text: gemini-2.0-flash 0.10/0.40), Mistral's pricing page (mistral.ai/pricing: Mistral Small 3, the
-mistral-small-2501 snapshot, 0.10/0.30). A model not listed is priced None: its tokens are still counted (deviation 301).
+mistral-small-2501 snapshot, 0.10/0.30). A model not listed is priced None: its tokens are still counted (deviation 113).
 A local server serving a model under a listed name is charged the list price, which keeps a cost cap conservative.
 """
 

@@ -1,4 +1,4 @@
-"""A pydantic model's JSON schema in the forms the providers' structured-output modes accept (deviation 302)."""
+"""A pydantic model's JSON schema in the forms the providers' structured-output modes accept (deviation 114)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class SpendCap:
     """A run's budget: tokens (input and output) or US dollars; a model whose price is unknown cannot be held to a cost
-    cap, so under one its first answer ends the run's spending (deviations 314 and 335)."""
+    cap, so under one its first answer ends the run's spending (deviations 121 and 132)."""
 
     max_tokens: int | None = None
     max_cost: float | None = None

@@ -46,7 +46,7 @@ def source_seen(analysis: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _models(metrics: dict[str, Any]) -> list[str]:
-    """The models whose answers this analysis holds (its optional LLM passes, deviations 330–336), each once."""
+    """The models whose answers this analysis holds (its optional LLM passes, deviations 127–133), each once."""
     passes = (metrics.get("llm") or {}).get("passes") or {}
     return sorted({str(p["model"]) for p in passes.values() if isinstance(p, dict) and p.get("status") in ("ok", "cached") and p.get("model")})
 

@@ -136,7 +136,7 @@ def stale_analysis(facts: Facts) -> str | None:
 def prompt_injection(facts: Facts) -> str | None:
     """Critical markers only (a strong one, or two that corroborate each other) in the runtime tool list, or, with no
     runtime list, in the tools extracted from source; or a tool text that 2+ LLM judges, most of those that read it,
-    report as instructing the model reading it (deviation 312)."""
+    report as instructing the model reading it (deviation 119)."""
     found = [f"{where}: {', '.join(markers)}" for where, markers in critical_injection(facts)]
     found += [f"{tool}: judged directive by {', '.join(models)}" for tool, models in corroborated_directives(facts.current_judgements).items()]
     return "; ".join(found)[:300] if found else None

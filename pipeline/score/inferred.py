@@ -23,7 +23,7 @@ def live_protocol_data(facts: Facts) -> bool:
 def inferred(facts: Facts, key: str) -> dict[str, Any] | None:
     """The analysis' inferred signal `key` ("error_handling", "fuzz", "schema_validity", "auth_discovery") when the
     fallback applies and the analysis could say something; None otherwise. The deterministic reading first; the LLM
-    passes' reading (labelled with its model, "by") only where the deterministic one measured nothing (deviation 331)."""
+    passes' reading (labelled with its model, "by") only where the deterministic one measured nothing (deviation 128)."""
     if live_protocol_data(facts) or facts.analysis is None or not facts.analysis.ok:
         return None
     metrics = facts.analysis.metrics

@@ -44,7 +44,7 @@ def critical_injection(facts) -> list[tuple[str, list[str]]]:
         listed = [(owner, sorted(markers)) for owner, markers in by_owner.items()]
     else:
         extracted = facts.analysis.tools if facts.analysis and facts.analysis.ok and facts.analysis.tools else []
-        # A model's reading of the source is not the source's text: it fires no flag (deviation 330).
+        # A model's reading of the source is not the source's text: it fires no flag (deviation 127).
         extracted = [t for t in extracted if not t.pattern.startswith("llm:")]
         listed = [(f"{t.name} ({t.file}:{t.line})", tool_markers({"name": t.name, "description": t.description, "inputSchema": t.input_schema}))
                   for t in extracted]

@@ -188,7 +188,7 @@ def llm_answers(db: Database, server_id: str) -> list[LLMAnswer]:
 
 def save_judgements(db: Database, server_id: str, judgements: Iterable[Judgement], panel: Collection[str] | None = None) -> int:
     """Store one server's judgements (their text cleaned) and, given the judge `panel` (its models), retire the server's
-    judgements by models outside it and restore those by models in it (deviation 310); raises WriteRefused, with none
+    judgements by models outside it and restore those by models in it (deviation 117); raises WriteRefused, with none
     written, when the database refuses them."""
     with one_server(db, server_id):
         rows = [{**cleaned_json(j), "offline": int(j.offline), "retired": int(j.retired), "judged_at": iso(j.judged_at),

@@ -460,7 +460,7 @@ def m013_judgement_panel(db: Database) -> None:
     """The judge panel's judgements (issue 19): each records the prompt version it answered, its tokens and cost, the judge run
     that made it (a `runs` row), whether the judge reported the tool text instructing its reader (`directive`), and whether it
     was retired (its model left the panel, or the same model read the same text again under a newer prompt: kept as history,
-    never counted; deviation 310). A judgement is one per (server, tool, model, tool text, prompt version)."""
+    never counted; deviation 117). A judgement is one per (server, tool, model, tool text, prompt version)."""
     judgements = _table(db, "judgements")
     for column, kind in (("input_tokens", int), ("output_tokens", int), ("cost_usd", float), ("directive", int)):
         judgements.add_column(column, kind)
@@ -477,7 +477,7 @@ def m013_judgement_panel(db: Database) -> None:
 @migrations()
 def m014_llm_answers(db: Database) -> None:
     """The answers of static analysis' LLM passes, keyed by (server, pass, model, prompt version, input hash): an unchanged
-    input is never sent again (deviation 333)."""
+    input is never sent again (deviation 130)."""
     _table(db, "llm_answers").create(
         {"server_id": str, "pass_name": str, "model": str, "prompt_version": str, "input_hash": str, "answer": str, "input_tokens": int,
          "output_tokens": int, "cost_usd": float, "created_at": str},
@@ -490,7 +490,7 @@ def m014_llm_answers(db: Database) -> None:
 @migrations()
 def m015_model_transitions(db: Database) -> None:
     """Each `scoreboard judge-transition` decision: the readings of a sample of servers by the old and the new judge model,
-    the aggregate shift and whether the switch was accepted (seed 000's Model Transition Policy; deviation 322)."""
+    the aggregate shift and whether the switch was accepted (seed 000's Model Transition Policy; deviation 126)."""
     _table(db, "model_transitions").create(
         {"id": int, "decided_at": str, "from_judge": str, "to_judge": str, "prompt_version": str, "seed": int, "sampled": int,
          "compared": int, "mean_from": float, "mean_to": float, "shift": float, "quantiles": str, "accepted": int, "reason": str,
