@@ -26,7 +26,7 @@ from sqlite_utils import Database
 from pipeline import store
 from pipeline.clean import clean_text
 from pipeline.fleet.budget import NO_BUDGET, SKIPPED, Deadline
-from pipeline.judge.limits import Limits, RateLimiter, limits_for
+from pipeline.judge.limits import Limits, Pace, RateLimiter, limits_for
 from pipeline.judge.offline import OfflineJudge
 from pipeline.judge.prompt import PROMPT_VERSION, Verdict, ask
 from pipeline.judging import text_hash
@@ -137,9 +137,7 @@ class _Run:
         self.cost_unknown = False
         self.pools = {j.model: ThreadPoolExecutor(max_workers=panel.limits_of(j).in_flight, thread_name_prefix=f"judge-{j.provider}")
                       for j in panel.judges}
-        self.rates = {j.model: RateLimiter(panel.limits_of(j).per_second) for j in panel.judges}
-        self.warm = {j.model: Event() for j in panel.judges}
-        self.warming = {j.model: Lock() for j in panel.judges}
+        self.paces = {j.model: Pace(RateLimiter(panel.limits_of(j).per_second)) for j in panel.judges}
         self.capacity = BACKLOG * sum(panel.limits_of(j).in_flight for j in panel.judges)
         self.futures: dict[Future, tuple[_Server, str, str, Provider]] = {}
         self.offline = OfflineJudge()
@@ -179,30 +177,19 @@ class _Run:
             pool.shutdown(wait=True, cancel_futures=True)
 
     def _ask(self, judge: Provider, tool: dict[str, Any]) -> Any:
-        # A judge's first request goes alone: an SDK client's first use takes a second or more, and requests spaced
-        # while it was being made would all reach the provider at once, over its rate, and their retries with them.
-        if not self.warm[judge.model].is_set():
-            with self.warming[judge.model]:
-                if not self.warm[judge.model].is_set():
-                    try:
-                        return self._request(judge, tool)
-                    finally:
-                        self.rates[judge.model].sent_now()
-                        self.warm[judge.model].set()
-        return self._request(judge, tool)
+        return self.paces[judge.model].send(lambda: self._request(judge, tool))
 
     def _request(self, judge: Provider, tool: dict[str, Any]) -> Any:
         if self.stop.is_set():
             return _NotStarted()
-        self.rates[judge.model].wait()
+        self.paces[judge.model].rate.wait()
         if self.stop.is_set():
             return _NotStarted()
         try:
             outcome: Any = ask(judge, tool)
         except LLMError as error:
             outcome = error
-        if outcome.usage.retries or getattr(outcome, "kind", None) == "rate_limited":
-            self.rates[judge.model].slow_down()  # a retry is most often a 429: the provider's limit is below ours
+        self.paces[judge.model].answered(outcome)
         self._spend(outcome.usage)  # here, not on collection: this thread's next request already sees a spent budget
         return outcome
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ def limits_for(family: str, model: str, env: Mapping[str, str]) -> Limits:
     return entries.get(f"{family}:{model}") or entries.get(family) or DEFAULT_LIMITS.get(family, FALLBACK)
 
 
+T = TypeVar("T")
 SPACING_MARGIN = 1.2  # requests spaced a fifth wider than the rate: one sent on time may arrive a little early (a loaded machine)
 SLOW_DOWN_QUIET = 2.0  # seconds after a slow-down in which further 429s (of requests already in flight) do not slow it again
 
@@ -85,3 +86,31 @@ class RateLimiter:
         if slot > now:
             self.sleep(slot - now)
             self.sent_now()  # a thread that woke late (a loaded machine) must not leave the next one too close behind
+
+
+class Pace:
+    """How one judge's requests go out: its first alone (an SDK client's first use takes a second or more, and requests
+    spaced while it was being made would all reach the provider at once, over its rate, and their retries with them),
+    then each on its rate limiter's turn, spaced further once one was retried (most often a 429: the provider's limit
+    is below ours). The panel and the model transition pace their judges alike through it."""
+
+    def __init__(self, rate: RateLimiter) -> None:
+        self.rate = rate
+        self._warm, self._warming = threading.Event(), threading.Lock()
+
+    def send(self, request: Callable[[], T]) -> T:
+        """Run `request` (which waits for its turn through `self.rate.wait()`); the first one alone."""
+        if not self._warm.is_set():
+            with self._warming:
+                if not self._warm.is_set():
+                    try:
+                        return request()
+                    finally:
+                        self.rate.sent_now()
+                        self._warm.set()
+        return request()
+
+    def answered(self, outcome: Any) -> None:
+        """A completion or an LLMError came back: a retried or rate-limited one slows this judge for the rest of the run."""
+        if outcome.usage.retries or getattr(outcome, "kind", None) == "rate_limited":
+            self.rate.slow_down()

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 from sqlite_utils import Database
 
 from pipeline import store
-from pipeline.judge.limits import Limits, RateLimiter
+from pipeline.judge.limits import Limits, Pace, RateLimiter
 from pipeline.judge.prompt import PROMPT_VERSION, ask
 from pipeline.judge.shift import Comparison, compare, decide, sample
 from pipeline.judging import panel_consensus, text_hash
@@ -118,32 +118,22 @@ class _Reading:
         # Two models of one family share its request rate: a provider may count it per account (Mistral's is per workspace).
         shared = {j.provider.provider: RateLimiter(min(k.limits.per_second for k in judges if k.provider.provider == j.provider.provider))
                   for j in judges}
-        self.rates = [shared[j.provider.provider] for j in judges]
-        self.warm, self.warming = [Event() for _ in judges], [Lock() for _ in judges]
+        self.paces = [Pace(shared[j.provider.provider]) for j in judges]
         self.stop = Event()
         self.lock = Lock()
         self.usage = Usage()
         self.stopped_by: str | None = None
 
     def ask(self, index: int, tool: dict[str, Any]) -> Any:
-        """A verdict's completion, an LLMError, or None when the reading stopped before this request. Paced as the panel
-        paces a judge: its first request alone (an SDK client's first use is slow, and requests spaced meanwhile would
-        arrive together), its requests spaced further once one was retried."""
-        if not self.warm[index].is_set():
-            with self.warming[index]:
-                if not self.warm[index].is_set():
-                    try:
-                        return self._request(index, tool)
-                    finally:
-                        self.rates[index].sent_now()
-                        self.warm[index].set()
-        return self._request(index, tool)
+        """A verdict's completion, an LLMError, or None when the reading stopped before this request; paced as the panel
+        paces a judge (pipeline.judge.limits.Pace)."""
+        return self.paces[index].send(lambda: self._request(index, tool))
 
     def _request(self, index: int, tool: dict[str, Any]) -> Any:
         judge = self.judges[index]
         if self.stop.is_set():
             return None
-        self.rates[index].wait()
+        self.paces[index].rate.wait()
         if self.stop.is_set():
             return None
         try:
@@ -152,8 +142,7 @@ class _Reading:
             outcome = error
             if error.kind in HOPELESS:  # a refused key or a bad setting: every further call would fail alike
                 self.halt(f"{judge.label} cannot be asked ({error.kind}): nothing can be compared")
-        if outcome.usage.retries or getattr(outcome, "kind", None) == "rate_limited":
-            self.rates[index].slow_down()
+        self.paces[index].answered(outcome)
         with self.lock:
             self.usage = self.usage + outcome.usage
             tokens, cost = self.usage.input_tokens + self.usage.output_tokens, self.usage.cost_usd
