@@ -15,12 +15,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.calibration import calibration, calibration_line  # noqa: E402
 from bench.llm_endpoint import serve  # noqa: E402
+from pipeline.judge.prompt import Verdict  # the judge panel's: the shape every provider must answer in
 from pipeline.llm import LLMError, RetryPolicy, Usage  # noqa: E402
 from pipeline.llm.config import build  # noqa: E402
 
@@ -30,13 +29,6 @@ TOOL = {"name": "search_issues", "description": "Search the repository's issues 
                                                          "state": {"type": "string", "enum": ["open", "closed"]}},
                         "required": ["query"]}}
 
-
-class Verdict(BaseModel):
-    clarity: int = Field(ge=0, le=100)
-    input_completeness: int = Field(ge=0, le=100)
-    confidence: int = Field(ge=0, le=100)
-    rationale: str = Field(max_length=300)
-    directive: bool
 
 
 def ask(provider) -> Usage:

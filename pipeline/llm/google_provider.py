@@ -12,12 +12,12 @@ from google import genai
 from google.genai import errors, types
 from pydantic import BaseModel, ValidationError
 
-from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, one_line, parse_answer, run_with_retries, status_failure
+from pipeline.llm.base import Attempt, Usage, one_line, parse_answer, status_failure
 from pipeline.llm.prices import cost_usd
 from pipeline.llm.schema import gemini_schema
+from pipeline.llm.sdk import SDKProvider
 
 T = TypeVar("T", bound=BaseModel)
-NO_KEY = "no-key"  # sent to a local server without authentication; without it the SDK would read GEMINI_API_KEY itself
 # Given explicitly: left None, the SDK would read GOOGLE_GEMINI_BASE_URL itself, past the environment we were handed.
 OFFICIAL_URL = "https://generativelanguage.googleapis.com/"
 LEGACY_SCHEMA = re.compile(r"gemini-(1\.|2\.0)")
@@ -26,27 +26,15 @@ NO_THINKING = re.compile(r"gemini-2\.5-flash(-lite)?(-\d{3}|-preview-[\w-]+)?")
 REFUSED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"})
 
 
-class GoogleProvider:
+class GoogleProvider(SDKProvider):
     provider = "google"
-    offline = False
 
-    def __init__(self, model: str, *, api_key: str | None, base_url: str | None = None, timeout: float = 60.0,
-                 policy: RetryPolicy | None = None):
-        self.model = model
-        self.base_url = base_url
-        self._key = api_key or NO_KEY
-        self._policy = policy or RetryPolicy()
+    def _connect(self, timeout: float) -> Any:
         # retry_options None: the SDK makes one attempt, ours (pipeline.llm.base) are the only retries. Timeout in ms.
-        options = types.HttpOptions(base_url=base_url or OFFICIAL_URL, timeout=int(timeout * 1000), retry_options=None)
-        self._client = genai.Client(api_key=self._key, vertexai=False, http_options=options)
+        options = types.HttpOptions(base_url=self.base_url or OFFICIAL_URL, timeout=int(timeout * 1000), retry_options=None)
+        return genai.Client(api_key=self._key, vertexai=False, http_options=options)
 
-    def __repr__(self) -> str:
-        return f"GoogleProvider(model={self.model!r}, base_url={self.base_url!r})"
-
-    def complete(self, *, system: str, user: str, schema: type[T], schema_name: str, max_output_tokens: int = 1024) -> Completion[T]:
-        return run_with_retries(f"google:{self.model}", lambda: self._attempt(system, user, schema, max_output_tokens), self._policy)
-
-    def _attempt(self, system: str, user: str, schema: type[T], max_output_tokens: int) -> tuple[T, Usage]:
+    def _attempt(self, system: str, user: str, schema: type[T], schema_name: str, max_output_tokens: int) -> tuple[T, Usage]:
         # Gemini 2.0 and older take the OpenAPI subset (response_schema, converted from the pydantic model by the SDK);
         # later models take JSON Schema (response_json_schema).
         constraint: dict[str, Any] = ({"response_schema": schema} if LEGACY_SCHEMA.match(self.model)
@@ -95,7 +83,7 @@ class GoogleProvider:
             return Attempt("auth", "the key was refused (HTTP 400 API_KEY_INVALID)")
         headers = getattr(error.response, "headers", None)
         message = str(error.message or error.status or "")
-        return status_failure(error.code, headers, message.replace(self._key, "[key]") if self._key != NO_KEY else message, self._policy)
+        return status_failure(error.code, headers, self._scrub(message), self._policy)
 
 
 def _name(value: Any) -> str:

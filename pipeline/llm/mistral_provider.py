@@ -9,35 +9,22 @@ from mistralai.client import Mistral, errors
 from mistralai.client.utils.logger import NoOpLogger
 from pydantic import BaseModel
 
-from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, parse_answer, run_with_retries, server_message, status_failure
+from pipeline.llm.base import Attempt, Usage, parse_answer, server_message, status_failure
 from pipeline.llm.prices import cost_usd
 from pipeline.llm.schema import json_schema, strict_schema
+from pipeline.llm.sdk import SDKProvider
 
 T = TypeVar("T", bound=BaseModel)
-NO_KEY = "no-key"  # sent to a local server without authentication; without it the SDK would read MISTRAL_API_KEY itself
 
 
-class MistralProvider:
+class MistralProvider(SDKProvider):
     provider = "mistral"
-    offline = False
 
-    def __init__(self, model: str, *, api_key: str | None, base_url: str | None = None, timeout: float = 60.0,
-                 policy: RetryPolicy | None = None):
-        self.model = model
-        self.base_url = base_url
-        self._key = api_key or NO_KEY
-        self._policy = policy or RetryPolicy()
+    def _connect(self, timeout: float) -> Any:
         # retry_config None: the SDK retries nothing, ours (pipeline.llm.base) are the only retries. Its debug logger
         # (MISTRAL_DEBUG) would write the request headers, the key among them: it stays silent.
-        self._client = Mistral(api_key=self._key, server_url=base_url, timeout_ms=int(timeout * 1000), retry_config=None,
-                               debug_logger=NoOpLogger())
-
-    def __repr__(self) -> str:
-        return f"MistralProvider(model={self.model!r}, base_url={self.base_url!r})"
-
-    def complete(self, *, system: str, user: str, schema: type[T], schema_name: str, max_output_tokens: int = 1024) -> Completion[T]:
-        return run_with_retries(f"mistral:{self.model}", lambda: self._attempt(system, user, schema, schema_name, max_output_tokens),
-                                self._policy)
+        return Mistral(api_key=self._key, server_url=self.base_url, timeout_ms=int(timeout * 1000), retry_config=None,
+                       debug_logger=NoOpLogger())
 
     def _attempt(self, system: str, user: str, schema: type[T], schema_name: str, max_output_tokens: int) -> tuple[T, Usage]:
         strict = strict_schema(schema)
@@ -70,8 +57,6 @@ class MistralProvider:
             raise Attempt("server_error", "the model stopped with an error", usage=usage)
         return parse_answer(_text(choice.message.content), schema, usage), usage
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "[key]") if self._key != NO_KEY else text
 
 
 def _text(content: Any) -> str | None:

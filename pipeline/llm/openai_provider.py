@@ -9,12 +9,12 @@ from typing import Any, TypeVar
 import openai
 from pydantic import BaseModel
 
-from pipeline.llm.base import Attempt, Completion, RetryPolicy, Usage, one_line, parse_answer, run_with_retries, server_message, status_failure
+from pipeline.llm.base import Attempt, Usage, one_line, parse_answer, server_message, status_failure
 from pipeline.llm.prices import cost_usd
 from pipeline.llm.schema import json_schema, strict_schema
+from pipeline.llm.sdk import SDKProvider
 
 T = TypeVar("T", bound=BaseModel)
-NO_KEY = "no-key"  # what a local server without authentication is sent; the SDK refuses an empty key
 # Given explicitly: left None, the SDK would read OPENAI_BASE_URL itself, past the environment we were handed.
 OFFICIAL_URL = "https://api.openai.com/v1"
 # GPT-5's reasoning tokens come out of max_completion_tokens: at the default effort a short structured answer can be
@@ -22,25 +22,12 @@ OFFICIAL_URL = "https://api.openai.com/v1"
 MINIMAL_REASONING = re.compile(r"gpt-5(-mini|-nano)?(-\d{4}-\d{2}-\d{2})?")
 
 
-class OpenAIProvider:
+class OpenAIProvider(SDKProvider):
     provider = "openai"
-    offline = False
 
-    def __init__(self, model: str, *, api_key: str | None, base_url: str | None = None, timeout: float = 60.0,
-                 policy: RetryPolicy | None = None):
-        self.model = model
-        self.base_url = base_url
-        self._key = api_key or NO_KEY
-        self._policy = policy or RetryPolicy()
+    def _connect(self, timeout: float) -> Any:
         # The SDK's retries are off: ours (pipeline.llm.base) are the only ones, and they honour Retry-After.
-        self._client = openai.OpenAI(api_key=self._key, base_url=base_url or OFFICIAL_URL, timeout=timeout, max_retries=0)
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
-
-    def complete(self, *, system: str, user: str, schema: type[T], schema_name: str, max_output_tokens: int = 1024) -> Completion[T]:
-        return run_with_retries(f"openai:{self.model}", lambda: self._attempt(system, user, schema, schema_name, max_output_tokens),
-                                self._policy)
+        return openai.OpenAI(api_key=self._key, base_url=self.base_url or OFFICIAL_URL, timeout=timeout, max_retries=0)
 
     def _attempt(self, system: str, user: str, schema: type[T], schema_name: str, max_output_tokens: int) -> tuple[T, Usage]:
         strict = strict_schema(schema)
@@ -85,8 +72,6 @@ class OpenAIProvider:
             return status_failure(error.status_code, error.response.headers, self._scrub(message), self._policy)
         return Attempt("transport", one_line(self._scrub(str(error)), 160))
 
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "[key]") if self._key != NO_KEY else text
 
 
 def token_options(model: str, *, official: bool, max_output_tokens: int) -> dict[str, Any]:
