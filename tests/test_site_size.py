@@ -70,7 +70,10 @@ def test_every_rule_of_every_card_is_still_on_the_page_and_in_its_json(built):
         for card in db.query("select rubric, dimensions from scores where server_id = ?", [server.id]):
             rows = {d[0]: d for rubric, c in cards if rubric == card["rubric"] for d in c["dimensions"]}
             for d in json.loads(card["dimensions"]):
-                assert rows[d["name"]][:6] + rows[d["name"]][7:] + [None] * (8 - len(rows[d["name"]])) == [
+                row = rows[d["name"]]
+                # a pending dimension's reason left out is its unmeasured rules' reasons joined (deviation 230)
+                derived = "; ".join(r[4] for r in row[6] if not r[3])[:300] if row[2] == "pending" else None
+                assert row[:6] + [row[7] if len(row) == 8 else derived] == [
                     d["name"], d["label"], d["status"], d["score"], d["weight"], d["optional"], d["reason"]]
         for card in db.query("select rubric, rules from scores where server_id = ?", [server.id]):
             for rule in json.loads(card["rules"]):
@@ -87,7 +90,9 @@ def test_the_tool_documentation_scores_are_shown_once_per_tool(built):
         page = json.loads((site / "api" / "servers" / f"{server.id}.json").read_bytes())
         review = next((o for o in page["other_rubrics"] if o["rubric"] == "review"), None)
         assert review is None or "tool_docs" not in review["extra"]
-        assert all(t["docs"] is None or set(t["docs"]["parts"]) for t in page["tools"])
+        # [total, title, description, inputs, annotations, output_schema] (deviation 230)
+        assert all(t.get("docs") is None or (len(t["docs"]) == 6 and t["docs"][0] == pytest.approx(sum(t["docs"][1:]), abs=0.1))
+                   for t in page["tools"])
 
 
 def test_every_class_a_server_page_uses_for_its_rows_is_styled(built):

@@ -60,13 +60,14 @@ RULE_ROW = {
 }
 DIMENSION_ROW = {
     "type": "array", "minItems": 7, "maxItems": 8, "items": False,
-    "description": "a dimension's outcome: [" + ", ".join(DIMENSION_FIELDS) + "]; a null reason is left out",
+    "description": "a dimension's outcome: [" + ", ".join(DIMENSION_FIELDS) + "]; a null or derived reason is left out",
     "prefixItems": [
         {"type": "string", "description": "name"}, {"type": "string", "description": "label"},
         {"enum": ["scored", "pending", "not_applicable"], "description": "status"},
         {"type": ["number", "null"], "description": "score"}, {"type": "number", "description": "weight"},
         {"type": "boolean", "description": "optional"}, {"type": "array", "items": RULE_ROW, "description": "rules"},
-        {"type": "string", "description": "reason: why it is pending or not applicable"},
+        {"type": "string", "description": "reason: why it is pending or not applicable; left out when pending and it is its unmeasured "
+                                           "rules' reasons in order, joined by '; ' and cut at 300 characters"},
     ],
 }
 
@@ -77,10 +78,17 @@ def _row(values: list[Any]) -> list[Any]:
     return values
 
 
+def pending_reason(rules: list[Rule]) -> str:
+    """A pending dimension's reason as the engine writes it: its unmeasured rules' reasons, in order, joined by '; ', cut at 300."""
+    return "; ".join(r["reason"] for r in rules if not r["measured"])[:300]
+
+
 def dimension_rows(dimensions: list[Dimension]) -> list[list[Any]]:
+    # A pending dimension's reason that is its unmeasured rules' reasons joined is left out: the rows already say it (deviation 230)
     return [_row([d["name"], d["label"], d["status"], d["score"], d["weight"], d["optional"],
                   [_row([r["rule"], r["points"], r["max_points"], r["measured"], r["reason"], r["how_to_gain"], r["evidence"]])
-                   for r in d["rules"]], d["reason"]]) for d in dimensions]
+                   for r in d["rules"]], None if d["reason"] == pending_reason(d["rules"]) and d["status"] == "pending" else d["reason"]])
+            for d in dimensions]
 
 
 Dimensions = Annotated[list[Dimension], PlainSerializer(dimension_rows),
@@ -255,14 +263,37 @@ class Interpretability(TypedDict):
     judges: list[JudgeReading]
 
 
+# In the JSON a tool's hints and documentation score are rows, fields in these orders (deviation 230): their names were a third of a tool.
+HINT_FIELDS = ("read_only", "destructive", "idempotent", "open_world")
+DOC_FIELDS = ("title", "description", "inputs", "annotations", "output_schema")  # seed 001's parts, as pipeline/score/tool_docs.py
+
+
+def hint_row(hints: Annotations) -> list[bool | None]:
+    row = [hints[f] for f in HINT_FIELDS]
+    while row and row[-1] is None:
+        row.pop()
+    return row
+
+
+def docs_row(docs: ToolDocs | None) -> list[Number] | None:
+    return None if docs is None else [docs["total"], *(docs["parts"][f] for f in DOC_FIELDS)]
+
+
+HINT_ROW = {"type": "array", "maxItems": 4, "items": False, "prefixItems": [{"type": ["boolean", "null"], "description": f} for f in HINT_FIELDS],
+            "description": "the tool's declared behaviour hints: [" + ", ".join(HINT_FIELDS) + "], null when not declared; trailing nulls left out"}
+DOCS_ROW = {"type": "array", "minItems": 6, "maxItems": 6, "items": False,
+            "prefixItems": [{"type": "number", "description": f} for f in ("total", *DOC_FIELDS)],
+            "description": "seed 001's documentation score of the tool: [total, " + ", ".join(DOC_FIELDS) + "], in points"}
+
+
 class Tool(TypedDict):
     name: str
     title: str | None
     description: str
     params: Annotated[int, Field(ge=0)]
-    annotations: Annotations
+    annotations: Annotated[Annotations, PlainSerializer(hint_row), WithJsonSchema(HINT_ROW, mode="serialization")]
     output_schema: bool
-    docs: ToolDocs | None
+    docs: Annotated[ToolDocs | None, PlainSerializer(docs_row), WithJsonSchema({"anyOf": [DOCS_ROW, {"type": "null"}]}, mode="serialization")]
     interpretability: Interpretability | None
 
 
@@ -335,6 +366,20 @@ class HistoryDay(TypedDict):
     grade: str | None
 
 
+def history_columns(days: list[HistoryDay]) -> dict[str, list[Any]]:
+    return {"day": [d["day"] for d in days], "composite": [d["composite"] for d in days], "grade": [d["grade"] for d in days]}
+
+
+# Like reliability.days, the score's daily history is three columns rather than a month of objects naming their fields (deviation 230).
+HISTORY_COLUMNS = {
+    "type": "object", "required": ["day", "composite", "grade"], "additionalProperties": False,
+    "description": "the headline score by day as columns: the n-th day's figures are the n-th of each",
+    "properties": {"day": {"type": "array", "items": {"type": "string", "format": "date"}},
+                   "composite": {"type": "array", "items": {"type": ["number", "null"]}},
+                   "grade": {"type": "array", "items": {"type": ["string", "null"]}}},
+}
+
+
 class Embed(TypedDict):
     markdown: str
     html: str
@@ -364,7 +409,7 @@ class ServerPage(Context):
     analysis: dict[str, Any] | None = Field(description="the static analysis as stored, every tool and finding")
     # What the page shows of `analysis` (its first tools and findings, labelled sub-metrics); the JSON has `analysis` whole (deviation 106)
     source: dict[str, Any] | None = Field(exclude=True)
-    history: list[HistoryDay]
+    history: Annotated[list[HistoryDay], PlainSerializer(history_columns), WithJsonSchema(HISTORY_COLUMNS, mode="serialization")]
     trend_chart: bool = Field(description="true when the score moved and trend.svg exists")
     last_scored_at: str | None
     score_age_days: Annotated[int, Field(ge=0)] | None
