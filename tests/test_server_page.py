@@ -226,3 +226,13 @@ def test_a_pending_dimensions_reason_is_left_out_of_the_json_only_when_its_rules
     assert pending["reason"] == "no handshake; no tools" and len(dimension_rows([pending])[0]) == 7  # derived: left out (deviation 230)
     assert dimension_rows([{**pending, "reason": "needs 2+ judges"}])[0][7] == "needs 2+ judges"
     assert dimension_rows([{**pending, "status": "not_applicable"}])[0][7] == "no handshake; no tools"
+
+
+
+def test_the_score_history_is_columns_from_its_first_day_unless_a_day_is_missing():
+    from pipeline.render.pages import history_columns
+    month = [{"day": f"2026-11-{d:02d}", "composite": 50.0 + d, "grade": "C"} for d in range(1, 31)]
+    assert history_columns(month) == {"since": "2026-11-01", "composite": [50.0 + d for d in range(1, 31)], "grade": ["C"] * 30}
+    gap = month[:3] + month[4:]  # the 4th unscored: the days are listed (deviation 230)
+    assert history_columns(gap)["day"] == [d["day"] for d in gap] and "since" not in history_columns(gap)
+    assert history_columns([]) == {"day": [], "composite": [], "grade": []}

@@ -1,4 +1,4 @@
-"""Charts as static SVG (pygal): deterministic bytes, no scripts."""
+"""The trend chart as static SVG (pygal): deterministic bytes, no scripts. The reliability chart is drawn directly (reliability_chart.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from pygal.svg import Svg
 
 STYLE = Style(background="transparent", plot_background="transparent", foreground="#1d1f23", foreground_strong="#1d1f23",
               foreground_subtle="#e3e6ea", colors=("#2457c5",), font_family="system-ui, sans-serif")
-
-TWO_SERIES = Style(**{**STYLE.to_dict(), "colors": ("#2457c5", "#c56a24")})
 
 
 # pygal's comments (its name, links and the day of rendering): a day in the bytes would make a chart of unchanged data differ
@@ -147,19 +145,3 @@ def trend_svg(chart_id: str, history: list[dict[str, Any]]) -> str:
     chart.add("composite", [row["composite"] for row in history])
     return _compact(_COMMENTS.sub("", chart.render()))
 
-
-def reliability_svg(chart_id: str, days: list[dict[str, Any]]) -> str:
-    """Daily uptime (left axis, %) and p95 latency of successful probes (right axis, ms)."""
-    chart = Line(
-        # no dots: 30 days of points with hover tooltips (which an <img> never shows) double the cost of the chart
-        title="Uptime and p95 latency by day", width=640, height=220, show_legend=True, legend_at_bottom=True, range=(0, 100),
-        show_dots=False,
-        style=TWO_SERIES, js=[], disable_xml_declaration=True,
-        x_label_rotation=0, show_minor_x_labels=False, truncate_label=-1,
-    )
-    chart.uuid = chart_id
-    chart.x_labels = [row["day"] for row in days]
-    chart.x_labels_major_every = max(1, len(days) // 6)
-    chart.add("uptime %", [row["uptime"] for row in days])
-    chart.add("p95 ms", [row["p95_ms"] for row in days], secondary=True)
-    return _compact(_COMMENTS.sub("", chart.render()))

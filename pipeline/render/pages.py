@@ -10,6 +10,7 @@ repeats many times (rules, tools, checks) are TypedDicts: plain dicts at run tim
 
 from __future__ import annotations
 
+from datetime import date, timedelta
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, PlainSerializer, WithJsonSchema
@@ -366,15 +367,23 @@ class HistoryDay(TypedDict):
     grade: str | None
 
 
-def history_columns(days: list[HistoryDay]) -> dict[str, list[Any]]:
-    return {"day": [d["day"] for d in days], "composite": [d["composite"] for d in days], "grade": [d["grade"] for d in days]}
+def history_columns(days: list[HistoryDay]) -> dict[str, Any]:
+    columns: dict[str, Any] = {"composite": [d["composite"] for d in days], "grade": [d["grade"] for d in days]}
+    first = days and date.fromisoformat(str(days[0]["day"]))
+    if first and all(str(d["day"]) == (first + timedelta(days=n)).isoformat() for n, d in enumerate(days)):
+        return {"since": first.isoformat(), **columns}  # one score a day, every day: the first day says them all
+    return {"day": [d["day"] for d in days], **columns}
 
 
-# Like reliability.days, the score's daily history is three columns rather than a month of objects naming their fields (deviation 230).
+# Like reliability.days, the score's daily history is columns rather than a month of objects naming their fields (deviation 230).
+# A month of consecutive days is the first of them (`since`); `day` lists them only when a day is missing.
 HISTORY_COLUMNS = {
-    "type": "object", "required": ["day", "composite", "grade"], "additionalProperties": False,
-    "description": "the headline score by day as columns: the n-th day's figures are the n-th of each",
-    "properties": {"day": {"type": "array", "items": {"type": "string", "format": "date"}},
+    "type": "object", "required": ["composite", "grade"], "additionalProperties": False,
+    "anyOf": [{"required": ["since"]}, {"required": ["day"]}],
+    "description": "the headline score by day as columns: the n-th day's figures are the n-th of each; its days are `since` and each "
+                   "following day when the scoring missed none, else listed in `day`",
+    "properties": {"since": {"type": "string", "format": "date", "description": "the first day; the n-th figures are n days later"},
+                   "day": {"type": "array", "items": {"type": "string", "format": "date"}},
                    "composite": {"type": "array", "items": {"type": ["number", "null"]}},
                    "grade": {"type": "array", "items": {"type": ["string", "null"]}}},
 }
