@@ -120,3 +120,30 @@ def test_dimensions_not_applicable_for_one_reason_share_one_row(built):
         assert len(labels) == 7 and {d[2] for d in remote["dimensions"]} == {"not_applicable"} and len({d[7] for d in remote["dimensions"]}) == 1
         assert "<tr class=s><th colspan=3>" + " · ".join(labels).replace("&", "&amp;") in html
         assert html.count("not applicable: " + remote["dimensions"][0][7]) == 1
+
+
+def test_a_run_of_rules_giving_one_reason_says_it_once_in_a_cell_spanning_the_run(built):
+    """Deviation 230: the reason cell spans the rows that share it, within one dimension; every rule keeps its reason."""
+    from pipeline.render.environment import spans
+    rules = [{"reason": why} for why in ("a", "a", "a", "b", "a")]
+    assert [span for _, span in spans(rules)] == [3, 0, 0, 1, 1] and spans([]) == []
+    _, site, servers = built
+    spanned = 0
+    for server in servers[:15]:
+        html = (site / "servers" / f"{server.id}.html").read_text()
+        page = json.loads((site / "api" / "servers" / f"{server.id}.json").read_bytes())
+        for dimension in page["score"]["dimensions"]:
+            reasons = [row[4] for row in dimension[6]]
+            for reason, span in zip(reasons, (s for _, s in spans([{"reason": r} for r in reasons])), strict=True):
+                if span > 1:
+                    spanned += 1
+                    assert f"<td rowspan={span}>{reason}".replace("'", "&#39;") in html
+    assert spanned
+
+
+def test_the_tools_table_legend_is_said_once_on_the_methodology_page(built):
+    _, site, servers = built
+    methodology = (site / "methodology" / "index.html").read_text()
+    assert '<section id=tools-table>' in methodology and "with ? when not declared" in methodology
+    html = (site / "servers" / f"{servers[0].id}.html").read_text()
+    assert 'href="../methodology/index.html#tools-table"' in html and "with ? when not declared" not in html

@@ -66,6 +66,21 @@ def sections(dimensions: list[dict]) -> list[tuple[str, dict]]:
     return found
 
 
+def spans(rules: list[dict]) -> list[tuple[dict, int]]:
+    """Each rule with how many rows its reason cell spans: a run of rules giving the same reason says it once, in one cell spanning the
+    run (an unreachable server's eight metadata rules: one reason); 0 for a row whose reason the cell above already spans (deviation 230)."""
+    found: list[tuple[dict, int]] = []
+    start = 0
+    for i, rule in enumerate(rules):
+        if i and rule["reason"] == rules[start]["reason"]:
+            found[start] = (rules[start], found[start][1] + 1)
+            found.append((rule, 0))
+        else:
+            start = i
+            found.append((rule, 1))
+    return found
+
+
 def environment(rubrics: Sequence[RubricInfo]) -> Environment:
     """The environment every page is rendered in; the navigation links each board other than the headline's (the front page)."""
     env = _DictFirstEnvironment(
@@ -85,5 +100,6 @@ def environment(rubrics: Sequence[RubricInfo]) -> Environment:
     env.filters["unmeasured"] = lambda r: "" if r["measured"] else UNMEASURED  # a class on the rows that need one, no empty ones
     env.filters["hints"] = hints
     env.filters["sections"] = sections
+    env.filters["spans"] = spans
     env.globals.update(cell=cell, icons=VISIBILITY_ICONS, listed_board=LISTED_BOARD, boards=[r for r in rubrics if not r.headline])
     return env
