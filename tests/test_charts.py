@@ -41,7 +41,7 @@ def test_charts_equal_pygal_stock_output_without_its_script(monkeypatch):
 
 
 def test_the_reliability_chart_draws_both_series_axes_days_and_legend_in_few_bytes():
-    """Drawn directly rather than by pygal (deviation 230): the same two lines, a gap where a day has no figure, both axes'
+    """Drawn directly rather than by pygal (deviation 134): the same two lines, a gap where a day has no figure, both axes'
     scales, the day labels every sixth of the span and the legend; well-formed and byte-stable."""
     svg = reliability_svg(DAYS)
     root = ET.fromstring(svg)

@@ -103,10 +103,10 @@ def page(tmp_path_factory):
 def test_per_tool_table_shows_documentation_annotations_interpretability_and_ambiguity(page):
     site, data, html = page
     tools = {t["name"]: t for t in data["tools"]}
-    # [read_only, destructive, idempotent, open_world], the trailing undeclared ones left out (deviation 230)
+    # [read_only, destructive, idempotent, open_world], the trailing undeclared ones left out (deviation 134)
     assert tools["search_docs"]["annotations"] == [True, False]
     assert "destructive ✗" in html and "idempotent?" in html
-    # [total, title, description, inputs, annotations, output_schema] (deviation 230)
+    # [total, title, description, inputs, annotations, output_schema] (deviation 134)
     assert len(tools["search_docs"]["docs"]) == 6 and tools["search_docs"]["docs"][0] > tools["delete_page"]["docs"][0]
     assert tools["search_docs"]["docs"][0] == pytest.approx(sum(tools["search_docs"]["docs"][1:]))
     judged = tools["search_docs"]["interpretability"]
@@ -223,7 +223,7 @@ def test_a_pending_dimensions_reason_is_left_out_of_the_json_only_when_its_rules
              for r, why in (("a", "no handshake"), ("b", "no tools"))]
     pending = {"name": "d", "label": "D", "status": "pending", "score": None, "weight": 0, "optional": False, "rules": rules,
                "reason": pending_reason(rules)}
-    assert pending["reason"] == "no handshake; no tools" and len(dimension_rows([pending])[0]) == 7  # derived: left out (deviation 230)
+    assert pending["reason"] == "no handshake; no tools" and len(dimension_rows([pending])[0]) == 7  # derived: left out (deviation 134)
     assert dimension_rows([{**pending, "reason": "needs 2+ judges"}])[0][7] == "needs 2+ judges"
     assert dimension_rows([{**pending, "status": "not_applicable"}])[0][7] == "no handshake; no tools"
 
@@ -233,6 +233,6 @@ def test_the_score_history_is_columns_from_its_first_day_unless_a_day_is_missing
     from pipeline.render.pages import history_columns
     month = [{"day": f"2026-11-{d:02d}", "composite": 50.0 + d, "grade": "C"} for d in range(1, 31)]
     assert history_columns(month) == {"since": "2026-11-01", "composite": [50.0 + d for d in range(1, 31)], "grade": ["C"] * 30}
-    gap = month[:3] + month[4:]  # the 4th unscored: the days are listed (deviation 230)
+    gap = month[:3] + month[4:]  # the 4th unscored: the days are listed (deviation 134)
     assert history_columns(gap)["day"] == [d["day"] for d in gap] and "since" not in history_columns(gap)
     assert history_columns([]) == {"day": [], "composite": [], "grade": []}

@@ -71,7 +71,7 @@ def test_every_rule_of_every_card_is_still_on_the_page_and_in_its_json(built):
             rows = {d[0]: d for rubric, c in cards if rubric == card["rubric"] for d in c["dimensions"]}
             for d in json.loads(card["dimensions"]):
                 row = rows[d["name"]]
-                # a pending dimension's reason left out is its unmeasured rules' reasons joined (deviation 230)
+                # a pending dimension's reason left out is its unmeasured rules' reasons joined (deviation 134)
                 derived = "; ".join(r[4] for r in row[6] if not r[3])[:300] if row[2] == "pending" else None
                 assert row[:6] + [row[7] if len(row) == 8 else derived] == [
                     d["name"], d["label"], d["status"], d["score"], d["weight"], d["optional"], d["reason"]]
@@ -90,7 +90,7 @@ def test_the_tool_documentation_scores_are_shown_once_per_tool(built):
         page = json.loads((site / "api" / "servers" / f"{server.id}.json").read_bytes())
         review = next((o for o in page["other_rubrics"] if o["rubric"] == "review"), None)
         assert review is None or "tool_docs" not in review["extra"]
-        # [total, title, description, inputs, annotations, output_schema] (deviation 230)
+        # [total, title, description, inputs, annotations, output_schema] (deviation 134)
         assert all(t.get("docs") is None or (len(t["docs"]) == 6 and t["docs"][0] == pytest.approx(sum(t["docs"][1:]), abs=0.1))
                    for t in page["tools"])
 
@@ -123,7 +123,7 @@ def test_dimensions_not_applicable_for_one_reason_share_one_row(built):
 
 
 def test_a_run_of_rules_giving_one_reason_says_it_once_in_a_cell_spanning_the_run(built):
-    """Deviation 230: the reason cell spans the rows that share it, within one dimension; every rule keeps its reason."""
+    """Deviation 134: the reason cell spans the rows that share it, within one dimension; every rule keeps its reason."""
     from pipeline.render.environment import spans
     rules = [{"reason": why} for why in ("a", "a", "a", "b", "a")]
     assert [span for _, span in spans(rules)] == [3, 0, 0, 1, 1] and spans([]) == []

@@ -68,7 +68,7 @@ def sections(dimensions: list[dict]) -> list[tuple[str, dict]]:
 
 def spans(rules: list[dict]) -> list[tuple[dict, int]]:
     """Each rule with how many rows its reason cell spans: a run of rules giving the same reason says it once, in one cell spanning the
-    run (an unreachable server's eight metadata rules: one reason); 0 for a row whose reason the cell above already spans (deviation 230)."""
+    run (an unreachable server's eight metadata rules: one reason); 0 for a row whose reason the cell above already spans (deviation 134)."""
     found: list[tuple[dict, int]] = []
     start = 0
     for i, rule in enumerate(rules):

@@ -85,7 +85,7 @@ def pending_reason(rules: list[Rule]) -> str:
 
 
 def dimension_rows(dimensions: list[Dimension]) -> list[list[Any]]:
-    # A pending dimension's reason that is its unmeasured rules' reasons joined is left out: the rows already say it (deviation 230)
+    # A pending dimension's reason that is its unmeasured rules' reasons joined is left out: the rows already say it (deviation 134)
     return [_row([d["name"], d["label"], d["status"], d["score"], d["weight"], d["optional"],
                   [_row([r["rule"], r["points"], r["max_points"], r["measured"], r["reason"], r["how_to_gain"], r["evidence"]])
                    for r in d["rules"]], None if d["reason"] == pending_reason(d["rules"]) and d["status"] == "pending" else d["reason"]])
@@ -264,7 +264,7 @@ class Interpretability(TypedDict):
     judges: list[JudgeReading]
 
 
-# In the JSON a tool's hints and documentation score are rows, fields in these orders (deviation 230): their names were a third of a tool.
+# In the JSON a tool's hints and documentation score are rows, fields in these orders (deviation 134): their names were a third of a tool.
 HINT_FIELDS = ("read_only", "destructive", "idempotent", "open_world")
 DOC_FIELDS = ("title", "description", "inputs", "annotations", "output_schema")  # seed 001's parts, as pipeline/score/tool_docs.py
 
@@ -375,7 +375,7 @@ def history_columns(days: list[HistoryDay]) -> dict[str, Any]:
     return {"day": [d["day"] for d in days], **columns}
 
 
-# Like reliability.days, the score's daily history is columns rather than a month of objects naming their fields (deviation 230).
+# Like reliability.days, the score's daily history is columns rather than a month of objects naming their fields (deviation 134).
 # A month of consecutive days is the first of them (`since`); `day` lists them only when a day is missing.
 HISTORY_COLUMNS = {
     "type": "object", "required": ["composite", "grade"], "additionalProperties": False,

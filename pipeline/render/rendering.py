@@ -118,7 +118,7 @@ class Renderer:
         if page.trend_chart:
             writer.write(f"servers/{server.id}.trend.svg", trend_svg("t", page.history))
         if page.reliability and len(page.reliability["days"]) > 1:
-            writer.write(f"servers/{server.id}.reliability.svg", reliability_svg(page.reliability["days"]))  # drawn directly (deviation 230)
+            writer.write(f"servers/{server.id}.reliability.svg", reliability_svg(page.reliability["days"]))  # drawn directly (deviation 134)
 
     def _board(self, writer: SiteWriter, fingerprints: Fingerprints, job: BoardJob, numbers: range) -> None:
         """Render some of a board's pages, keeping those whose rows and context are unchanged."""
