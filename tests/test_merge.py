@@ -405,3 +405,41 @@ def test_a_shard_in_place_needs_a_shard_database(fleet, tmp_path):
     done = in_process("judge", "--db", str(main), "--shard", "1/2", "--shard-in-place")
     assert done.returncode == 2 and "--shard-in-place needs --shard-db PATH" in done.stderr
     assert digest(main) == before
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_stage_may_change_a_row_twice_by_upsert_and_replace_it(fleet, tmp_path, in_place):
+    """SQLite resolves a conflict inside a trigger by the firing statement's policy: the capture's triggers meet none, so an
+    upsert changing a row twice in one stage (the fast-failure rollup of a prune in a monitor shard) does not abort it."""
+    from pipeline.fleet.capture import captured
+    from pipeline.fleet.shards import Shard
+
+    main = copy(fleet, tmp_path, "main.db")
+    db = store.open_db(main)
+    db.execute("insert into fast_failures (server_id, day, failed, first_at, last_at) values "
+               "('synthetic-00001', '2026-11-01', 2, '2026-11-01T00:00:00Z', '2026-11-01T01:00:00Z')")
+    db.conn.commit()
+    db.close()
+    source = main if in_place else copy(main, tmp_path, "source.db")
+    upsert = ("insert into fast_failures (server_id, day, failed, first_at, last_at) values (?, '2026-11-01', 1, '2026-11-01T00:00:00Z', "
+              "'2026-11-01T02:00:00Z') on conflict (server_id, day) do update set failed = failed + excluded.failed, "
+              "last_at = max(last_at, excluded.last_at)")
+    with captured(source, tmp_path / "shard.db", "monitor", Shard(1, 1), in_place=in_place) as work:
+        db = store.open_db(work.path)
+        with db.atomic():
+            for server in ("synthetic-00001", "synthetic-00001", "synthetic-00002", "synthetic-00002"):
+                db.execute(upsert, [server])  # an existing row changed twice, a new one inserted then changed
+        db.close()
+    assert rows(tmp_path / "shard.db", "select server_id, failed from fast_failures order by server_id") == [
+        ("synthetic-00001", 4), ("synthetic-00002", 2)]
+    olds = [json.loads(old) for (old,) in rows(tmp_path / "shard.db", "select old from shard_rows where tbl = 'fast_failures' and old is not null")]
+    assert [o["failed"] for o in olds] == [2]  # the row as main had it, kept at its first change
+    target = copy(fleet if in_place else main, tmp_path, "target.db")
+    if in_place:
+        db = store.open_db(target)
+        db.execute("insert into fast_failures (server_id, day, failed, first_at, last_at) values "
+                   "('synthetic-00001', '2026-11-01', 2, '2026-11-01T00:00:00Z', '2026-11-01T01:00:00Z')")
+        db.conn.commit()
+        db.close()
+    assert in_process("merge", "--db", str(target), str(tmp_path / "shard.db")).returncode == 0
+    assert rows(target, "select server_id, failed from fast_failures order by server_id") == [("synthetic-00001", 4), ("synthetic-00002", 2)]

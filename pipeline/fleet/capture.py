@@ -145,15 +145,19 @@ def _install_triggers(conn: sqlite3.Connection) -> None:
             name, old, literal = quoted(table.name), quoted(f"_shard_old_{table.name}"), "'" + table.name.replace("'", "''") + "'"
             conn.execute(f"create table {old} as select rowid as _rid, * from {name} where 0")
             conn.execute(f"create unique index {quoted(f'_shard_old_{table.name}_rid')} on {old} (_rid)")
+            # No statement here may meet a conflict: SQLite resolves a conflict in a trigger by the firing statement's policy, so
+            # with `or ignore` here an upsert's second change to one row aborted the stage; each statement is guarded instead.
             # A new row is new even on the rowid of a row the stage deleted (SQLite reuses the highest rowid).
             conn.execute(f"create trigger {quoted(f'_shard_insert_{table.name}')} after insert on {name} begin "
-                         f"insert or replace into _shard_changes values ({literal}, new.rowid, 1); end")
+                         f"delete from _shard_changes where tbl = {literal} and rid = new.rowid; "
+                         f"insert into _shard_changes values ({literal}, new.rowid, 1); end")
             for event in ("update", "delete"):
                 # The row as it was in the main database, kept at its first change (a row the stage added has none).
                 conn.execute(f"create trigger {quoted(f'_shard_{event}_{table.name}')} before {event} on {name} begin "
-                             f"insert or ignore into {old} select rowid, * from {name} where rowid = old.rowid and not exists "
-                             f"(select 1 from _shard_changes where tbl = {literal} and rid = old.rowid and new = 1); "
-                             f"insert or ignore into _shard_changes values ({literal}, old.rowid, 0); end")
+                             f"insert into {old} select rowid, * from {name} where rowid = old.rowid and not exists "
+                             f"(select 1 from _shard_changes where tbl = {literal} and rid = old.rowid); "
+                             f"insert into _shard_changes select {literal}, old.rowid, 0 where not exists "
+                             f"(select 1 from _shard_changes where tbl = {literal} and rid = old.rowid); end")
 
 
 def _extract(work: Path, shard_db: Path, stage: str, shard: Shard, base: dict) -> dict[str, int]:
