@@ -110,6 +110,15 @@ def test_the_merge_job_checks_and_packs_the_snapshot_and_hands_over_only_the_pac
     assert isinstance(levels["fast-probes.yml"], int) and 1 <= levels["fast-probes.yml"] < 12
 
 
+def test_the_published_site_links_the_snapshot_store_instead_of_copying_the_database():
+    """The build reads the store the snapshot script publishes to (its default: this repository's releases), so the site
+    deployed to Pages links the dated snapshots and holds no database (deviation 102)."""
+    builds = [s["run"] for s in ALL["publish.yml"].jobs["merge"]["steps"] if "scoreboard build" in str(s.get("run"))]
+    assert builds == ['SCOREBOARD_SNAPSHOT_STORE="${SCOREBOARD_STORE:-github-release:$GITHUB_REPOSITORY}" .venv/bin/scoreboard build']
+    script = (REPO / ".github" / "scripts" / "snapshot").read_text()
+    assert 'store="${SCOREBOARD_STORE:-github-release:${GITHUB_REPOSITORY:?' in script
+
+
 def test_shard_jobs_run_the_stage_in_place_on_their_restored_copy():
     script = scripts(ALL["shard.yml"].jobs["shard"])
     assert '--shard-db "shard-$SHARD.db" --shard-in-place' in script
