@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from pipeline.lifetime import end, guarded
-from pipeline.render.datasette import metadata
+from pipeline.datasette_metadata import metadata
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
