@@ -716,29 +716,32 @@ def status(settings: Settings, alerts_only: bool, as_json: bool) -> None:
 @click.option("--datasette-port", type=int, default=8001, show_default=True)
 @pass_settings
 def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: int) -> None:
-    """Serve the static site and Datasette over the database on localhost."""
+    """Serve the static site and Datasette over the database on localhost, until Ctrl-C, SIGTERM or SIGHUP."""
+    import threading
+
     from pipeline import serve as serving
 
     _open(settings).close()
     target = site_dir or settings.site_dir
     if not (target / "index.html").exists():
         raise click.ClickException(f"{target}/index.html does not exist: run `scoreboard build` first")
-    try:
-        handle = serving.start(target, settings.db_path, port, datasette_port)
-    except (OSError, RuntimeError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    echo(f"site:      {handle.site_url}", err=False)
-    echo(f"datasette: {handle.datasette_url}")
-    echo("press Ctrl-C to stop")
-    sys.stdout.flush()
-    try:
-        import threading
-
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        handle.stop()
+    with serving.stopped_by_signals():
+        try:
+            handle = serving.start(target, settings.db_path, port, datasette_port)
+        except (OSError, RuntimeError) as exc:
+            raise click.ClickException(str(exc)) from exc
+        except serving.Stopped:
+            return  # stopped while starting: start() has ended what it started
+        try:
+            echo(f"site:      {handle.site_url}", err=False)
+            echo(f"datasette: {handle.datasette_url}")
+            echo("press Ctrl-C to stop")
+            sys.stdout.flush()
+            threading.Event().wait()
+        except serving.Stopped:
+            pass
+        finally:
+            handle.stop()
 
 
 @cli.command(epilog=_exit_codes_help("Exit codes:", gate=True))
