@@ -3,7 +3,7 @@
 A port already taken is said, naming it, before anything is announced: the site's when binding it fails, Datasette's when
 binding it would fail, and Datasette is announced only once the process answering on its port is ours (a Datasette
 started beside another, whose readiness check the other answered, would otherwise be announced while it fails). SIGINT,
-SIGTERM and SIGHUP stop both, and the metadata file goes with them.
+SIGTERM and SIGHUP stop both. Datasette reads its metadata from a pipe and logs to an unnamed file: nothing is left behind.
 """
 
 from __future__ import annotations
@@ -156,11 +156,9 @@ class Serving:
     site_url: str
     datasette_url: str
     _http: ThreadingHTTPServer
-    _datasette: subprocess.Popen[bytes] | None
-    _metadata: Path
+    _datasette: subprocess.Popen[bytes] | None = None
 
     def stop(self) -> None:
-        self._metadata.unlink(missing_ok=True)
         self._http.shutdown()
         self._http.server_close()
         if self._datasette is None:
@@ -180,17 +178,19 @@ def start(site_dir: Path, db_path: Path, site_port: int = 0, datasette_port: int
         raise PortInUse(port, "Datasette", "--datasette-port")
     http = site_server(site_dir, site_port)
     threading.Thread(target=http.serve_forever, daemon=True).start()
-    described = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="scoreboard-metadata-", delete=False)
-    serving = Serving(f"http://127.0.0.1:{http.server_address[1]}/", f"http://127.0.0.1:{port}/", http, None, Path(described.name))
+    serving = Serving(f"http://127.0.0.1:{http.server_address[1]}/", f"http://127.0.0.1:{port}/", http)
     try:
-        with described:
-            json.dump(metadata(Path(db_path).stem), described)
         with tempfile.TemporaryFile() as log:  # a pipe nobody reads would fill and stall Datasette; unnamed, so nothing to remove
             serving._datasette = subprocess.Popen(
                 guarded([sys.executable, "-m", "datasette", "serve", str(db_path), "--host", "127.0.0.1", "--port", str(port),
-                         "--metadata", described.name]),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                         "--metadata", "-"]),
+                stdin=subprocess.PIPE, stdout=log, stderr=log,
             )
+            try:
+                with serving._datasette.stdin as described:  # Datasette reads it once, as it starts: no file to remove
+                    described.write(json.dumps(metadata(Path(db_path).stem)).encode())
+            except BrokenPipeError:
+                pass  # it exited before reading: the wait below says why
             wait_until_ready(serving._datasette, port, serving.datasette_url, log, ready_timeout)
     except BaseException:
         serving.stop()
