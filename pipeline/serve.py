@@ -1,7 +1,7 @@
 """Serve the built site and Datasette over the database, both on localhost; Datasette ends with this process, however it ends.
 
 A port already taken is said, naming it, before anything is announced: the site's when binding it fails, Datasette's when
-binding it would fail, and Datasette is announced only once the process answering on its port is ours (a Datasette
+binding it would fail, and Datasette is announced only once the process listening on its port is the one started (a Datasette
 started beside another, whose readiness check the other answered, would otherwise be announced while it fails). SIGINT,
 SIGTERM and SIGHUP stop both. Datasette reads its metadata from a pipe and logs to an unnamed file: nothing is left behind.
 """

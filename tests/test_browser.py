@@ -199,6 +199,9 @@ def test_every_canned_query_opens_with_its_defaults_in_chromium(datasette):
         assert datasette_problems(200, dom) == [] and html.escape(query["title"]) in dom, name
         assert [line for line in log.splitlines() if "CONSOLE" in line] == [], name
     assert f"returning {scored} rows" in pages[base + "top_servers"][0]  # the default limit, 100, shows them all
+    # an empty filter filters nothing: every probed server's tools, every rule's failures
+    assert "mcp-server-time" in pages[base + "tools_by_server"][0] and "get_time" in pages[base + "tools_by_server"][0]
+    assert "rows-and-columns" in pages[base + "failing_rule"][0]
     for table, expected in tables.items():
         dom, _ = pages[base + table]
         assert datasette_problems(200, dom) == [] and expected in dom, table
