@@ -652,8 +652,8 @@ def build(settings: Settings, site_dir: Path | None) -> None:
     db = _open(settings)
     target, snapshots_url = site_dir or settings.site_dir, _snapshots_url(settings)
     _stage(db, "build", {"site": str(target), "snapshots_url": snapshots_url},
-           lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(), site_url=settings.site_url,
-                               datasette_url=settings.datasette_url, snapshots_url=snapshots_url))
+           lambda run_id: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(), site_url=settings.site_url,
+                                    datasette_url=settings.datasette_url, snapshots_url=snapshots_url, run_id=run_id))
     echo(f"site written to {target}/index.html")
 
 
@@ -716,29 +716,32 @@ def status(settings: Settings, alerts_only: bool, as_json: bool) -> None:
 @click.option("--datasette-port", type=int, default=8001, show_default=True)
 @pass_settings
 def serve(settings: Settings, site_dir: Path | None, port: int, datasette_port: int) -> None:
-    """Serve the static site and Datasette over the database on localhost."""
+    """Serve the static site and Datasette over the database on localhost, until Ctrl-C, SIGTERM or SIGHUP."""
+    import threading
+
     from pipeline import serve as serving
 
     _open(settings).close()
     target = site_dir or settings.site_dir
     if not (target / "index.html").exists():
         raise click.ClickException(f"{target}/index.html does not exist: run `scoreboard build` first")
-    try:
-        handle = serving.start(target, settings.db_path, port, datasette_port)
-    except (OSError, RuntimeError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    echo(f"site:      {handle.site_url}", err=False)
-    echo(f"datasette: {handle.datasette_url}")
-    echo("press Ctrl-C to stop")
-    sys.stdout.flush()
-    try:
-        import threading
-
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        handle.stop()
+    with serving.stopped_by_signals():
+        try:
+            handle = serving.start(target, settings.db_path, port, datasette_port)
+        except (OSError, RuntimeError) as exc:
+            raise click.ClickException(str(exc)) from exc
+        except serving.Stopped:
+            return  # stopped while starting: start() has ended what it started
+        try:
+            echo(f"site:      {handle.site_url}", err=False)
+            echo(f"datasette: {handle.datasette_url}")
+            echo("press Ctrl-C to stop")
+            sys.stdout.flush()
+            threading.Event().wait()
+        except serving.Stopped:
+            pass
+        finally:
+            handle.stop()
 
 
 @cli.command(epilog=_exit_codes_help("Exit codes:", gate=True))
@@ -832,9 +835,9 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     panel = _panel()
     _stage(db, "judge", {}, lambda run_id: run_judge(db, servers=servers, panel=panel, now=utcnow(), run_id=run_id))
     _stage(db, "score", {}, lambda _: run_score(db, servers=servers, now=utcnow()))
-    _stage(db, "build", {"site": str(target)}, lambda _: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
-                                                                      site_url=settings.site_url, datasette_url=settings.datasette_url,
-                                                                      snapshots_url=_snapshots_url(settings)))
+    _stage(db, "build", {"site": str(target)}, lambda run_id: run_build(db, rubrics=registry.infos(), site_dir=target, now=utcnow(),
+                                                                           site_url=settings.site_url, datasette_url=settings.datasette_url,
+                                                                           snapshots_url=_snapshots_url(settings), run_id=run_id))
     echo(f"site written to {target}/index.html")
 
 
@@ -1020,12 +1023,12 @@ def _baseline(settings: Settings, against: str) -> tuple[dict[str, int] | None, 
 
 @snapshot.command("pack")
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path, file_okay=False),
-              help="Write the snapshot's two files here (a new or empty directory), for `snapshot publish --packed`.")
+              help="Write the snapshot's three files here (a new or empty directory), for `snapshot publish --packed`.")
 @click.option("--level", type=click.IntRange(1, 22), default=None, help="zstd's level (default 12, the smallest file for its time).")
 @pass_settings
 def snapshot_pack(settings: Settings, out: Path, level: int | None) -> None:
     """Pack --db for publishing elsewhere: a consistent copy (VACUUM INTO), the soundness check of `snapshot check` (refused:
-    exit 1, every reason listed, nothing written), zstd, and the manifest naming the snapshot --db descends from."""
+    exit 1, every reason listed, nothing written), zstd, its Datasette metadata, and the manifest naming the snapshot --db descends from."""
     from pipeline.fleet import soundness
     from pipeline.fleet.snapshot_format import ZSTD_LEVEL
     from pipeline.fleet.snapshot_publish import Unsound, pack_snapshot

@@ -580,6 +580,9 @@ class StageReport(BaseModel):
     seconds: float = 0.0
     interrupted: bool = False
     phases: dict[str, float] = Field(default_factory=dict)  # wall seconds per phase, for benchmarks
+    # When the stage ended, by the stage's own clock: a stage that records its end itself (the build, in its copy of the
+    # database) and the runs row the caller then finishes say the same time. None: the caller's clock says.
+    finished_at: datetime | None = None
 
     def storage_failed(self, servers: int = 1) -> None:
         """Servers whose rows the database refused: counted, and failures; the stage goes on with the others."""

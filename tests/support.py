@@ -221,6 +221,30 @@ def page_problems(text: str) -> list[str]:
     return problems
 
 
+# Datasette over a database: its error pages, and real Datasette opened in this process as Datasette Lite opens it.
+
+DATASETTE_ERRORS = ("message-error", "datatype mismatch", "<title>Error ", "<h1>Error ", "Query interrupted")
+
+
+def datasette_problems(status: int, html: str) -> list[str]:
+    """Why a Datasette page is not one that opened (empty when it did): not 200, or an error page or message in it."""
+    return ([f"status {status}"] if status != 200 else []) + [f"{marker!r} in the page" for marker in DATASETTE_ERRORS if marker in html]
+
+
+def datasette_in_process(file: Path, metadata: dict, paths: list[str]) -> tuple[str, dict[str, httpx.Response]]:
+    """Open `file` with real Datasette in this process, as Datasette Lite's worker does (`Datasette([file], metadata=…)`, no
+    server, no SQL threads): the name Datasette gives the database, and its answer to each of `paths` (below the database's page)."""
+    from datasette.app import Datasette
+
+    async def pages() -> tuple[str, dict[str, httpx.Response]]:
+        ds = Datasette([str(file)], settings={"num_sql_threads": 0}, metadata=metadata)
+        await ds.invoke_startup()
+        (name,) = [n for n in ds.databases if n != "_internal"]
+        return name, {path: await ds.client.get(f"{ds.urls.database(name)}/{path}") for path in paths}
+
+    return asyncio.run(pages())
+
+
 # Probing: installs without a registry, and the test servers in tests/servers/.
 
 class StaticInstaller:

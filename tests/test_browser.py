@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import functools
+import html
 import json
+import queue
 import re
 import shutil
+import sqlite3
 import subprocess
 import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 
-from tests.support import FLEET, page_problems
+from pipeline import serve
+from pipeline.assets import SCHEMA_DOC
+from pipeline.datasette_metadata import CANNED_QUERIES, schema_documentation
+from tests.support import FLEET, datasette_problems, page_problems
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -128,3 +137,71 @@ def test_paging_and_category_and_rubric_boards_in_the_browser(served_board):
     review = [r["id"] for r in json.loads((root / "api" / "review.json").read_text())["servers"]]
     dom = scripted(base + "review/index.html?q=postgres", profile)
     assert shown(dom) == [i for i in review if i.startswith("postgres")][:100] and shown(dom)
+
+
+# Datasette over the database the build put in the site for download, as `scoreboard serve` starts it.
+
+@pytest.fixture(scope="module")
+def datasette(site, tmp_path_factory):  # noqa: F811
+    folder = tmp_path_factory.mktemp("datasette")
+    (copy,) = (site / "downloads").glob("scoreboard-*.db")
+    database = folder / "scoreboard.db"
+    database.write_bytes(copy.read_bytes())
+    handle = serve.start(site, database)
+    yield handle.datasette_url + "scoreboard/", database, folder
+    handle.stop()
+
+
+def documented_tables(database) -> list[str]:
+    """Every table and view docs/schema.md documents that the database has."""
+    with closing(sqlite3.connect(database)) as conn:
+        held = {name for (name,) in conn.execute("select name from sqlite_master where type in ('table', 'view')")}
+    return sorted(set(schema_documentation(SCHEMA_DOC.read_text(encoding="utf-8"))) & held)
+
+
+def test_every_documented_table_and_canned_query_opens_in_datasette(datasette):
+    base, database, _ = datasette
+    tables = documented_tables(database)
+    assert {"servers", "runs", "scores", "rule_outcomes"} <= set(tables) and len(tables) > 20
+    for path in [*tables, *CANNED_QUERIES]:
+        page = httpx.get(base + path, timeout=30)
+        assert datasette_problems(page.status_code, page.text) == [], path
+
+
+def rendered_all(urls: list[str], folder) -> dict[str, tuple[str, str]]:
+    """`render` of each URL, three Chromiums at a time (each with a profile of its own): a page's wait is mostly idle."""
+    profiles = queue.SimpleQueue()
+    for index in range(3):
+        profiles.put(folder / f"profile-{index}")
+
+    def one(url: str) -> tuple[str, str]:
+        profile = profiles.get()
+        try:
+            return render(url, profile)
+        finally:
+            profiles.put(profile)
+
+    with ThreadPoolExecutor(3) as pool:
+        return dict(zip(urls, pool.map(one, urls)))
+
+
+def test_every_canned_query_opens_with_its_defaults_in_chromium(datasette):
+    """As a user first opens each: no parameter in the URL, so Datasette passes each as an empty string."""
+    base, database, folder = datasette
+    with closing(sqlite3.connect(database)) as conn:
+        scored = conn.execute("select count(*) from scores s join servers v on v.id = s.server_id "
+                              "where s.rubric = 'scoreboard' and v.is_active = 1").fetchone()[0]
+    assert 0 < scored < 100
+    tables = {"servers": "The catalog: one row per server", "rule_outcomes": "One row per rule of every current card"}
+    pages = rendered_all([base + path for path in [*CANNED_QUERIES, *tables]], folder)
+    for name, query in CANNED_QUERIES.items():
+        dom, log = pages[base + name]
+        assert datasette_problems(200, dom) == [] and html.escape(query["title"]) in dom, name
+        assert [line for line in log.splitlines() if "CONSOLE" in line] == [], name
+    assert f"returning {scored} rows" in pages[base + "top_servers"][0]  # the default limit, 100, shows them all
+    # an empty filter filters nothing: every probed server's tools, every rule's failures
+    assert "mcp-server-time" in pages[base + "tools_by_server"][0] and "get_time" in pages[base + "tools_by_server"][0]
+    assert "rows-and-columns" in pages[base + "failing_rule"][0]
+    for table, expected in tables.items():
+        dom, _ = pages[base + table]
+        assert datasette_problems(200, dom) == [] and expected in dom, table

@@ -40,7 +40,7 @@ def test_the_doc_parser_notices_drift():
 
 
 def test_datasette_metadata_documents_every_table_and_column(tmp_path):
-    from pipeline.render.datasette import metadata
+    from pipeline.datasette_metadata import metadata
 
     db = open_db(tmp_path / "meta.db")
     described = metadata("meta")["databases"]["meta"]

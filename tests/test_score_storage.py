@@ -11,8 +11,8 @@ from sqlite_utils import Database
 
 from bench.synthetic import NOW, generate
 from pipeline import store
+from pipeline.datasette_metadata import CANNED_QUERIES
 from pipeline.progress import Progress
-from pipeline.render.datasette import CANNED_QUERIES
 from pipeline.score import run_score
 from pipeline.store.migrations import migrations
 
@@ -54,7 +54,9 @@ def test_a_rule_is_described_once_and_its_outcomes_are_rows(tmp_path):
     assert [(r["rule"], r["dimension"], r["points"], r["max_points"], bool(r["measured"]), r["reason"], r["how_to_gain"]) for r in rows] == [
         (r["rule"], r["dimension"], r["points"], r["max_points"], r["measured"], r["reason"], r["how_to_gain"]) for r in card]
     failing = db.execute(CANNED_QUERIES["failing_rule"]["sql"], {"rule": "uptime"}).fetchall()
-    assert failing and all(row[2] < row[3] for row in failing)  # points under the maximum, compared as numbers
+    assert failing and all(row[0] == "uptime" and row[3] < row[4] for row in failing)  # points under the maximum, compared as numbers
+    every = db.execute(CANNED_QUERIES["failing_rule"]["sql"], {"rule": ""}).fetchall()  # no rule named: every rule's
+    assert set(failing) < set(every) and len({row[0] for row in every}) > 5 and all(row[3] < row[4] for row in every)
 
 
 def test_rescoring_reuses_the_reference_rows(tmp_path):

@@ -54,7 +54,8 @@ def test_the_published_site_links_the_snapshot_instead_of_holding_it(built):
     assert not list(site.rglob("*.db"))
     downloads = (site / "downloads" / "index.html").read_text()
     assert f'href="{PUBLISHED}"' in downloads and "Datasette Lite" not in downloads and snapshot_name(NOW) not in downloads
-    assert (site / "downloads" / "metadata.json").exists()  # Datasette Lite's metadata stays on the site
+    # each published snapshot carries its own metadata, keyed to its own name: the site holds none keyed to no download's
+    assert not (site / "downloads" / "metadata.json").exists()
 
 
 def test_every_rule_of_every_card_is_still_on_the_page_and_in_its_json(built):

@@ -13,7 +13,7 @@ import pytest
 from bench.synthetic import NOW
 from pipeline import store
 from pipeline.fleet.github_release import RELEASE_TAG, GitHubReleaseStore
-from pipeline.fleet.snapshot_format import DATA_SUFFIX, MANIFEST_SUFFIX
+from pipeline.fleet.snapshot_format import DATA_SUFFIX, MANIFEST_SUFFIX, METADATA_SUFFIX
 from pipeline.fleet.snapshot_publish import publish
 from pipeline.fleet.snapshots import SnapshotError, restore
 from pipeline.score import registry
@@ -56,10 +56,10 @@ def test_publish_makes_the_release_and_restore_reads_it_back(github, fleet, tmp_
     (release,) = replay.releases.values()
     assert release["tag_name"] == RELEASE_TAG and replay.created_with["make_latest"] == "false"
     uploads = [(path, headers) for method, path, headers in replay.seen if method == "POST" and "/assets?name=" in path]
-    assert [p.split("name=")[1] for p, _ in uploads] == [n for n in replay.asset_names() if n.endswith(DATA_SUFFIX)] + [
-        n for n in replay.asset_names() if n.endswith(MANIFEST_SUFFIX)]
+    assert [p.split("name=")[1] for p, _ in uploads] == [n for suffix in (DATA_SUFFIX, METADATA_SUFFIX, MANIFEST_SUFFIX)
+                                                           for n in replay.asset_names() if n.endswith(suffix)], "the manifest last"
     assert all(h["host"] == f"localhost:{replay.port}" and h["authorization"] == f"Bearer {WRITE_TOKEN}" for _, h in uploads)
-    assert uploads[0][1]["content-type"] == "application/zstd" and uploads[1][1]["content-type"] == "application/json"
+    assert [h["content-type"] for _, h in uploads] == ["application/zstd", "application/json", "application/json"]
 
     target = tmp_path / "restored" / "scoreboard.db"
     restore(release_store(replay, client, token=None), target, now=NOW, log=quiet)  # a public repository: no token needed
@@ -76,7 +76,7 @@ def test_pages_of_assets_are_all_read(github, fleet, tmp_path):
     assert sum(1 for _, path, _ in replay.seen if "/assets" in path and "page=" in path) == 3
 
 
-@pytest.mark.parametrize("failing,status", [(DATA_SUFFIX, 502), (MANIFEST_SUFFIX, 500)])
+@pytest.mark.parametrize("failing,status", [(DATA_SUFFIX, 502), (METADATA_SUFFIX, 502), (MANIFEST_SUFFIX, 500)])
 def test_a_failed_upload_keeps_the_previous_snapshots(github, fleet, tmp_path, failing, status):
     replay, client = github
     previous = put(replay, tmp_path / "made", fleet, NOW - timedelta(days=1))
@@ -131,7 +131,8 @@ def test_retention_deletes_through_the_api(github, fleet, tmp_path):
     restore(release_store(replay, client), work, now=NOW, log=quiet)
     report = publish(release_store(replay, client), work, now=NOW + timedelta(days=1), rubrics=registry.names(), log=quiet)
     assert report.counts == {**report.counts, "kept": 2, "pruned": 4}
-    assert sum(1 for method, _, _ in replay.seen if method == "DELETE") == 4 and len(replay.asset_names()) == 4
+    # the newest of the day before (published before there was metadata: two files) and the new snapshot (three) stay
+    assert sum(1 for method, _, _ in replay.seen if method == "DELETE") == 4 and len(replay.asset_names()) == 5
 
 
 def test_the_cli_reads_the_token_and_the_api_from_the_environment(github, fleet, tmp_path, monkeypatch):

@@ -13,8 +13,9 @@ import pytest
 import zstandard
 
 from pipeline import store
-from pipeline.fleet.snapshot_format import DATA_SUFFIX, MANIFEST_SUFFIX
+from pipeline.fleet.snapshot_format import DATA_SUFFIX, MANIFEST_SUFFIX, METADATA_SUFFIX, unpack
 from tests.snapshot_support import forge, scoreboard, scored_fleet
+from tests.support import datasette_in_process, datasette_problems
 
 EARLIER = datetime(2026, 11, 30, 3, 17, tzinfo=timezone.utc)
 TABLES = ("servers", "scores", "score_cards", "analyses", "probe_runs", "probe_daily", "score_history", "judgements")
@@ -43,7 +44,9 @@ def packed(db: Path, out: Path, *more: str) -> tuple[Path, Path]:
     assert done.returncode == 0, done.stderr
     assert "check passed" in done.stdout and "pack done" in done.stdout
     data, manifest = sorted(out.glob("*" + DATA_SUFFIX)), sorted(out.glob("*" + MANIFEST_SUFFIX))
-    assert len(data) == len(manifest) == 1 and sorted(p.name for p in out.iterdir()) == sorted([data[0].name, manifest[0].name])
+    assert len(data) == len(manifest) == 1
+    described = manifest[0].name.removesuffix(MANIFEST_SUFFIX) + METADATA_SUFFIX
+    assert sorted(p.name for p in out.iterdir()) == sorted([data[0].name, manifest[0].name, described])
     return data[0], manifest[0]
 
 
@@ -74,6 +77,22 @@ def test_pack_then_publish_packed_then_restore_gives_the_same_database(restored,
     assert contents(again) == source and source["cards"] and source["servers"] == 60
 
 
+def test_a_packed_snapshot_opens_in_datasette_with_its_metadata(restored, tmp_path):
+    """`zstd -d FILE.db.zst`, then `datasette FILE.db --metadata FILE.metadata.json`: documented, with its canned queries."""
+    _, db, _ = restored
+    data, manifest_path = packed(db, tmp_path / "packed", "--level", "1")
+    name = data.name.removesuffix(DATA_SUFFIX)
+    unpack(data, tmp_path / f"{name}.db")  # what `zstd -d` names it
+    described = json.loads((tmp_path / "packed" / (name + METADATA_SUFFIX)).read_text())
+    assert json.loads(manifest_path.read_text())["metadata"] == name + METADATA_SUFFIX
+    opened, pages = datasette_in_process(tmp_path / f"{name}.db", described, ["servers", "top_servers", "failing_rule"])
+    assert opened == name and list(described["databases"]) == [name]
+    assert "The catalog: one row per server" in pages["servers"].text
+    for page in pages.values():
+        assert datasette_problems(page.status_code, page.text) == []
+    assert "Top servers" in pages["top_servers"].text and "Servers failing a rule" in pages["failing_rule"].text
+
+
 def test_a_packed_snapshot_and_a_published_database_are_the_same_snapshot(restored, tmp_path):
     """One pack function behind both paths: the manifest of `publish --to` and of `pack` differ only in name, time and hashes."""
     shelf, db, _ = restored
@@ -82,7 +101,7 @@ def test_a_packed_snapshot_and_a_published_database_are_the_same_snapshot(restor
     assert scoreboard("snapshot", "publish", "--to", str(shelf), "--db", str(db)).returncode == 0
     newest = sorted(shelf.glob("*" + MANIFEST_SUFFIX))[-1]
     from_publish = json.loads(newest.read_text())
-    varying = {"snapshot", "taken_at", "file", "size", "sha256", "db_sha256"}
+    varying = {"snapshot", "taken_at", "file", "size", "sha256", "db_sha256", "metadata", "metadata_sha256"}  # metadata: keyed to the name
     assert {k: v for k, v in from_pack.items() if k not in varying} == {k: v for k, v in from_publish.items() if k not in varying}
 
 
@@ -99,6 +118,8 @@ def flip(path: Path) -> None:
     ("a manifest for another file", "describes"),
     ("a manifest naming a path", "describes"),
     ("no file", "is missing"),
+    ("the metadata edited", "is not the metadata that was packed"),
+    ("no metadata", "the metadata its manifest names, is missing"),
 ])
 def test_a_damaged_packed_snapshot_is_refused_and_the_store_kept(restored, tmp_path, damage, expected):
     shelf, db, _ = restored
@@ -117,6 +138,11 @@ def test_a_damaged_packed_snapshot_is_refused_and_the_store_kept(restored, tmp_p
         manifest.update(snapshot="../" + manifest["snapshot"], file="../" + manifest["file"])
     elif damage == "no file":
         data.unlink()
+    elif damage == "the metadata edited":
+        described = tmp_path / "packed" / manifest["metadata"]
+        described.write_text(described.read_text().replace("Top servers", "Top servers (edited)"))
+    elif damage == "no metadata":
+        (tmp_path / "packed" / manifest["metadata"]).unlink()
     manifest_path.write_text(json.dumps(manifest))
     before = held(shelf)
     done = scoreboard("snapshot", "publish", "--to", str(shelf), "--packed", str(tmp_path / "packed"))

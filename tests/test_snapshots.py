@@ -14,7 +14,7 @@ import zstandard
 from sqlite_utils import Database
 
 from pipeline import store
-from pipeline.fleet.snapshot_format import DATA_SUFFIX, MANIFEST_SUFFIX, engine_migrations
+from pipeline.fleet.snapshot_format import DATA_SUFFIX, MANIFEST_SUFFIX, METADATA_SUFFIX, engine_migrations
 from pipeline.store.migrations import migrations
 from tests.snapshot_support import copy_db, damaged_copy, forge, scoreboard, scoreboard_process, scored_fleet
 
@@ -51,7 +51,7 @@ def test_publish_then_restore_gives_the_same_database(fleet, tmp_path):
     done = scoreboard_process("snapshot", "publish", "--to", str(shelf), "--db", str(work))
     assert done.returncode == 0, done.stderr
     files = sorted(p.name for p in shelf.iterdir())
-    assert len(files) == 2 and files[0].endswith(DATA_SUFFIX) and files[1].endswith(MANIFEST_SUFFIX)
+    assert len(files) == 3 and files[0].endswith(DATA_SUFFIX) and files[1].endswith(MANIFEST_SUFFIX) and files[2].endswith(METADATA_SUFFIX)
     assert files[0].startswith(f"scoreboard-{datetime.now(timezone.utc).date().isoformat()}T") and "-engine-0.1.0" in files[0]
     manifest = json.loads((shelf / files[1]).read_text())
     assert manifest["schema_level"] == len(engine_migrations()) and manifest["counts"]["active_servers"] == 60

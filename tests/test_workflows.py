@@ -203,7 +203,7 @@ def test_the_snapshot_script_restores_loudly_and_starts_empty_only_when_asked(tm
     assert again.returncode == 0 and (workspace / "data" / "scoreboard.db").exists()
     # The merge job packs, the publish job publishes what was packed.
     packed = snapshot_script(workspace, "pack", "packed", SCOREBOARD_STORE=str(store), PACK_LEVEL="3")
-    assert packed.returncode == 0 and len(list((workspace / "packed").iterdir())) == 2, packed.stderr
+    assert packed.returncode == 0 and len(list((workspace / "packed").iterdir())) == 3, packed.stderr  # data, metadata, manifest
     assert "zstd level 3" in packed.stderr
     published = snapshot_script(workspace, "publish", "packed", SCOREBOARD_STORE=str(store))
     assert published.returncode == 0 and "against its manifest" in published.stderr, published.stderr

@@ -19,7 +19,8 @@ from pipeline.fleet.snapshot_store import StoreError, parse_store
 
 RELEASE_TAG = "scoreboard-db"
 RELEASE_BODY = ("Dated snapshots of the scoreboard database (SQLite, compressed with zstd), each with a manifest: its sha256, size, "
-                "row counts and schema level. Written by `scoreboard snapshot publish`; `scoreboard snapshot restore` reads the newest.")
+                "row counts and schema level; and its Datasette metadata: `zstd -d FILE.db.zst`, then `datasette FILE.db --metadata "
+                "FILE.metadata.json`. Written by `scoreboard snapshot publish`; `scoreboard snapshot restore` reads the newest.")
 PAGE = 100
 CHUNK = 1 << 20
 

@@ -1,8 +1,10 @@
 """A published snapshot's files: their names, the manifest, packing the database and reading what a database file holds.
 
-A snapshot is two files in a store: `scoreboard-<UTC time>-engine-<version>.db.zst`, the database compressed with zstd
-(deviation 92), and `….manifest.json`, written after it: its sha256 and size, the database's own sha256 and size, row
-counts and schema level. The manifest is the commit record: a database file without one is an upload cut short.
+A snapshot is three files in a store: `scoreboard-<UTC time>-engine-<version>.db.zst`, the database compressed with zstd
+(deviation 92); `….metadata.json`, its Datasette metadata (every table and column documented, the canned queries), keyed
+to the name Datasette gives the file it decompresses to; and `….manifest.json`, written last: the other two's sha256 and
+the data's size, the database's own sha256 and size, row counts and schema level. The manifest is the commit record: a
+database file without one is an upload cut short. A snapshot published before the metadata was has none.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from pipeline.store.migrations import migrations
 
 DATA_SUFFIX = ".db.zst"
 MANIFEST_SUFFIX = ".manifest.json"
+METADATA_SUFFIX = ".metadata.json"
+KINDS = {DATA_SUFFIX: "data", MANIFEST_SUFFIX: "manifest", METADATA_SUFFIX: "metadata"}
 STAMP = "%Y-%m-%dT%H%M%SZ"
-NAME = re.compile(r"^scoreboard-(\d{4}-\d{2}-\d{2}T\d{6}Z)-engine-([0-9A-Za-z.+_-]+?)(\.db\.zst|\.manifest\.json)$")
+NAME = re.compile(r"^scoreboard-(\d{4}-\d{2}-\d{2}T\d{6}Z)-engine-([0-9A-Za-z.+_-]+?)(\.db\.zst|\.manifest\.json|\.metadata\.json)$")
 ENGINE_NOTE = "upgrade the engine, or restore an older snapshot with --snapshot"
 ZSTD_LEVEL = 12  # deviation 92: measured by bench/snapshot_size.py
 CHUNK = 1 << 20
@@ -50,12 +54,12 @@ def stem(taken_at: datetime, engine: str) -> str:
 
 
 def parse_name(name: str) -> tuple[str, datetime, str] | None:
-    """(stem, time taken, which file: "data" or "manifest") of a snapshot file's name; None for any other name."""
+    """(stem, time taken, which file: "data", "manifest" or "metadata") of a snapshot file's name; None for any other name."""
     match = NAME.match(name)
     if not match:
         return None
     taken = datetime.strptime(match.group(1), STAMP).replace(tzinfo=timezone.utc)
-    return name[: -len(match.group(3))], taken, "data" if match.group(3) == DATA_SUFFIX else "manifest"
+    return name[: -len(match.group(3))], taken, KINDS[match.group(3)]
 
 
 class Manifest(BaseModel):
@@ -73,6 +77,8 @@ class Manifest(BaseModel):
     db_size: int
     db_sha256: str
     counts: dict[str, int]
+    metadata: str | None = None  # the Datasette metadata's file (None: a snapshot published before there was one)
+    metadata_sha256: str | None = None
 
 
 # ---------------------------------------------------------------------------- packing

@@ -1,10 +1,10 @@
 """Pack and publish: a database becomes a dated snapshot in a store.
 
 Packing copies the database (VACUUM INTO: consistent and compact), refuses the copy unless the soundness check passes,
-compresses it with zstd and writes its manifest, parent included, beside it. Publishing refuses unless the store's newest
-snapshot is the packed one's parent, so two runs that restored the same snapshot cannot both publish and one silently
-drop the other's work; uploads the file and then its manifest, and only then prunes by the retention policy (deviation
-93). A failed upload leaves the store's previous snapshots as they were.
+compresses it with zstd and writes its Datasette metadata and then its manifest, parent included, beside it. Publishing
+refuses unless the store's newest snapshot is the packed one's parent, so two runs that restored the same snapshot cannot
+both publish and one silently drop the other's work; uploads the file, its metadata and then its manifest, and only then
+prunes by the retention policy (deviation 93). A failed upload leaves the store's previous snapshots as they were.
 
 Two paths share these steps. `snapshot publish --to STORE` packs --db into a scratch directory and publishes it at once.
 A workflow packs in the job that built the database (`snapshot pack --out DIR`) and hands DIR to a job that publishes it
@@ -14,6 +14,7 @@ then zstd's checksum and the database's sha256 while decompressing, without writ
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -24,10 +25,12 @@ import zstandard
 from pydantic import ValidationError
 
 from pipeline import ENGINE_VERSION, store
+from pipeline.datasette_metadata import database_name, metadata
 from pipeline.fleet import retention, soundness
 from pipeline.fleet.snapshot_format import (
     DATA_SUFFIX,
     MANIFEST_SUFFIX,
+    METADATA_SUFFIX,
     ZSTD_LEVEL,
     Manifest,
     file_sha256,
@@ -65,7 +68,7 @@ def pack_snapshot(db_path: Path, out: Path, *, parent: str | None, baseline: dic
     parent_at = parse_name(parent + DATA_SUFFIX)[1] if parent else None
     # Names are to the second, and each must sort after its parent: a publish in the parent's second is named one second on.
     name = stem(max(now, parent_at + timedelta(seconds=1)) if parent_at else now, ENGINE_VERSION)
-    data_name, manifest_name = name + DATA_SUFFIX, name + MANIFEST_SUFFIX
+    data_name, manifest_name, metadata_name = name + DATA_SUFFIX, name + MANIFEST_SUFFIX, name + METADATA_SUFFIX
     out.mkdir(parents=True, exist_ok=True)
     copy = out / f".{name}.db"
     try:
@@ -94,12 +97,15 @@ def pack_snapshot(db_path: Path, out: Path, *, parent: str | None, baseline: dic
         sha, size, db_sha, db_size = pack(copy, out / data_name, level)
         facts = inspect_database(copy, integrity=False)
         log(f"[publish] packed {db_size / 1e6:.1f} MB into {size / 1e6:.1f} MB (zstd level {level}); {time.monotonic() - clock:.1f}s")
+        # `zstd -d` makes the file's name …db.zst into …db, which Datasette names by its stem: the snapshot's name.
+        described = json.dumps(metadata(database_name(name + ".db")), indent=2, ensure_ascii=False) + "\n"
+        (out / metadata_name).write_text(described, encoding="utf-8")
         manifest = Manifest(snapshot=name, taken_at=store.iso(now), engine_version=ENGINE_VERSION, schema_level=len(facts.migrations),
                             migrations=facts.migrations, parent=parent, file=data_name, size=size, sha256=sha, db_size=db_size,
-                            db_sha256=db_sha, counts=facts.counts)
+                            db_sha256=db_sha, counts=facts.counts, metadata=metadata_name, metadata_sha256=file_sha256(out / metadata_name)[0])
         (out / manifest_name).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
     except BaseException:
-        for path in (out / data_name, out / manifest_name):
+        for path in (out / data_name, out / metadata_name, out / manifest_name):
             path.unlink(missing_ok=True)
         raise
     finally:
@@ -137,6 +143,12 @@ def read_packed(directory: Path, log: Log = print) -> Manifest:
         raise SnapshotError(f"{data} is corrupt: zstd cannot decompress it: {exc}") from exc
     if (db_digest, db_size) != (manifest.db_sha256, manifest.db_size):
         raise SnapshotError(f"{data} decompresses to a database that is not the one packed (sha256 {db_digest[:16]}…, {db_size:,} bytes)")
+    if manifest.metadata is not None:
+        described = directory / manifest.metadata
+        if manifest.metadata != manifest.snapshot + METADATA_SUFFIX or not described.is_file():
+            raise SnapshotError(f"{directory}: {manifest.snapshot + METADATA_SUFFIX}, the metadata its manifest names, is missing")
+        if file_sha256(described)[0] != manifest.metadata_sha256:
+            raise SnapshotError(f"{described} is not the metadata that was packed (its sha256 differs from its manifest's)")
     log(f"[publish] verified {manifest.file} ({size / 1e6:.1f} MB; the database {db_size / 1e6:.1f} MB) against its manifest; "
         f"{time.monotonic() - clock:.1f}s")
     return manifest
@@ -202,29 +214,29 @@ def _pruned(store_: SnapshotStore, manifest: Manifest, now: datetime, policy: re
 
 
 def upload(store_: SnapshotStore, directory: Path, manifest: Manifest, before: list[Listed], log: Log = print) -> None:
-    """The file, then its manifest; on any failure, what was uploaded of this snapshot is removed (best effort) and the
-    previous snapshots stay as they are."""
+    """The file, its metadata, then its manifest; on any failure, what was uploaded of this snapshot is removed (best effort)
+    and the previous snapshots stay as they are."""
     clock = time.monotonic()
-    data_name, manifest_name = manifest.file, manifest.snapshot + MANIFEST_SUFFIX
+    names = [manifest.file, *([manifest.metadata] if manifest.metadata else []), manifest.snapshot + MANIFEST_SUFFIX]
     previous = f"; {store_.where} keeps its previous snapshots (newest {before[-1].stem})" if before else ""
     current = published(listing(store_names(store_)))
     if (current[-1].stem if current else None) != (before[-1].stem if before else None):
         raise SnapshotError(f"publish refused: {store_.where} changed while this snapshot was prepared (newest now "
                             f"{current[-1].stem if current else 'none'}): another run published")
-    for name in (data_name, manifest_name):
+    for name in names:
         try:
             store_.write(name, directory / name)
         except StoreError as exc:
-            for written in (data_name, manifest_name):
+            for written in names:
                 try:
                     store_.delete(written)
                 except StoreError:
                     pass  # a file without its manifest is not a snapshot; the next publish prunes it
             raise SnapshotError(f"upload failed: {exc}{previous}") from exc
     landed = listing(store_names(store_)).get(manifest.snapshot)
-    if landed is None or not landed.complete:
-        raise SnapshotError(f"{store_.where} does not list {data_name} and its manifest after the upload")
-    log(f"[publish] uploaded {data_name} and its manifest to {store_.where}; {time.monotonic() - clock:.1f}s")
+    if landed is None or not landed.complete or (manifest.metadata and landed.metadata is None):
+        raise SnapshotError(f"{store_.where} does not list {', '.join(names)} after the upload")
+    log(f"[publish] uploaded {manifest.file}, its metadata and its manifest to {store_.where}; {time.monotonic() - clock:.1f}s")
 
 
 def prune(store_: SnapshotStore, now: datetime, policy: retention.RetentionPolicy, *, newest: str, log: Log = print) -> tuple[int, int, int]:
@@ -238,7 +250,7 @@ def prune(store_: SnapshotStore, now: datetime, policy: retention.RetentionPolic
     cut_short = [s for s in listed.values() if not s.complete and s.taken_at < newest_at]
     deleted = failed = 0
     for snapshot in dropped + cut_short:
-        for name in (snapshot.manifest, snapshot.data):
+        for name in (snapshot.manifest, snapshot.data, snapshot.metadata):
             if name is None:
                 continue
             try:

@@ -49,6 +49,7 @@ class Listed:
     taken_at: datetime
     data: str | None = None
     manifest: str | None = None
+    metadata: str | None = None  # not needed to restore: a snapshot is complete without it
 
     @property
     def complete(self) -> bool:

@@ -10,7 +10,7 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from contextlib import closing
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from pipeline.listing_only import listing_only
 from pipeline.models import RubricInfo, StageReport
 from pipeline.render.executors import Executor, ForkPool, Serial
 from pipeline.render.fingerprints import Fingerprints, code_fingerprint
-from pipeline.render.finish import Snapshot, finish, snapshot_name, write_shared
+from pipeline.render.finish import Snapshot, finish, scratch_of, snapshot_name, write_shared
 from pipeline.render.load import load_site
 from pipeline.render.plan import SitePlan, page_inputs, plan_site
 from pipeline.render.rendering import Renderer, tasks
@@ -37,13 +37,14 @@ PARALLEL_BOARD_ROWS = 10_000  # or board rows: at scale the boards are most of a
 def run_build(
     db: Database, *, rubrics: Sequence[RubricInfo], site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/",
     datasette_url: str = "http://localhost:8001/", workers: int | None = None, executor: Executor | None = None,
-    snapshots_url: str | None = None,
+    snapshots_url: str | None = None, run_id: int | None = None,
 ) -> StageReport:
     """Build the site into `site_dir`; pages whose inputs are unchanged since the last build are kept as they are.
 
     The database download: with `snapshots_url` (the public page of the dated snapshots a run publishes, e.g. a GitHub
     release) the downloads page links them and the site holds no copy (deviation 102: a copy per build is most of a
-    25,000-server site); without it (a local site) the build copies the database into downloads/ as before.
+    25,000-server site); without it (a local site) the build copies the database into downloads/ as before, its runs row
+    `run_id` (this build's) ended in the copy as the report says.
     `executor` renders the pages; by default worker processes (`workers`, one per core) once there are enough pages to pay for them.
     """
     started, laps = time.monotonic(), Laps()
@@ -51,7 +52,10 @@ def run_build(
     writer = SiteWriter(site_dir)
     database = store.database_path(db)
     local = snapshots_url is None
-    with without_cyclic_gc(), Snapshot(database, writer.path_for(f"downloads/{snapshot_name(now)}") if local else None) as snapshot:
+    copy = f"downloads/{snapshot_name(now)}"
+    if local:
+        writer.reserve(scratch_of(copy))
+    with without_cyclic_gc(), Snapshot(database, writer.path_for(copy) if local else None) as snapshot:
         site = load_site(db, rubrics, now)
         status, transitions = status_of(db, now), store.accepted_transitions(db)
         laps("load")
@@ -63,7 +67,7 @@ def run_build(
                             f"{datasette_url.rstrip('/')}/{Path(database).stem}")
         executor = executor or _default_executor(plan, todo, workers)
         with closing(executor.map(renderer.run, tasks(todo, plan.boards))) as rendered:
-            write_shared(writer, renderer.environment(), plan, rubrics, status=status, database=database, site_url=site_url, now=now,
+            write_shared(writer, renderer.environment(), plan, rubrics, status=status, site_url=site_url, now=now,
                          snapshots_url=snapshots_url, transitions=transitions)
             laps("shared files")
             for claimed, counts, taken in rendered:
@@ -73,8 +77,11 @@ def run_build(
         laps("pages and snapshot")
         finish(writer, fingerprints, site_url)
         laps("finish")
-    return StageReport(stage="build", counts={"servers": len(site.servers), **writer.counts}, seconds=time.monotonic() - started,
-                       phases=laps.phases)
+        seconds = time.monotonic() - started
+        report = StageReport(stage="build", counts={"servers": len(site.servers), **writer.counts}, seconds=seconds, phases=laps.phases,
+                             finished_at=now + timedelta(seconds=seconds))
+        snapshot.conclude(run_id, report)
+    return report
 
 
 def _keep_unchanged(writer: SiteWriter, fingerprints: Fingerprints, pages: Iterable[tuple[str, list[Any]]], listed: set[str]) -> list[str]:

@@ -88,6 +88,15 @@ class SiteWriter:
         target.parent.mkdir(parents=True, exist_ok=True)
         return target
 
+    def reserve(self, relpath: str) -> Path:
+        """Claim a path a file passes through before it takes its place (the database copy's scratch name), so the sweep of
+        stale files leaves it alone; not a file of the site, so not counted."""
+        path = PurePosixPath(relpath)
+        if path.is_absolute() or ".." in path.parts or not path.parts or str(path) in self.claimed:
+            raise SiteWriteError(f"cannot claim {relpath!r}")
+        self.claimed.add(str(path))
+        return self.root / str(path)
+
     def remove_stale(self) -> None:
         """Delete files this build did not write (pages of servers that disappeared), then directories left empty."""
         emptied: set[Path] = set()

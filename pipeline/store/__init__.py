@@ -26,7 +26,7 @@ from pipeline.store.catalog import (
     save_aliases,
     save_download_counts,
 )
-from pipeline.store.connection import ScoreboardDatabaseError, database_path, open_db, snapshot
+from pipeline.store.connection import ScoreboardDatabaseError, backup, database_path, open_db, snapshot
 from pipeline.store.encoding import cleaned_json, content_hash, dumps, in_chunks, iso, parse_iso
 from pipeline.store.evidence import (
     fast_probe_minutes,
@@ -53,7 +53,7 @@ from pipeline.store.transitions import accepted_transitions, really_judged_serve
 __all__ = [
     "accepted_transitions", "active_servers", "apply_catalog_plan", "card_row", "CardRow", "catalog_state", "CatalogPlan", "CatalogState",
     "classification_of",
-    "cleaned_json", "content_hash", "database_path", "delist", "delisted", "drop_cards", "dumps", "duplicate_descriptions", "fail_run",
+    "backup", "cleaned_json", "content_hash", "database_path", "delist", "delisted", "drop_cards", "dumps", "duplicate_descriptions", "fail_run",
     "fast_probe_minutes", "finish_run", "first_run_at", "in_chunks", "iso", "judged_keys", "last_analysed", "last_examined",
     "last_rescore", "latest_analyses", "latest_analysis_ids", "latest_probe", "latest_probe_summaries", "latest_probes", "latest_runs",
     "lift_delisting", "llm_answers", "load_scores", "mark_examined", "naming_keys", "open_db", "packages_due_for_downloads", "page_evidence",

@@ -75,29 +75,36 @@ def database_path(db: Database) -> str:
 
 
 def snapshot(source: str | Path, target: Path) -> None:
-    """A consistent copy of the whole database, for download.
+    """A consistent copy of the whole database (`backup`), written under a temporary name and renamed, so a reader never
+    sees half a file."""
+    partial = target.with_name(target.name + ".partial")
+    backup(source, partial)
+    os.replace(partial, target)
 
-    SQLite's online backup on connections of its own, so it can run in a thread beside the build (the
-    copy releases the GIL); written under a temporary name and renamed, so a reader never sees half a
-    file; left in rollback-journal mode, so the download opens anywhere, read-only or in the browser.
+
+def backup(source: str | Path, target: Path) -> None:
+    """A consistent copy of the whole database at `target`, made anew; nothing is left there when it fails.
+
+    SQLite's online backup on connections of its own, so it can run beside the build (the copy releases the GIL); left
+    in rollback-journal mode, so the download opens anywhere, read-only or in the browser. A journal left beside
+    `target` by a copy killed earlier goes first: SQLite would take it for the new file's hot journal and roll it back.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
-    partial.unlink(missing_ok=True)
+    for leftover in (target, Path(f"{target}-journal")):
+        leftover.unlink(missing_ok=True)
     reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
     try:
-        copy = sqlite3.connect(partial)
+        copy = sqlite3.connect(target)
         try:
             reader.backup(copy)
             copy.execute("pragma journal_mode = delete")
         finally:
             copy.close()
     except BaseException:
-        partial.unlink(missing_ok=True)  # a source that is not a database leaves nothing behind
+        target.unlink(missing_ok=True)  # a source that is not a database leaves nothing behind
         raise
     finally:
         reader.close()
-    os.replace(partial, target)
 
 
 def applied_migrations(conn: sqlite3.Connection | Database) -> list[str]:

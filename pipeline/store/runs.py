@@ -39,7 +39,7 @@ def finish_run(db: Database, run_id: int, report: StageReport, now: datetime) ->
         db["runs"].update(
             run_id,
             {
-                "finished_at": iso(now),
+                "finished_at": iso(report.finished_at or now),
                 "status": "interrupted" if report.interrupted else "ok",
                 "counts": dumps(report.counts),
                 "failures": report.failures,

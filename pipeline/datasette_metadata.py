@@ -1,8 +1,14 @@
-"""Datasette metadata: table and column documentation (from docs/schema.md) and canned queries."""
+"""Datasette metadata: table and column documentation (from docs/schema.md) and canned queries, keyed to the name each
+Datasette gives the database. Core, not render's: the build writes it beside the site's copy of the database, a publish
+beside each snapshot, and `serve` hands it to the Datasette it starts.
+
+Datasette runs a canned query with every parameter the URL leaves out as an empty string, so each query reads an empty
+parameter as its default: a number its stated default, a filter no filter."""
 
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 from typing import Any
 
 from pipeline.assets import SCHEMA_DOC
@@ -10,24 +16,24 @@ from pipeline.assets import SCHEMA_DOC
 CANNED_QUERIES = {
     "top_servers": {
         "title": "Top servers",
-        "description": "The headline leaderboard: visibility tier, then composite score.",
+        "description": "The headline leaderboard: visibility tier, then composite score; the first 100 unless limit says how many.",
         "sql": """select s.id, s.name, sc.composite, sc.grade, sc.visibility, sc.dimension_indicator, s.transport
 from scores sc join servers s on s.id = sc.server_id
 where sc.rubric = 'scoreboard' and s.is_active = 1
 order by case sc.visibility when 'complete' then 0 when 'verified' then 1 when 'assessed' then 2 when 'limited' then 3 else 4 end,
          sc.composite desc
-limit :limit""",
+limit cast(coalesce(nullif(:limit, ''), 100) as integer)""",
         "params": ["limit"],
     },
     "top_servers_by_category": {
         "title": "Top servers per category",
-        "description": "The best headline scores (how many: per_category) in each of seed 000's categories.",
+        "description": "The best headline scores in each of seed 000's categories: 10 per category unless per_category says how many.",
         "sql": """select category, rank, id, name, composite, grade, transport from (
   select s.category, s.id, s.name, sc.composite, sc.grade, s.transport,
          row_number() over (partition by s.category order by sc.composite desc, s.id) as rank
   from scores sc join servers s on s.id = sc.server_id
   where sc.rubric = 'scoreboard' and s.is_active = 1 and sc.composite is not null
-) where rank <= :per_category order by category, rank""",
+) where rank <= cast(coalesce(nullif(:per_category, ''), 10) as integer) order by category, rank""",
         "params": ["per_category"],
     },
     "top_servers_by_transport": {
@@ -54,7 +60,8 @@ order by sc.server_id""",
     },
     "tools_by_server": {
         "title": "Tools by server",
-        "description": "Every tool of each server's latest capture, with its description and read-only hint.",
+        "description": "Every tool of each server's latest capture, with its description and read-only hint; "
+                       "only the servers whose id starts with server_id when it is given.",
         "sql": """select t.server_id, json_extract(tool.value, '$.name') as tool, json_extract(tool.value, '$.description') as description,
        json_extract(tool.value, '$.annotations.readOnlyHint') as read_only
 from probe_runs p join tool_lists t on t.server_id = p.server_id and t.content_hash = p.tools_hash, json_each(t.tools) tool
@@ -64,10 +71,11 @@ order by t.server_id, tool""",
     },
     "failing_rule": {
         "title": "Servers failing a rule",
-        "description": "Servers that earned less than the maximum on one scoring rule (e.g. error_handling), with the reason.",
-        "sql": """select server_id, rubric, points, max_points, reason from rule_outcomes
-where rule = :rule and measured = 1 and points < max_points
-order by server_id, rubric""",
+        "description": "Servers that earned less than the maximum on a scoring rule, with the reason: "
+                       "on the rule named (e.g. error_handling), else on every rule.",
+        "sql": """select rule, server_id, rubric, points, max_points, reason from rule_outcomes
+where (:rule = '' or rule = :rule) and measured = 1 and points < max_points
+order by rule, server_id, rubric""",
         "params": ["rule"],
     },
 }
@@ -94,15 +102,27 @@ def schema_documentation(text: str) -> dict[str, dict[str, Any]]:
     return tables
 
 
-def metadata(database: str, schema_text: str | None = None) -> dict[str, Any]:
+def database_name(file_name: str) -> str:
+    """The name Datasette gives the database in a file: the file's stem (`datasette scoreboard-….db`)."""
+    return PurePosixPath(file_name).stem
+
+
+def lite_database_name(url: str) -> str:
+    """The name Datasette Lite gives the database it loads from `url` (`?url=`): Lite saves the download under the URL's
+    text before its first ".db", from the last "/", and Datasette then takes that file's stem, so a name with a dot
+    (an engine version's) loses its last dotted part: scoreboard-2026-11-29-engine-0.1.0.db is "…-engine-0.1" in Lite."""
+    return database_name(url.split(".db", 1)[0].split("/")[-1])
+
+
+def metadata(*databases: str, schema_text: str | None = None) -> dict[str, Any]:
+    """The metadata for one database under each of the names given (the names two Datasettes give one file)."""
     tables = schema_documentation(schema_text if schema_text is not None else SCHEMA_DOC.read_text(encoding="utf-8"))
+    described = {
+        "tables": {name: {"description": doc["description"], "columns": doc["columns"]} for name, doc in tables.items()},
+        "queries": CANNED_QUERIES,
+    }
     return {
         "title": "MCP Scoreboard",
         "description": "Evidence and scores of Model Context Protocol servers: what each probe saw, and every rule's points.",
-        "databases": {
-            database: {
-                "tables": {name: {"description": doc["description"], "columns": doc["columns"]} for name, doc in tables.items()},
-                "queries": CANNED_QUERIES,
-            }
-        },
+        "databases": dict.fromkeys(databases, described),
     }
