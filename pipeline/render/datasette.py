@@ -21,7 +21,7 @@ limit :limit""",
     },
     "top_servers_by_category": {
         "title": "Top servers per category",
-        "description": "The best headline scores (how many: per_category) in each of seed 000's categories.",
+        "description": "The best headline scores (how many: per_category) in each of the leaderboard's categories.",
         "sql": """select category, rank, id, name, composite, grade, transport from (
   select s.category, s.id, s.name, sc.composite, sc.grade, s.transport,
          row_number() over (partition by s.category order by sc.composite desc, s.id) as rank

@@ -8,8 +8,9 @@ from typing import Any
 from pipeline import latency
 from pipeline.clean import clean_text
 from pipeline.drift import breaking_changes, drift_between, extraction_complete
+from pipeline.eras import era_sentence
 from pipeline.judging import AMBIGUITY_SPREAD, blend, current_judgements, judge_spread, tool_average
-from pipeline.models import Judgement, ProbeResult
+from pipeline.models import EraFacts, Judgement, ProbeResult
 
 RATIONALE_SHOWN = 300  # characters of a judge's rationale a page shows
 
@@ -51,7 +52,7 @@ def interpretability(judged: list[Judgement]) -> dict[str, Any] | None:
 
 
 def tool_rows(tools: list[dict[str, Any]] | None, tool_docs: dict[str, dict[str, float]], judgements: list[Judgement]) -> list[dict[str, Any]]:
-    """A row per listed tool: documentation quality (seed 001's per-tool score), annotations, interpretability, ambiguity."""
+    """A row per listed tool: documentation quality (the review rubric's per-tool score), annotations, interpretability, ambiguity."""
     by_tool: dict[str, list[Judgement]] = {}
     for j in current_judgements(judgements, tools):
         by_tool.setdefault(j.tool_name, []).append(j)
@@ -118,8 +119,16 @@ def reliability(daily: list[dict[str, Any]], last_day: list[dict[str, Any]], tod
     return {"windows": windows, "days": days}
 
 
+def eras_explained(probe: ProbeResult | None) -> str | None:
+    """What the probe tried, which protocol eras answered and what that means for a client, in plain words."""
+    if probe is None:
+        return None
+    eras = probe.eras or EraFacts()
+    return era_sentence(eras.modern, eras.legacy, probe.era)
+
+
 def protocol(probe: ProbeResult | None, outside_in: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Which protocol eras work, what was negotiated, and seed 003's spec-readiness evidence."""
+    """Which protocol eras work, what was negotiated, and the outside-in score's spec-readiness evidence."""
     if probe is None:
         return None
     eras = probe.eras
