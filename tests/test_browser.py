@@ -134,6 +134,16 @@ def test_paging_and_category_and_rubric_boards_in_the_browser(served_board):
     assert shown(dom) == [i for i in review if i.startswith("postgres")][:100] and shown(dom)
 
 
+def test_the_script_draws_no_empty_grade_pill_on_a_rubric_board(served_board):
+    base, profile, _ = served_board
+    for board in ("review", "outside-in", "remote"):
+        dom = scripted(base + f"{board}/index.html", profile)
+        assert re.match(r"\d+ of \d+ servers", status(dom)) and shown(dom), board  # the script drew the table
+        assert "grade-none" not in dom, board
+    assert re.search(r'<span class="grade grade-[A-F]">[A-F]</span>', scripted(base + "review/index.html", profile))
+    assert 'class="grade grade-none"' in scripted(base + "index.html?page=2", profile)  # the headline board keeps its grey pill
+
+
 # ---------------------------------------------------------------- phones: every page fits its screen's width
 
 class DevTools:

@@ -255,7 +255,7 @@ _SEED_WORDS = [  # the document's other words for them, and its other kind of se
 ]
 DEVIATIONS_HEADING = "<h2>Deviations and values we chose</h2>"
 # "deviation 13", "deviations 35 and 38", "deviations 42–44", "deviations 60, 61": each number a link to its item
-_DEVIATION_REFS = re.compile(r"\b([Dd]eviations? )(\d+(?:(?:,\s+|\s+and\s+|\s+or\s+|–|-)\d+)*)\b")
+_DEVIATION_REFS = re.compile(r"\b([Dd]eviations?\s+)(\d+(?:(?:,\s+|\s+and\s+|\s+or\s+|–|-)\d+)*)\b")
 
 
 def _method_names(match: re.Match[str]) -> str:
