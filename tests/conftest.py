@@ -24,6 +24,7 @@ from tests.support import (
     NOW,
     ListSource,
     analysis,
+    entry,
     fleet_entries,
     long_analysis,
     long_entry,
@@ -94,9 +95,11 @@ def board_site(tmp_path_factory):
 @pytest.fixture(scope="session")
 def long_site(tmp_path_factory):
     """One remote server with the longest names, URLs and tool list a page shows, monitored for a week and legacy-only, beside
-    the embedded catalog; built once. Yields the site's root and the long server's id."""
+    the embedded catalog and a listing-only server; built once. Yields the site's root and the long server's id."""
     db = store.open_db(tmp_path_factory.mktemp("long") / "scoreboard.db")
-    run_discover(db, sources=[LocalCatalogSource(), ListSource("test", [long_entry()])], now=NOW - timedelta(days=8), progress=quiet(2))
+    listed = entry("listed-only-" + "x" * 100, description="A listing with nothing to examine: its page and board are public too")
+    run_discover(db, sources=[LocalCatalogSource(), ListSource("test", [long_entry(), listed])], now=NOW - timedelta(days=8),
+                 progress=quiet(2))
     for hours in range(0, 7 * 24, 6):  # a week of fast probes, one failing: a reliability chart
         store.record_probe(db, long_fast(NOW - timedelta(hours=hours + 1), ok=hours != 30), None)
     store.record_probe(db, long_probe(NOW - timedelta(hours=2)), None)

@@ -16,7 +16,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.support import FLEET, page_problems
+from tests.support import FLEET, LONG_ID, LONG_NAME, page_problems
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -238,10 +238,10 @@ def browser(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served_long(long_site):  # noqa: F811
-    root, server_id = long_site
+    root, _ = long_site
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/", server_id
+    yield (f"http://127.0.0.1:{server.server_address[1]}/",)
     server.shutdown()
 
 
@@ -252,18 +252,22 @@ def test_the_width_check_catches_a_page_wider_than_its_screen(browser):
     assert png_size(browser.screenshot())[0] == 390
 
 
-@pytest.mark.parametrize("width", [390, 1400])
-@pytest.mark.parametrize("page", ["board", "rubric board", "server", "methodology"])
+# What each page must show once drawn: the long server's site, or the fleet's 100-row board (`fleet/`).
+PAGES = {
+    "board": ("index.html", LONG_NAME[:40]), "full board": ("fleet/index.html", "postgres-query 000"),
+    "category board": ("category/productivity/index.html", LONG_NAME[:40]), "listed board": ("listed/index.html", "listed-only-"),
+    "review board": ("review/index.html", LONG_NAME[:40]), "remote board": ("remote/index.html", LONG_NAME[:40]),
+    "outside-in board": ("outside-in/index.html", "legacy only, modern fails"),
+    "server": (f"servers/{LONG_ID}.html", "retrieve_enterprise_knowledge_graph_entities"), "methodology": ("methodology/index.html", "Protocol eras"),
+}
+
+
+@pytest.mark.parametrize("page,width", [*((page, 390) for page in PAGES), *((page, 1400) for page in ("board", "outside-in board", "server"))])
 def test_pages_fit_the_screen_without_sideways_scrolling(browser, served_board, served_long, tmp_path, page, width):
     """The boards (with search and filters drawn by their script) and the longest server page fit a phone 390 px wide and a
     desktop 1400 px wide: the document is no wider than the screen, and the screenshot is the screen's width."""
-    board, _, _ = served_board
-    base, server_id = served_long
-    url, shows = {
-        "board": (board + "index.html", "postgres-query 000"), "rubric board": (base + "outside-in/index.html", "legacy only, modern fails"),
-        "server": (base + f"servers/{server_id}.html", "retrieve_enterprise_knowledge_graph_entities"),
-        "methodology": (base + "methodology/index.html", "Protocol eras"),
-    }[page]
+    path, shows = PAGES[page]
+    url = served_board[0] + path.removeprefix("fleet/") if path.startswith("fleet/") else served_long[0] + path
     browser.open(url, width)
     assert shows in browser.evaluate("document.body.innerText")
     scroll, inner = json.loads(browser.evaluate(WIDTH))

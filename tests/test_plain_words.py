@@ -178,6 +178,7 @@ def test_rubric_boards_show_no_empty_grade_pill(board_site):
             header = re.search(r"<thead>(.*?)</thead>", html).group(1)
             # a rubric without letter grades has no grade column: how much of it was measured takes its place
             assert ("<th>Grade</th>" in header) == (board == "review") and ("<th>Measured</th>" in header) == (board != "review")
+            assert ('<select name="grade"' in html) == (board == "review")  # nor a grade to filter by
     review = (root / "review" / "index.html").read_text()
     assert GRADE_PILL.search(review) and re.search(r"<td>–<span class=\"dims\">", review)  # graded rows, and ungraded ones without a pill
     assert 'grade-none">–</span>' in (root / "page" / "2" / "index.html").read_text()  # the headline board keeps its tiers' grey pill

@@ -112,6 +112,7 @@ PAGE_SIZE = 100
 FILTERS = [("category", "Category"), ("platform", "Platform"), ("transport", "Transport"), ("grade", "Grade"), ("era", "Protocol era"),
            ("flag", "Flags")]
 LISTED_FILTERS = [("category", "Category"), ("platform", "Platform"), ("source", "Listed by")]
+UNGRADED_FILTERS = [f for f in FILTERS if f[0] != "grade"]  # a rubric without letter grades: no grade to filter by
 
 
 def cell(row: dict[str, Any], key: str) -> Any:

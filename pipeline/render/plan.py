@@ -20,6 +20,7 @@ from pipeline.render.boards import (
     LISTED_COLUMNS,
     LISTED_FILTERS,
     LISTED_INTRO,
+    UNGRADED_FILTERS,
     board_rows,
     categories,
     leaderboard_rows,
@@ -106,6 +107,7 @@ def _boards(site: SiteInputs, headline: RubricInfo, others: list[RubricInfo], ro
         shown = [{**by_id[row["id"]], **row} for row in rubric_rows[rubric.name]]  # description and filter fields come from the index
         jobs.append(BoardJob(f"{rubric.name}/", shown, {"board": rubric.name, "title": rubric.title, "intro": rubric.intro,
                                                          "columns": rubric_columns(rubric), "categories": [], "category": None,
-                                                         "tiers": False, "filters": FILTERS, "legend": list(rubric.legend), "listing_only": 0,
+                                                         "tiers": False, "filters": FILTERS if rubric.graded else UNGRADED_FILTERS,
+                                                         "legend": list(rubric.legend), "listing_only": 0,
                                                          **base}))  # type: ignore[typeddict-item]
     return jobs, rubric_rows
