@@ -138,7 +138,7 @@ def test_a_status_is_explained_by_its_legend():
     assert explained(LEGEND, {"verdict": "Impaired", "status": "legacy only, modern fails"}).startswith(
         "legacy only, modern fails: it answers only the legacy era, so a client that speaks only MCP 2026-07-28 cannot connect")
     unconfirmed = explained(LEGEND, {"verdict": None, "status": "unreachable from here (2 attempts over 3 h)"})
-    assert unconfirmed.startswith("unreachable from here (2 attempts over 3 h): not rated yet")
+    assert unconfirmed.startswith("unreachable from here (2 attempts over 3 h): its failures to answer do not stand yet")
     assert explained(LEGEND, {"verdict": "Down", "status": "timed out"}).startswith("Down: the latest run could not reach it")
     assert explained(LEGEND, {"status": "unrated"}) is None and explained((), {"status": "dual-era"}) is None
 

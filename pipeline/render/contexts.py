@@ -308,7 +308,7 @@ def methodology_html(markdown_text: str, transitions: Sequence[ModelTransition] 
 
 
 def transitions_table(transitions: Sequence[ModelTransition]) -> str:
-    """The headline method: "Transition details are published on this page when they occur". One row per accepted transition."""
+    """Seed 000: "Transition details are published on this page when they occur". One row per accepted transition."""
     if not transitions:
         return "No model transition has occurred yet."
     lines = ["| decided | judge replaced | by | servers compared | mean reading | shift | per-server change p10 / p50 / p90 |",

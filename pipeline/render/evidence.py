@@ -52,7 +52,7 @@ def interpretability(judged: list[Judgement]) -> dict[str, Any] | None:
 
 
 def tool_rows(tools: list[dict[str, Any]] | None, tool_docs: dict[str, dict[str, float]], judgements: list[Judgement]) -> list[dict[str, Any]]:
-    """A row per listed tool: documentation quality (the review rubric's per-tool score), annotations, interpretability, ambiguity."""
+    """A row per listed tool: documentation quality (seed 001's per-tool score), annotations, interpretability, ambiguity."""
     by_tool: dict[str, list[Judgement]] = {}
     for j in current_judgements(judgements, tools):
         by_tool.setdefault(j.tool_name, []).append(j)
@@ -128,7 +128,7 @@ def eras_explained(probe: ProbeResult | None) -> str | None:
 
 
 def protocol(probe: ProbeResult | None, outside_in: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Which protocol eras work, what was negotiated, and the outside-in score's spec-readiness evidence."""
+    """Which protocol eras work, what was negotiated, and seed 003's spec-readiness evidence."""
     if probe is None:
         return None
     eras = probe.eras

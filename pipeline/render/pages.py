@@ -267,7 +267,7 @@ class Interpretability(TypedDict):
 
 # In the JSON a tool's hints and documentation score are rows, fields in these orders (deviation 134): their names were a third of a tool.
 HINT_FIELDS = ("read_only", "destructive", "idempotent", "open_world")
-DOC_FIELDS = ("title", "description", "inputs", "annotations", "output_schema")  # the review rubric's parts, as pipeline/score/tool_docs.py
+DOC_FIELDS = ("title", "description", "inputs", "annotations", "output_schema")  # seed 001's parts, as pipeline/score/tool_docs.py
 
 
 def hint_row(hints: Annotations) -> list[bool | None]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pipeline import eras, latency
 from pipeline.latency import REACHED
 from pipeline.models import BoardColumn, DimensionScore, RubricInfo
-from pipeline.outcomes import measured
+from pipeline.outcomes import MIN_FAILED_ATTEMPTS, VERDICT_SPAN, measured
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weights, renormalised, share, unmeasured
 from pipeline.score.facts import Facts, RunRow
 
@@ -275,9 +275,11 @@ def extra(facts: Facts, composite: float | None) -> dict:
 # board; a server page shows the one its card has.
 LEGEND = (
     ("Protocol eras", eras.ERAS),
-    ("Operational", "the latest run reached the server, opened a session and listed its tools: 5 added to the Rank Score"),
-    ("Impaired", "it answers, but something a client needs fails, as its status says: 2.5 added to the Rank Score"),
-    ("Down", "the latest run could not reach it, or it timed out, crashed or broke the protocol: nothing added"),
+    ("Operational", f"the latest run reached the server and negotiated a protocol era with it: {VERDICT_BONUS['Operational']:g} added to "
+                    "the Rank Score"),
+    ("Impaired", f"it answers, but something a client needs is missing or fails, as its status says: {VERDICT_BONUS['Impaired']:g} added "
+                 "to the Rank Score"),
+    ("Down", f"the latest run could not reach it, or it timed out, crashed or broke the protocol: {VERDICT_BONUS['Down']:g} added"),
     ("dual-era", "operational in both protocol eras"),
     ("legacy (session)", "operational in the legacy era; whether the modern one answers was not measured"),
     ("modern (2026-07-28)", "operational in the modern era; whether the legacy one answers was not measured"),
@@ -285,7 +287,8 @@ LEGEND = (
     ("modern only, legacy fails", "it answers only the modern era, so older clients and SDKs, which send initialize, cannot connect (Impaired)"),
     ("auth required", "it answers, but asks for credentials we do not hold, so its tools could not be listed (Impaired)"),
     ("tool calls fail", "it answers, but every safe tool we called failed (Impaired)"),
-    ("unreachable from here", "not rated yet: a remote server is Down only once three attempts over a day have failed"),
+    ("unreachable from here", f"its failures to answer do not stand yet: they count once {MIN_FAILED_ATTEMPTS} attempts, the first and the "
+                              f"last {VERDICT_SPAN.total_seconds() / 3600:g} hours apart or more, have failed; until then it is not rated"),
 )
 
 OUTSIDE_IN = Rubric(
