@@ -166,8 +166,13 @@ class DevTools:
         os.close(commands)
         os.close(replies)
         self._buffer, self._next, self.events = b"", 0, []
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        try:
+            target = self.call("Target.createTarget", url="about:blank")["targetId"]
+            self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        except BaseException:
+            self.process.kill()  # no browser left behind by a start that failed
+            self.process.wait(30)
+            raise
 
     def call(self, method: str, session: str | None = None, **params) -> dict:
         self._next += 1
@@ -241,7 +246,7 @@ def served_long(long_site):  # noqa: F811
     root, _ = long_site
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield (f"http://127.0.0.1:{server.server_address[1]}/",)
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
 
 
@@ -267,7 +272,7 @@ def test_pages_fit_the_screen_without_sideways_scrolling(browser, served_board, 
     """The boards (with search and filters drawn by their script) and the longest server page fit a phone 390 px wide and a
     desktop 1400 px wide: the document is no wider than the screen, and the screenshot is the screen's width."""
     path, shows = PAGES[page]
-    url = served_board[0] + path.removeprefix("fleet/") if path.startswith("fleet/") else served_long[0] + path
+    url = served_board[0] + path.removeprefix("fleet/") if path.startswith("fleet/") else served_long + path
     browser.open(url, width)
     assert shows in browser.evaluate("document.body.innerText")
     scroll, inner = json.loads(browser.evaluate(WIDTH))
