@@ -27,7 +27,7 @@ limit cast(coalesce(nullif(:limit, ''), 100) as integer)""",
     },
     "top_servers_by_category": {
         "title": "Top servers per category",
-        "description": "The best headline scores in each of seed 000's categories: 10 per category unless per_category says how many.",
+        "description": "The best headline scores in each of the leaderboard's categories: 10 per category unless per_category says how many.",
         "sql": """select category, rank, id, name, composite, grade, transport from (
   select s.category, s.id, s.name, sc.composite, sc.grade, s.transport,
          row_number() over (partition by s.category order by sc.composite desc, s.id) as rank

@@ -571,6 +571,10 @@ class RubricInfo:
     extra_columns: tuple[BoardColumn, ...] = ()  # board columns beyond rank, name, score, grade and coverage
     nav: str = ""  # its board's link in the site's navigation (the headline's board is the front page)
     rank_by: str | None = None  # an extra figure its board ranks by instead of the composite (outside-in's rank score)
+    # What the words its board's cells show mean (outside-in's status chips), said once under its board; a server page
+    # explains the one its card shows. A reader cannot be expected to know what "legacy only, modern fails" implies.
+    legend: tuple[tuple[str, str], ...] = ()
+    graded: bool = True  # gives letter grades (the registry sets it from the rubric's grade bands): a board without them has no grade column
 
 
 class StageReport(BaseModel):

@@ -17,7 +17,22 @@ from pipeline.sandbox.install import Installed, Installer
 from pipeline.score import run_score
 from pipeline.score.registry import infos
 from pipeline.store import open_db
-from tests.support import BOARD_KINDS, FLEET, NOW, ListSource, analysis, fleet_entries, probe, quiet
+from tests.support import (
+    BOARD_KINDS,
+    FLEET,
+    LONG_ID,
+    NOW,
+    ListSource,
+    analysis,
+    entry,
+    fleet_entries,
+    long_analysis,
+    long_entry,
+    long_fast,
+    long_probe,
+    probe,
+    quiet,
+)
 
 # The GitHub replay's fixtures (`replay`, `client`), shared by the analyze tests; a module's own fixture of a name wins.
 pytest_plugins = ["tests.github_replay"]
@@ -75,3 +90,21 @@ def board_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("board-site")
     run_build(db, rubrics=infos(), site_dir=root, now=NOW)
     return root, db
+
+
+@pytest.fixture(scope="session")
+def long_site(tmp_path_factory):
+    """One remote server with the longest names, URLs and tool list a page shows, monitored for a week and legacy-only, beside
+    the embedded catalog and a listing-only server; built once. Yields the site's root and the long server's id."""
+    db = store.open_db(tmp_path_factory.mktemp("long") / "scoreboard.db")
+    listed = entry("listed-only-" + "x" * 100, description="A listing with nothing to examine: its page and board are public too")
+    run_discover(db, sources=[LocalCatalogSource(), ListSource("test", [long_entry(), listed])], now=NOW - timedelta(days=8),
+                 progress=quiet(2))
+    for hours in range(0, 7 * 24, 6):  # a week of fast probes, one failing: a reliability chart
+        store.record_probe(db, long_fast(NOW - timedelta(hours=hours + 1), ok=hours != 30), None)
+    store.record_probe(db, long_probe(NOW - timedelta(hours=2)), None)
+    store.record_analysis(db, long_analysis())
+    run_score(db, servers=store.active_servers(db), now=NOW, progress=quiet(2))
+    root = tmp_path_factory.mktemp("long-site")
+    run_build(db, rubrics=infos(), site_dir=root, now=NOW)
+    return root, LONG_ID

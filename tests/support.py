@@ -30,7 +30,22 @@ import pytest
 from pipeline import store
 from pipeline.discover import SourceBatch, run_discover, snapshot_sources
 from pipeline.discover.local import LocalCatalogSource
-from pipeline.models import AnalysisResult, CatalogEntry, CheckResult, LaunchSpec, ProbeOutcome, ProbeResult, Server, SourceRecord
+from pipeline.models import (
+    AnalysisResult,
+    CatalogEntry,
+    CheckResult,
+    DiscoveredEndpoint,
+    EntryPoint,
+    EnvVar,
+    EraFacts,
+    ExtractedTool,
+    Finding,
+    LaunchSpec,
+    ProbeOutcome,
+    ProbeResult,
+    Server,
+    SourceRecord,
+)
 from pipeline.progress import Progress
 from pipeline.sandbox.install import Installed, install_key
 from pipeline.sandbox.installenv import PackageRegistries, package_registries
@@ -145,6 +160,58 @@ def fleet_entries():
         entries.append(entry(f"{name}-{i:03d}", name=f"{name} {i:03d}", description=description, repository=f"https://github.com/board/{name}-{i:03d}"))
     entries.append(entry("evil", name=HOSTILE, description=HOSTILE + " needle-zz", repository="https://github.com/board/evil"))
     return entries
+
+
+# A server whose page is as long and as wide as real ones get (tests/conftest.py long_site): unbroken names, URLs and tool
+# names far wider than a phone, 40 tools, a chart, and a legacy-only session (an "Impaired" outside-in status).
+
+LONG_ID = "enterprise-knowledge-graph-connector-for-salesforce-servicenow-and-atlassian-confluence"
+LONG_NAME = "EnterpriseKnowledgeGraphConnectorForSalesforceServiceNowAndAtlassianConfluenceWithAVeryLongUnbrokenName"
+LONG_URL = ("https://mcp.enterprise-knowledge-platform.example.com/api/v2/organizations/acme-corporation-international/workspaces/"
+            "production-eu-west-1/mcp?token_scope=read_write_admin_and_everything_else_that_makes_this_longer")
+
+
+def long_tool(i: int) -> dict:
+    name = f"retrieve_enterprise_knowledge_graph_entities_by_semantic_similarity_and_metadata_filters_{i:02d}"
+    return {"name": name, "title": f"Retrieve{'Entities' * 8}{i}",
+            "description": f"Looks entities up in {LONG_URL}/{name} and returns them as " + "JSON" * 40 + ".",
+            "inputSchema": {"type": "object", "properties": {f"parameter_with_a_long_name_{k}_{'x' * 40}": {"type": "string"}
+                                                            for k in range(6)}},
+            "annotations": {"readOnlyHint": True, "openWorldHint": False}}
+
+
+def long_entry() -> CatalogEntry:
+    return entry(LONG_ID, name=LONG_NAME, description=f"Connects agents to {LONG_URL} and " + "everything" * 20, transport="streamable-http",
+                 remote_url=LONG_URL, repository=f"https://github.com/acme-corporation-international/{LONG_ID}", homepage=LONG_URL,
+                 env_vars=[EnvVar(name=f"ENTERPRISE_KNOWLEDGE_GRAPH_CONNECTOR_{'SECRET_' * 8}{k}", secret=True) for k in range(3)])
+
+
+def long_probe(at: datetime) -> ProbeResult:
+    return ProbeResult(server_id=LONG_ID, kind="deep", started_at=at, duration_ms=80, transport="streamable-http", outcome=ProbeOutcome.ok,
+                       era="legacy", protocol_version="2025-11-25", handshake="initialize", connect_ms=60,
+                       tools=[long_tool(i) for i in range(40)], eras=EraFacts(modern=False, legacy=True, discover=False),
+                       server_info={"name": LONG_NAME, "version": "1.0.0-" + "build" * 30},
+                       checks=[CheckResult(name="schema_validity", outcome="valid", passed=True),
+                               CheckResult(name="era_negotiation", outcome="legacy", passed=True, detail="server/discover: " + "E" * 300)])
+
+
+def long_fast(at: datetime, ok: bool) -> ProbeResult:
+    return ProbeResult(server_id=LONG_ID, kind="fast", started_at=at, duration_ms=90, transport="streamable-http",
+                       outcome=ProbeOutcome.ok if ok else ProbeOutcome.timeout, connect_ms=90 if ok else None)
+
+
+def long_analysis() -> AnalysisResult:
+    path = "packages/enterprise-knowledge-graph-connector/src/" + "nested_directory/" * 8 + "server_implementation.ts"
+    return analysis().model_copy(update={
+        "server_id": LONG_ID,
+        "findings": [Finding(kind="dangerous_operation", severity="review", file=path, line=77, rule="shell-true", detail="D" * 250,
+                             excerpt="child_process.exec(" + "commandLineArgument" * 10 + ")")],
+        "endpoints": [DiscoveredEndpoint(url=LONG_URL, transport="streamable-http", line=12, checks=["mcp-path"])],
+        "tools": [ExtractedTool(name=long_tool(i)["name"], file=path, line=10 + i, language="typescript", pattern="registerTool")
+                  for i in range(5)],
+        "entry_points": [EntryPoint(registry="npm", package="@acme-corporation-international/" + LONG_ID, command="npx",
+                                    args=["-y", "@acme-corporation-international/" + LONG_ID, "--endpoint=" + LONG_URL], source="README")],
+    })
 
 
 # A built site: its published schemas and its links.

@@ -44,7 +44,7 @@ def test_pager_arithmetic():
 
 
 def rows_of(html: str) -> list[str]:
-    return re.findall(r'<td><a href="[./]*servers/([^/"]+)\.html"', html)
+    return re.findall(r'<td class="s"><a href="[./]*servers/([^/"]+)\.html"', html)
 
 
 def test_headline_board_is_paged_grouped_by_tier_and_complete_without_javascript(board_site):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import html
 import json
+import os
 import queue
 import re
+import select
 import shutil
 import sqlite3
+import struct
 import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +25,7 @@ import pytest
 from pipeline import serve
 from pipeline.assets import SCHEMA_DOC
 from pipeline.datasette_metadata import CANNED_QUERIES, schema_documentation
-from tests.support import FLEET, datasette_problems, page_problems
+from tests.support import FLEET, LONG_ID, LONG_NAME, datasette_problems, page_problems
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
@@ -205,3 +209,149 @@ def test_every_canned_query_opens_with_its_defaults_in_chromium(datasette):
     for table, expected in tables.items():
         dom, _ = pages[base + table]
         assert datasette_problems(200, dom) == [] and expected in dom, table
+def test_the_script_draws_no_empty_grade_pill_on_a_rubric_board(served_board):
+    base, profile, _ = served_board
+    for board in ("review", "outside-in", "remote"):
+        dom = scripted(base + f"{board}/index.html", profile)
+        assert re.match(r"\d+ of \d+ servers", status(dom)) and shown(dom), board  # the script drew the table
+        assert "grade-none" not in dom, board
+    assert re.search(r'<span class="grade grade-[A-F]">[A-F]</span>', scripted(base + "review/index.html", profile))
+    assert 'class="grade grade-none"' in scripted(base + "index.html?page=2", profile)  # the headline board keeps its grey pill
+
+
+# ---------------------------------------------------------------- phones: every page fits its screen's width
+
+class DevTools:
+    """Headless Chromium driven over the DevTools protocol on a pipe (--remote-debugging-pipe: commands on its fd 3, replies on
+    fd 4). Headless Chromium opens no window narrower than 500 px: with --window-size=390 it lays a page out 500 px wide and
+    crops the screenshot to 390, hiding exactly the overflow a phone would show. So the width is set as DevTools' device mode
+    sets it, by emulation, and the page is measured and photographed at that width."""
+
+    def __init__(self, profile):
+        commands, self._send = os.pipe()
+        self._receive, replies = os.pipe()
+
+        def on_fds_3_and_4():  # in the child, before Chromium starts
+            os.dup2(commands, 3)
+            os.dup2(replies, 4)
+
+        self.process = subprocess.Popen([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe"],
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        preexec_fn=on_fds_3_and_4, close_fds=False)
+        os.close(commands)
+        os.close(replies)
+        self._buffer, self._next, self.events = b"", 0, []
+        try:
+            target = self.call("Target.createTarget", url="about:blank")["targetId"]
+            self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        except BaseException:
+            self.process.kill()  # no browser left behind by a start that failed
+            self.process.wait(30)
+            raise
+
+    def call(self, method: str, session: str | None = None, **params) -> dict:
+        self._next += 1
+        message = {"id": self._next, "method": method, "params": params, **({"sessionId": session} if session else {})}
+        os.write(self._send, json.dumps(message).encode() + b"\0")
+        while True:
+            reply = self._read()
+            if reply.get("id") == self._next:
+                assert "error" not in reply, reply
+                return reply["result"]
+            self.events.append(reply)
+
+    def _read(self, timeout: float = 30) -> dict:
+        while b"\0" not in self._buffer:
+            ready, _, _ = select.select([self._receive], [], [], timeout)
+            assert ready, "Chromium did not answer in time"
+            chunk = os.read(self._receive, 1 << 20)
+            assert chunk, "Chromium closed the pipe"
+            self._buffer += chunk
+        message, self._buffer = self._buffer.split(b"\0", 1)
+        return json.loads(message)
+
+    def page(self, method: str, **params) -> dict:
+        return self.call(method, self.session, **params)
+
+    def evaluate(self, expression: str):
+        return self.page("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True)["result"].get("value")
+
+    def open(self, url: str, width: int, height: int = 900) -> None:
+        """Load `url` in a viewport `width` CSS pixels wide (a phone's below 600: touch, overlay scrollbars, the meta viewport)
+        and wait until it has loaded and a board's script, if any, has drawn its table."""
+        self.page("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=width < 600)
+        self.page("Page.enable")
+        self.events.clear()
+        self.page("Page.navigate", url=url)
+        while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
+            self.events.append(self._read())
+        self.evaluate("new Promise(done => { const form = document.querySelector('form.board-controls'); let waited = 0;"
+                      " (function wait() { if (!form || !form.hidden || waited > 5000) done(); else { waited += 50; setTimeout(wait, 50); } })(); })")
+
+    def screenshot(self) -> bytes:
+        return base64.b64decode(self.page("Page.captureScreenshot", format="png")["data"])
+
+    def close(self) -> None:
+        try:
+            self.call("Browser.close")
+        except AssertionError:
+            pass
+        os.close(self._send)
+        os.close(self._receive)
+        self.process.wait(30)
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR"
+    return struct.unpack(">II", png[16:24])
+
+
+WIDTH = "JSON.stringify([document.documentElement.scrollWidth, window.innerWidth])"
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    tools = DevTools(tmp_path_factory.mktemp("chromium-devtools"))
+    yield tools
+    tools.close()
+
+
+@pytest.fixture(scope="module")
+def served_long(long_site):  # noqa: F811
+    root, _ = long_site
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+def test_the_width_check_catches_a_page_wider_than_its_screen(browser):
+    browser.open("data:text/html,<meta name=viewport content='width=device-width'><div style='width:800px'>x</div>", 390)
+    scroll, inner = json.loads(browser.evaluate(WIDTH))
+    assert scroll > 390 and inner > 390  # wider than the screen: a phone zooms out to show it all, its text too small to read
+    assert png_size(browser.screenshot())[0] == 390
+
+
+# What each page must show once drawn: the long server's site, or the fleet's 100-row board (`fleet/`).
+PAGES = {
+    "board": ("index.html", LONG_NAME[:40]), "full board": ("fleet/index.html", "postgres-query 000"),
+    "category board": ("category/productivity/index.html", LONG_NAME[:40]), "listed board": ("listed/index.html", "listed-only-"),
+    "review board": ("review/index.html", LONG_NAME[:40]), "remote board": ("remote/index.html", LONG_NAME[:40]),
+    "outside-in board": ("outside-in/index.html", "legacy only, modern fails"),
+    "server": (f"servers/{LONG_ID}.html", "retrieve_enterprise_knowledge_graph_entities"), "methodology": ("methodology/index.html", "Protocol eras"),
+}
+
+
+@pytest.mark.parametrize("page,width", [*((page, 390) for page in PAGES), *((page, 1400) for page in ("board", "outside-in board", "server"))])
+def test_pages_fit_the_screen_without_sideways_scrolling(browser, served_board, served_long, tmp_path, page, width):
+    """The boards (with search and filters drawn by their script) and the longest server page fit a phone 390 px wide and a
+    desktop 1400 px wide: the document is no wider than the screen, and the screenshot is the screen's width."""
+    path, shows = PAGES[page]
+    url = served_board[0] + path.removeprefix("fleet/") if path.startswith("fleet/") else served_long + path
+    browser.open(url, width)
+    assert shows in browser.evaluate("document.body.innerText")
+    scroll, inner = json.loads(browser.evaluate(WIDTH))
+    assert inner == width and scroll <= width, f"{page} at {width} px scrolls sideways: {scroll} px wide"
+    png = browser.screenshot()
+    (tmp_path / f"{page.replace(' ', '-')}-{width}.png").write_bytes(png)
+    assert png_size(png)[0] == width

@@ -72,7 +72,7 @@ def listed_ids(db) -> set[str]:
 
 
 def rows_of(html: str) -> list[str]:
-    return re.findall(r'<td><a href="[./]*servers/([^/"]+)\.html"', html)
+    return re.findall(r'<td class="s"><a href="[./]*servers/([^/"]+)\.html"', html)
 
 
 # ---------------------------------------------------------------- the definition

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -12,14 +13,18 @@ import pytest
 from pipeline import store
 from pipeline.discover import run_discover
 from pipeline.discover.local import LocalCatalogSource
+from pipeline.eras import era_sentence
 from pipeline.models import LaunchSpec
 from pipeline.probe import run_probe
 from pipeline.probe.sandbox import LocalProcessSandbox
 from pipeline.progress import Progress
+from pipeline.render import run_build
 from pipeline.sandbox.bubblewrap import SLOTS, UID_BASE
 from pipeline.sandbox.choice import choose
 from pipeline.sandbox.install import Installed, Installer, install_key
 from pipeline.sandbox.limits import processes
+from pipeline.score import run_score
+from pipeline.score.registry import infos
 from tests.support import NOW, TEST_SERVERS, ListSource, StaticInstaller, faulty_entry, leftover_processes, python_installed, raw_server_spec
 
 
@@ -112,6 +117,29 @@ def test_streamable_http_servers_get_raw_era_and_endpoint_evidence(probed_catalo
     # Each era on a stream of its own: a server settles a connection's era at its first request.
     assert [e["method"] for e in sse.exchanges][:4] == ["GET (event stream)", "server/discover", "GET (event stream)", "initialize"]
     assert sse.exchanges[0]["status"] == 200 and sse.http.html_setup_page is False
+
+
+def test_a_reference_servers_page_says_what_its_protocol_eras_mean(probed_catalog, tmp_path):
+    """The official everything server answers only the legacy era: its page says what was tried, what answered and what that
+    means for a client, and what the outside-in score's Impaired beside it means; the time server answers both."""
+    db, _, results = probed_catalog
+    copy = sqlite3.connect(tmp_path / "scored.db")
+    db.conn.backup(copy)  # scored and built apart: the module's other tests read the probed database as the probe left it
+    copy.close()
+    scored = store.open_db(tmp_path / "scored.db")
+    servers = store.active_servers(scored)
+    run_score(scored, servers=servers, now=NOW, progress=quiet("score", len(servers)))
+    run_build(scored, rubrics=infos(), site_dir=tmp_path / "site", now=NOW)
+    everything = (tmp_path / "site" / "servers" / "server-everything-http.html").read_text()
+    assert "We tried both protocol eras: the legacy handshake (initialize, MCP 2024-11-05 to 2025-11-25) answered, the modern " \
+           "handshake (server/discover, MCP 2026-07-28) did not. Clients that fall back to initialize, as most do today, connect; " \
+           "one that speaks only 2026-07-28 cannot." in everything
+    assert "status legacy only, modern fails" in everything and "verdict Impaired" in everything
+    assert "<p>legacy only, modern fails: it answers only the legacy era, so a client that speaks only MCP 2026-07-28 cannot " \
+           "connect (Impaired).</p>" in everything
+    eras = results["mcp-server-time"].eras  # both, unless its second start's initialize was slower than the call timeout
+    said = era_sentence(eras.modern, eras.legacy)
+    assert said.startswith("We tried both protocol eras") and said in (tmp_path / "site" / "servers" / "mcp-server-time.html").read_text()
 
 
 def test_an_mcp_apps_server_has_its_views_read(probed_catalog):

@@ -27,7 +27,7 @@ class LeaderboardRow(TypedDict):
     id: str
     name: str
     description: str
-    category: Annotated[str, Field(description="seed 000 category")]
+    category: Annotated[str, Field(description="its category on the leaderboard")]
     platforms: list[str]
     transport: Transport
     composite: Score
@@ -41,8 +41,8 @@ class LeaderboardRow(TypedDict):
     probe_outcome: str
     flags: list[FlagLabel]
     last_scored_at: str | None
-    listing_only: Annotated[bool, Field(description="a listing names it but no repository, package or remote endpoint: nothing measured "
-                                                    "(methodology deviation 80); such rows have no card and no rank")]
+    listing_only: Annotated[bool, Field(description="a listing names it but no repository, package or remote endpoint: nothing measured, "
+                                                    "so no card and no rank")]
     sources: Annotated[list[str], Field(description="the sources listing it")]
     rank: Annotated[int, Field(ge=1)] | None
 
@@ -119,6 +119,7 @@ class Board(TypedDict):
     category: str | None
     tiers: bool
     filters: list[tuple[str, str]]
+    legend: list[tuple[str, str]]  # what the words in its cells mean (term, meaning), said once under the table
     listing_only: int  # listing-only servers this board leaves out (its category's, on a category board), shown as a count and a link
     engine_version: str
 

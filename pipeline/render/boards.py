@@ -100,14 +100,19 @@ _RUBRIC_COLUMNS = [_column("rank", "#", "num"), _column("name", "Server", "serve
 
 
 def rubric_columns(rubric: RubricInfo) -> list[Column]:
-    """A rubric board's columns: rank, name, score, grade and coverage, then the rubric's own."""
-    return _RUBRIC_COLUMNS + [_column(c.key, c.label, c.kind) for c in rubric.extra_columns]
+    """A rubric board's columns: rank, name, score, grade and coverage, then the rubric's own. A rubric without letter grades
+    shows how many of its dimensions were measured where the grade would be: a column of empty grades says nothing."""
+    own = [_column(c.key, c.label, c.kind) for c in rubric.extra_columns]
+    if not rubric.graded:
+        return [_column("dimension_indicator", "Measured") if c["kind"] == "grade" else c for c in _RUBRIC_COLUMNS] + own
+    return _RUBRIC_COLUMNS + own
 
 
 PAGE_SIZE = 100
 FILTERS = [("category", "Category"), ("platform", "Platform"), ("transport", "Transport"), ("grade", "Grade"), ("era", "Protocol era"),
            ("flag", "Flags")]
 LISTED_FILTERS = [("category", "Category"), ("platform", "Platform"), ("source", "Listed by")]
+UNGRADED_FILTERS = [f for f in FILTERS if f[0] != "grade"]  # a rubric without letter grades: no grade to filter by
 
 
 def cell(row: dict[str, Any], key: str) -> Any:

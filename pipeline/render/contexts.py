@@ -15,7 +15,7 @@ from pipeline.listing_only import NOT_MEASURED, listing_only
 from pipeline.models import Judgement, ModelTransition, ProbeResult, RubricInfo, Server, cap_advice
 from pipeline.outcomes import sandbox_caused
 from pipeline.render.badges import embed_snippets
-from pipeline.render.evidence import protocol, reliability, schema_drift, tool_rows
+from pipeline.render.evidence import eras_explained, protocol, reliability, schema_drift, tool_rows
 from pipeline.render.pages import Dimension, HeadlineScore, ProbeSeen, RubricSection, ServerFacts, ServerPage
 from pipeline.render.source import source_seen
 from pipeline.render.values import VISIBILITY_ICONS
@@ -102,12 +102,24 @@ def _with_rules(dimensions: list[dict[str, Any]], rules: list[dict[str, Any]]) -
     return [{**d, "rules": by_dimension[d["name"]]} for d in dimensions]  # type: ignore[typeddict-item]
 
 
+def explained(legend: Sequence[tuple[str, str]], extra: dict[str, Any]) -> str | None:
+    """A card's status in plain words from its rubric's legend ("legacy only, modern fails: ..."), else its verdict's
+    ("Down: ..."); a status carrying its own count ("unreachable from here (2 attempts)") is found by how it begins."""
+    for value in (extra.get("status"), extra.get("verdict")):
+        if isinstance(value, str):
+            for term, meaning in legend:
+                if value.startswith(term):
+                    return f"{value}: {meaning}."
+    return None
+
+
 def rubric_section(rubric: RubricInfo, card: dict[str, Any]) -> RubricSection:
-    """One rubric's card as the page shows it: score, dimensions with their rules, extras."""
+    """One rubric's card as the page shows it: score, dimensions with their rules, extras, and what its status means."""
+    extra = from_json(card.get("extra") or "{}")
     return RubricSection.model_construct(
         rubric=rubric.name, label=rubric.label, composite=card["composite"], grade=card["grade"], visibility=card["visibility"],
-        dimension_indicator=card["dimension_indicator"], rules_version=card["rules_version"], extra=from_json(card.get("extra") or "{}"),
-        dimensions=_with_rules(from_json(card["dimensions"]), from_json(card["rules"])),
+        dimension_indicator=card["dimension_indicator"], rules_version=card["rules_version"], extra=extra,
+        dimensions=_with_rules(from_json(card["dimensions"]), from_json(card["rules"])), explained=explained(rubric.legend, extra),
     )
 
 
@@ -196,6 +208,7 @@ def server_page(
         tools=tools,
         schema_drift=schema_drift(analysis, result.tools if result else None, observed.changes),
         protocol=protocol(result, outside_extra),
+        eras_explained=eras_explained(result),
         # A local server runs only while we probe it: its "uptime" would describe our own process (methodology item 7).
         reliability=None if server.is_local else reliability(observed.daily, observed.last_day, now.astimezone(timezone.utc).date()),
         other_rubrics=sections,
@@ -217,8 +230,9 @@ def server_page(
 def _listed_page(server: Server, observed: Observed, rows_url: str) -> ServerPage:
     return ServerPage.model_construct(
         server=_server_facts(server, observed), not_measured=NOT_MEASURED, score=None, probe=None, tools=[],
-        schema_drift={"source_vs_runtime": None, "changes": []}, protocol=None, reliability=None, other_rubrics=[], analysis=None,
-        source=None, history=[], trend_chart=False, last_scored_at=None, score_age_days=None, engine_version=ENGINE_VERSION, embed=None,
+        schema_drift={"source_vs_runtime": None, "changes": []}, protocol=None, eras_explained=None, reliability=None, other_rubrics=[],
+        analysis=None, source=None, history=[], trend_chart=False, last_scored_at=None, score_age_days=None, engine_version=ENGINE_VERSION,
+        embed=None,
         datasette={"server": f"{rows_url}/servers/{server.id}", "probes": f"{rows_url}/probe_runs?server_id={server.id}",
                    "scores": f"{rows_url}/scores?server_id={server.id}"},
     )
@@ -228,13 +242,69 @@ GENERATED_MARKER = re.compile(r"^<!-- /?generated:[\w-]+ -->\n", re.M)
 TRANSITIONS_MARKER = "<!-- published:model-transitions -->"  # where the build writes the accepted model transitions
 
 
+# The four published scoring methods, as the page names them. The document, which is also the project's record of what each
+# method says, cites them by number ("seed 003"); a reader never saw those numbers, so the page says what each one is.
+METHOD_NAMES = {"000": "the headline method", "001": "the live review rubric", "003": "the outside-in score",
+                "004": "the remote-endpoint rubric"}
+_SEEDS = re.compile(r"\b([Ss])eeds?\s+(\d{3})((?:,\s+\d{3})*(?:,?\s+and\s+\d{3})?)")
+_SEED_WORDS = [  # the document's other words for them, and its other kind of seed: a dated snapshot of the official registry
+    (re.compile(r"\b(\d{4}-\d{2})(\s+registry)?\s+seed\b"), r"\1\2 snapshot"),
+    (re.compile(r"\b([Tt])he\s+seeds\b"), r"\1he published methods"),
+    (re.compile(r"\b([Tt])he\s+seed\b"), r"\1he published method"),
+    (re.compile(r"\b([Aa])\s+seed\b"), r"\1 published method"),
+]
+DEVIATIONS_HEADING = "<h2>Deviations and values we chose</h2>"
+# "deviation 13", "deviations 35 and 38", "deviations 42–44", "deviations 60, 61": each number a link to its item
+_DEVIATION_REFS = re.compile(r"\b([Dd]eviations?\s+)(\d+(?:(?:,\s+|\s+and\s+|\s+or\s+|–|-)\d+)*)\b")
+
+
+def _method_names(match: re.Match[str]) -> str:
+    numbers = [match.group(2), *re.findall(r"\d{3}", match.group(3))]
+    names = [METHOD_NAMES.get(n, f"published method {n}") for n in numbers]
+    said = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return said[0].upper() + said[1:] if match.group(1) == "S" else said
+
+
+def plain_citations(html: str) -> str:
+    """The rendered document with every seed number said as the name of the method it is."""
+    html = _SEEDS.sub(_method_names, html)
+    for pattern, words in _SEED_WORDS:
+        html = pattern.sub(words, html)
+    return html
+
+
+def linked_deviations(html: str) -> str:
+    """Each item of the deviations list given its number as an anchor (id d13), and every "deviation 13" on the page a link to it."""
+    start = html.find(DEVIATIONS_HEADING)
+    if start < 0:
+        return html
+    opened = html.index("<ol", start)
+    first = re.match(r'<ol(?: start="(\d+)")?>', html[opened:])
+    number, depth, parts, done = int(first.group(1) or 1) if first else 1, 0, [html[:opened]], opened
+    for tag in re.finditer(r"<(/?)(?:ol|ul)\b[^>]*>|<li>", html[opened:]):
+        if tag.group() == "<li>":
+            if depth == 1:  # an item of the list itself, not of a list inside one
+                parts += [html[done:opened + tag.start()], f'<li id="d{number}">']
+                done, number = opened + tag.end(), number + 1
+            continue
+        depth += -1 if tag.group(1) else 1
+        if depth == 0:
+            break
+    html = "".join(parts) + html[done:]
+    html = html.replace(DEVIATIONS_HEADING, DEVIATIONS_HEADING.replace("<h2>", '<h2 id="deviations">'), 1)
+    return _DEVIATION_REFS.sub(lambda m: m.group(1) + re.sub(r"\d+", lambda n: f'<a href="#d{n.group()}">{n.group()}</a>', m.group(2)), html)
+
+
 def methodology_html(markdown_text: str, transitions: Sequence[ModelTransition] = ()) -> str:
-    """The methodology document as HTML, with the accepted model transitions in their place: raw HTML in the Markdown is
-    shown as text, never rendered."""
+    """The methodology document as HTML for readers: its own opening (which introduces the methods by their numbers) left to
+    the page's introduction, the methods named, each deviation linked, and the accepted model transitions in their place.
+    Raw HTML in the Markdown is shown as text, never rendered."""
     from markdown_it import MarkdownIt
 
     renderer = MarkdownIt("commonmark", {"html": False}).enable("table")
-    return renderer.render(GENERATED_MARKER.sub("", markdown_text).replace(TRANSITIONS_MARKER, transitions_table(transitions)))
+    body = markdown_text[markdown_text.index("\n## ") + 1:] if "\n## " in markdown_text else markdown_text
+    html = renderer.render(GENERATED_MARKER.sub("", body).replace(TRANSITIONS_MARKER, transitions_table(transitions)))
+    return linked_deviations(plain_citations(html))
 
 
 def transitions_table(transitions: Sequence[ModelTransition]) -> str:

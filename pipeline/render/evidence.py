@@ -8,8 +8,9 @@ from typing import Any
 from pipeline import latency
 from pipeline.clean import clean_text
 from pipeline.drift import breaking_changes, drift_between, extraction_complete
+from pipeline.eras import era_sentence
 from pipeline.judging import AMBIGUITY_SPREAD, blend, current_judgements, judge_spread, tool_average
-from pipeline.models import Judgement, ProbeResult
+from pipeline.models import EraFacts, Judgement, ProbeResult
 
 RATIONALE_SHOWN = 300  # characters of a judge's rationale a page shows
 
@@ -116,6 +117,14 @@ def reliability(daily: list[dict[str, Any]], last_day: list[dict[str, Any]], tod
     days = [{"day": r["day"], "uptime": round(100 * r["ok"] / r["runs"], 1) if r["runs"] else None,
              "p95_ms": (lambda v: round(v) if v is not None else None)(latency.percentile(r["latency_hist"], 0.95))} for r in daily]
     return {"windows": windows, "days": days}
+
+
+def eras_explained(probe: ProbeResult | None) -> str | None:
+    """What the probe tried, which protocol eras answered and what that means for a client, in plain words."""
+    if probe is None:
+        return None
+    eras = probe.eras or EraFacts()
+    return era_sentence(eras.modern, eras.legacy, probe.era)
 
 
 def protocol(probe: ProbeResult | None, outside_in: dict[str, Any] | None) -> dict[str, Any] | None:

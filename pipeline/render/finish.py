@@ -22,6 +22,7 @@ from sqlite_utils import Database
 from pipeline import ENGINE_VERSION, store
 from pipeline.assets import METHODOLOGY, STATIC
 from pipeline.datasette_metadata import database_name, lite_database_name, metadata
+from pipeline.eras import ERAS
 from pipeline.fleet.status import FleetStatus
 from pipeline.lifetime import end, guarded
 from pipeline.models import ModelTransition, RubricInfo, StageReport
@@ -170,7 +171,7 @@ def write_shared(writer: SiteWriter, env: Environment, plan: SitePlan, rubrics: 
     for path, document in plan.files.items():
         writer.write(path, json_file(document, compact=path != "api/changes.json"))  # the changes file is short: indented
     methodology = methodology_html(METHODOLOGY.read_text(encoding="utf-8"), transitions)
-    writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), root="../", **base))
+    writer.write("methodology/index.html", env.get_template("methodology.html").render(body=Markup(methodology), eras=ERAS, root="../", **base))
     writer.write(STATUS_PAGE, env.get_template("status.html").render(root="../", **status_context(status), **base))
     writer.write(STATUS_JSON, json_file(status_json(status)))
     alerts = feed_alerts(status, site_url)

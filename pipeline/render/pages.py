@@ -138,6 +138,8 @@ class RubricSection(Context):
     rules_version: str
     extra: dict[str, Any] = Field(description="the rubric's own figures; the review's per-tool documentation scores are under tools[].docs")
     dimensions: Dimensions
+    # What its status means in plain words (the rubric's legend), for the page: the JSON has the status, the methodology the legend
+    explained: str | None = Field(default=None, exclude=True)
 
 
 # ---------------------------------------------------------------- a server page
@@ -177,7 +179,7 @@ class ServerFacts(Context):
     id: str
     name: str
     description: str | None
-    category: str = Field(description="seed 000 category")
+    category: str = Field(description="the server's category on the leaderboard")
     platforms: list[str]
     transport: Transport
     repository: str | None
@@ -186,7 +188,7 @@ class ServerFacts(Context):
     package: str | None
     sources: list[str]
     external_links: dict[str, str]
-    verified_publisher: str | None = Field(description="seed 000 verified publisher (a known organisation)")
+    verified_publisher: str | None = Field(description="a known organisation publishing it, by GitHub owner or registry namespace")
     registry_name: str | None
     packages: list[str]
     remotes: list[Remote] = Field(description="every endpoint the sources list, the one probed (remote_url) first")
@@ -197,8 +199,7 @@ class ServerFacts(Context):
     listings: list[Listing] = Field(description="the sources listing the server, when each first listed it and last changed its record")
     first_seen_at: str
     is_active: bool
-    listing_only: bool = Field(description="a listing names it, but no repository, package or remote endpoint: nothing could be measured "
-                                           "(methodology deviation 80)")
+    listing_only: bool = Field(description="a listing names it, but no repository, package or remote endpoint: nothing could be measured")
 
 
 class Check(TypedDict):
@@ -284,7 +285,7 @@ HINT_ROW = {"type": "array", "maxItems": 4, "items": False, "prefixItems": [{"ty
             "description": "the tool's declared behaviour hints: [" + ", ".join(HINT_FIELDS) + "], null when not declared; trailing nulls left out"}
 DOCS_ROW = {"type": "array", "minItems": 6, "maxItems": 6, "items": False,
             "prefixItems": [{"type": "number", "description": f} for f in ("total", *DOC_FIELDS)],
-            "description": "seed 001's documentation score of the tool: [total, " + ", ".join(DOC_FIELDS) + "], in points"}
+            "description": "the live review rubric's documentation score of the tool: [total, " + ", ".join(DOC_FIELDS) + "], in points"}
 
 
 class Tool(TypedDict):
@@ -413,6 +414,8 @@ class ServerPage(Context):
     tools: list[Tool]
     schema_drift: SchemaDrift
     protocol: Protocol | None
+    # Which protocol eras answered and what that means for a client, in plain words; the JSON has the facts (protocol.support)
+    eras_explained: str | None = Field(default=None, exclude=True)
     reliability: Reliability | None
     other_rubrics: list[RubricSection]
     analysis: dict[str, Any] | None = Field(description="the static analysis as stored, every tool and finding")

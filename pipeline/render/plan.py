@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from pipeline import ENGINE_VERSION
+from pipeline.eras import ERA_COLUMN
 from pipeline.models import RubricInfo
 from pipeline.render.board_pages import Board, BoardFile, Change, ChangesFile, LeaderboardRow, ServersFile
 from pipeline.render.boards import (
@@ -19,6 +20,7 @@ from pipeline.render.boards import (
     LISTED_COLUMNS,
     LISTED_FILTERS,
     LISTED_INTRO,
+    UNGRADED_FILTERS,
     board_rows,
     categories,
     leaderboard_rows,
@@ -89,7 +91,7 @@ def _boards(site: SiteInputs, headline: RubricInfo, others: list[RubricInfo], ro
         listed_in[row["category"]] = listed_in.get(row["category"], 0) + 1
     present = categories(measured)
     common = {"board": headline.name, "intro": headline.intro, "columns": HEADLINE_COLUMNS, "categories": present, "tiers": True,
-              "filters": FILTERS, **base}
+              "filters": FILTERS, "legend": [ERA_COLUMN], **base}
     jobs = [BoardJob("", measured, {**common, "title": headline.title, "category": None, "listing_only": len(listed)})]  # type: ignore[typeddict-item]
     for found in present:
         jobs.append(BoardJob(f"category/{found['slug']}/", [r for r in measured if r["category"] == found["name"]],
@@ -97,7 +99,7 @@ def _boards(site: SiteInputs, headline: RubricInfo, others: list[RubricInfo], ro
                               "listing_only": listed_in.get(found["name"], 0)}))  # type: ignore[typeddict-item]
     jobs.append(BoardJob(f"{LISTED_BOARD}/", listed, {"board": LISTED_BOARD, "title": "Listed only: nothing measured", "intro": LISTED_INTRO,
                                                       "columns": LISTED_COLUMNS, "categories": [], "category": None, "tiers": False,
-                                                      "filters": LISTED_FILTERS, "listing_only": 0, **base}))  # type: ignore[typeddict-item]
+                                                      "filters": LISTED_FILTERS, "legend": [], "listing_only": 0, **base}))  # type: ignore[typeddict-item]
     by_id = {row["id"]: row for row in rows}
     rubric_rows = {}
     for rubric in others:
@@ -105,5 +107,7 @@ def _boards(site: SiteInputs, headline: RubricInfo, others: list[RubricInfo], ro
         shown = [{**by_id[row["id"]], **row} for row in rubric_rows[rubric.name]]  # description and filter fields come from the index
         jobs.append(BoardJob(f"{rubric.name}/", shown, {"board": rubric.name, "title": rubric.title, "intro": rubric.intro,
                                                          "columns": rubric_columns(rubric), "categories": [], "category": None,
-                                                         "tiers": False, "filters": FILTERS, "listing_only": 0, **base}))  # type: ignore[typeddict-item]
+                                                         "tiers": False, "filters": FILTERS if rubric.graded else UNGRADED_FILTERS,
+                                                         "legend": list(rubric.legend), "listing_only": 0,
+                                                         **base}))  # type: ignore[typeddict-item]
     return jobs, rubric_rows

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline import latency
+from pipeline import eras, latency
 from pipeline.latency import REACHED
 from pipeline.models import BoardColumn, DimensionScore, RubricInfo
-from pipeline.outcomes import measured
+from pipeline.outcomes import MIN_FAILED_ATTEMPTS, VERDICT_SPAN, measured
 from pipeline.score.engine import Dimension, Outcome, Rubric, RuleSet, give_weights, renormalised, share, unmeasured
 from pipeline.score.facts import Facts, RunRow
 
@@ -149,7 +149,7 @@ def tool_success(facts: Facts) -> Outcome:
     c = components(facts)
     if c.tool_success is None:
         return unmeasured("no safe tool was called in 30 days",
-                          "expose a tool the probe may call: readOnlyHint: true, openWorldHint: false, a read verb in its name (deviation 34)")
+                          "expose a tool the probe may call: readOnlyHint: true, openWorldHint: false, a read verb in its name")
     parts = []
     if c.invocation_rate is not None:
         parts.append(f"invoke {100 * c.invocation_rate:.0f}%")
@@ -271,13 +271,34 @@ def extra(facts: Facts, composite: float | None) -> dict:
     }
 
 
+# The verdicts and status chips in plain words: what each says of the server and means for a client, said once under the
+# board; a server page shows the one its card has.
+LEGEND = (
+    ("Protocol eras", eras.ERAS),
+    ("Operational", f"the latest run reached the server and negotiated a protocol era with it: {VERDICT_BONUS['Operational']:g} added to "
+                    "the Rank Score"),
+    ("Impaired", f"it answers, but something a client needs is missing or fails, as its status says: {VERDICT_BONUS['Impaired']:g} added "
+                 "to the Rank Score"),
+    ("Down", f"the latest run could not reach it, or it timed out, crashed or broke the protocol: {VERDICT_BONUS['Down']:g} added"),
+    ("dual-era", "operational in both protocol eras"),
+    ("legacy (session)", "operational in the legacy era; whether the modern one answers was not measured"),
+    ("modern (2026-07-28)", "operational in the modern era; whether the legacy one answers was not measured"),
+    ("legacy only, modern fails", "it answers only the legacy era, so a client that speaks only MCP 2026-07-28 cannot connect (Impaired)"),
+    ("modern only, legacy fails", "it answers only the modern era, so older clients and SDKs, which send initialize, cannot connect (Impaired)"),
+    ("auth required", "it answers, but asks for credentials we do not hold, so its tools could not be listed (Impaired)"),
+    ("tool calls fail", "it answers, but every safe tool we called failed (Impaired)"),
+    ("unreachable from here", f"its failures to answer do not stand yet: they count once {MIN_FAILED_ATTEMPTS} attempts, the first and the "
+                              f"last {VERDICT_SPAN.total_seconds() / 3600:g} hours apart or more, have failed; until then it is not rated"),
+)
+
 OUTSIDE_IN = Rubric(
     info=RubricInfo(RUBRIC, "Outside-in", "Outside-in",
-                    "Seed 003's score over 30 days of runs, ordered by Rank Score (thin evidence shrunk toward 50%).", RULES_VERSION,
+                    "The outside-in score: did a client reach the server, speak its protocol era, list and call its tools, over 30 days "
+                    "of runs; ranked by Rank Score, which pulls a score measured on few runs toward 50%.", RULES_VERSION,
                     extra_columns=(BoardColumn("extra.rank_score", "Rank score", "num"), BoardColumn("extra.status", "Status"),
                                    BoardColumn("extra.runs", "Runs", "num"), BoardColumn("extra.p95_ms", "P95 ms", "num"),
                                    BoardColumn("extra.spec_readiness", "Spec readiness")),
-                    nav="Outside-in", rank_by="rank_score"),
+                    nav="Outside-in", rank_by="rank_score", legend=LEGEND),
     dimensions=DIMENSIONS,
     rules=tuple(RULES.rules),
     composite=displayed,

@@ -4,6 +4,8 @@ defining its Rubric value, plus one line here."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pipeline.models import RubricInfo
 from pipeline.score.engine import Rubric
 from pipeline.score.outside_in import OUTSIDE_IN
@@ -33,4 +35,4 @@ def get(name: str) -> Rubric:
 
 def infos() -> list[RubricInfo]:
     """What the build and the CLI are handed: the rubrics as the site shows them."""
-    return [r.info for r in RUBRICS]
+    return [replace(r.info, graded=bool(r.grades)) for r in RUBRICS]

@@ -406,7 +406,9 @@ def extra(facts: Facts, composite: float | None) -> dict:
 
 
 REMOTE = Rubric(
-    info=RubricInfo(RUBRIC, "Remote endpoint", "Remote endpoint", "Seed 004's rubric for servers reached over HTTP.", RULES_VERSION,
+    info=RubricInfo(RUBRIC, "Remote endpoint", "Remote endpoint",
+                    "The remote-endpoint rubric, for servers reached over HTTP: endpoint security and reachability, then the tools it "
+                    "exposes. It gives no letter grades.", RULES_VERSION,
                     nav="Remote"),
     dimensions=DIMENSIONS,
     rules=tuple(RULES.rules),

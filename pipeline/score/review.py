@@ -242,7 +242,8 @@ def extra(facts: Facts, composite: float | None) -> dict:
 
 REVIEW = Rubric(
     info=RubricInfo(RUBRIC, "Live review", "Live review",
-                    "Seed 001's six sections; only servers that completed a handshake and list a tool are ranked.", RULES_VERSION,
+                    "The live review rubric: a live session read in six sections (server metadata, discoverability, protocol, tools, tool "
+                    "documentation, MCP Apps); only servers that completed a handshake and list a tool are ranked.", RULES_VERSION,
                     nav="Review"),
     dimensions=SECTIONS,
     rules=(*RULES.rules, *TOOL_RULES.rules),

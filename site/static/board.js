@@ -190,6 +190,7 @@
       var td = document.createElement("td");
       var v = get(r, c.key);
       if (c.kind === "server") {
+        td.className = "s";
         var a = document.createElement("a");
         a.href = root + "servers/" + encodeURIComponent(r.id) + ".html";
         a.textContent = isolate(r.name);
@@ -203,10 +204,15 @@
       } else if (c.kind === "grade" && r.listing_only) {
         td.textContent = "not measured";
       } else if (c.kind === "grade") {
-        var g = document.createElement("span");
-        g.className = "grade grade-" + (r.grade || "none").replace("+", "plus");
-        g.textContent = r.grade || "–";
-        td.appendChild(g);
+        // A pill for a grade; a row without one shows a grey pill on the headline board (its tiers) and a dash elsewhere.
+        if (r.grade || board === "scoreboard") {
+          var g = document.createElement("span");
+          g.className = "grade grade-" + (r.grade || "none").replace("+", "plus");
+          g.textContent = r.grade || "–";
+          td.appendChild(g);
+        } else {
+          td.appendChild(document.createTextNode("–"));
+        }
         var dims = document.createElement("span");
         dims.className = "dims";
         dims.textContent = " (" + r.dimension_indicator + ")";
