@@ -83,6 +83,17 @@ def check_argv(inputs: ActionInputs) -> list[str]:
     return argv + list(inputs.args)
 
 
+def shown_argv(argv: Sequence[str]) -> list[str]:
+    """The command line as the log shows it: the value of each --env KEY=VALUE hidden (a credential the server needs)."""
+    shown = list(argv)
+    for i, word in enumerate(shown):
+        if word.startswith("--env="):
+            shown[i] = f"--env={word[6:].split('=', 1)[0]}=***"
+        elif i and shown[i - 1] == "--env" and "=" in word:
+            shown[i] = f"{word.split('=', 1)[0]}=***"
+    return shown
+
+
 # -- the job summary (pure)
 
 
@@ -226,7 +237,7 @@ def run(inputs: ActionInputs, env: Mapping[str, str], rubrics: Sequence[RubricIn
     """Run the check, keep its JSON, write the summary and the outputs; the exit code is `check`'s."""
     # -P: the workspace (the current directory) is not put on the path, so an author's own `pipeline` package is not ours.
     argv = [sys.executable, "-P", "-m", "pipeline.cli", *check_argv(inputs)]
-    print(f"scoreboard {shlex.join(argv[4:])}", flush=True)
+    print(f"scoreboard {shlex.join(shown_argv(argv[4:]))}", flush=True)
     returncode, stdout, stderr_tail = _run_check(argv)
     try:
         report = json.loads(stdout) if stdout.strip() else None

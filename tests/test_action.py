@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline.action import check_argv, inputs_from_env, summary_markdown
+from pipeline.action import check_argv, inputs_from_env, shown_argv, summary_markdown
 from pipeline.discover.local import LocalCatalogSource
 from pipeline.exit_codes import exit_codes
 from pipeline.sandbox.install import install_key
@@ -127,6 +127,8 @@ def test_the_check_command_line_from_the_inputs():
                                  "--env", "A=b c", "--timeout", "20"]
     assert given.json_path == Path("/runner/mcp-scoreboard/check.json")
     assert check_argv(inputs_from_env({"INPUT_URL": "https://x/mcp"}))[:2] == ["check", "https://x/mcp"]
+    assert shown_argv(check_argv(given))[-4:] == ["--env", "A=***", "--timeout", "20"]  # a credential's value never reaches the log
+    assert shown_argv(["--env=KEY=secret"]) == ["--env=KEY=***"]
 
 
 def test_server_text_cannot_break_the_summary():
