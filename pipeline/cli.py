@@ -29,6 +29,7 @@ from pipeline.score import registry, run_score
 if TYPE_CHECKING:
     from pipeline.analyze.registries import PackageArchiveFetcher
     from pipeline.discover.http import SourceHTTP
+    from pipeline.sandbox.install import Installer
 
 # The stages are imported where they are used: `probe TARGET` and `check`, which a server's author runs against a hostile
 # server within a time budget, start without discovery and the build, and every command starts without the stages it does
@@ -321,17 +322,20 @@ def analyze(settings: Settings, server_ids: tuple[str, ...], sources: tuple[str,
              budget=budget, fresh=oldest is not None, max_tokens=max_tokens, max_cost=max_cost)
 
 
-def _install(settings: Settings, specs: list) -> dict:
-    """Install local servers' packages (cached ones are kept), with a start and a summary line."""
-    from pipeline.sandbox.install import Installer
+def _install(settings: Settings, specs: list, installer: Installer | None = None) -> dict:
+    """Install local servers' packages (cached ones are kept): a start line, a progress line per package, and a summary
+    line that counts what was installed apart from what was already there."""
+    from pipeline.progress import Progress
+    from pipeline.sandbox.install import Installer, packages_of, tally
 
     if not specs:
         return {}
     started = time.monotonic()
-    echo(f"[install] {len(specs)} local servers' packages into {settings.cache_dir} (already installed ones are kept)", err=True)
-    results = Installer.from_settings(settings).install(specs)
+    count = len(packages_of(specs))
+    echo(f"[install] {count} packages of {len(specs)} local servers: those in {settings.cache_dir} are kept, the rest installed", err=True)
+    results = (installer or Installer.from_settings(settings)).install(specs, progress=Progress("install", count))
     failed = sorted(k for k, v in results.items() if not v.ok)
-    echo(f"install done: installed {len(results) - len(failed)}, failed {len(failed)}; {time.monotonic() - started:.1f}s")
+    echo(f"install done: {tally(specs, results).describe()}; {time.monotonic() - started:.1f}s")
     for key in failed:
         echo(f"  {key}: {results[key].error}", err=True)
     return results
@@ -826,7 +830,8 @@ def run(settings: Settings, site_dir: Path | None) -> None:
     servers = store.active_servers(db)
     installer = Installer.from_settings(settings)
     # Installed first: the probe needs the packages, and the analysis falls back to them when a registry cannot be reached.
-    _install(settings, [s.launch for s in servers if s.launch])
+    # One installer for the run: what it resolved here the probe and monitor find in the cache without asking a registry again.
+    _install(settings, [s.launch for s in servers if s.launch], installer)
     _analyze(db, settings, servers)
     _stage(db, "probe", {}, lambda run_id: run_probe(db, servers=servers, installer=installer, settings=settings, now=utcnow(), run_id=run_id,
                                                       optout=optout))

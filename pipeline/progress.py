@@ -43,6 +43,10 @@ class Progress:
         )
         self._stream.flush()
 
+    def sub(self, stage: str, total: int) -> "Progress":
+        """Progress of a step within this stage (a probe's installs), on the same stream and clock."""
+        return Progress(stage, total, stream=self._stream, clock=self._clock, interval=self.interval)
+
     def note(self, message: str) -> None:
         self._stream.write(terminal_text(f"[{self.stage}] {message}") + "\n")
         self._stream.flush()

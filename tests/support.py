@@ -320,7 +320,7 @@ class StaticInstaller:
     def __init__(self, results: dict[str, Installed]) -> None:
         self.results = results
 
-    def install(self, specs):
+    def install(self, specs, progress=None):
         return {install_key(s): self.results.get(install_key(s), Installed(ok=False, error="not prepared")) for s in specs}
 
 

@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from pipeline.discover.local import LocalCatalogSource
+from pipeline.sandbox.install import packages_of
 from pipeline.store import latest_probe, open_db
 from tests.support import CATALOG_SIZE, REPO
 
@@ -40,6 +42,11 @@ def test_each_stage_ends_with_a_summary_line(two_runs):
         assert f"{stage} done:" in first.stdout
     assert f"probe done: ok {CATALOG_SIZE}; failures 0" in first.stdout
     assert "[probe]" in first.stderr and "left" in first.stderr  # progress with time left
+    # The session installed the catalog first: nothing is installed again, and every message says so rather than "installing".
+    packages = len(packages_of([e.launch for e in LocalCatalogSource().read().entries if e.launch]))
+    assert f"install done: {packages} already installed, 0 installed, 0 failed" in first.stdout
+    assert f"[probe] packages: {packages} already installed, 0 installed, 0 failed" in first.stderr  # the run's one installer: no registry asked
+    assert "installing" not in first.stderr
 
 
 def test_leaderboard_lists_every_server_with_a_score(two_runs):

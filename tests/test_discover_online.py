@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import tarfile
 import threading
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ import pytest
 
 from pipeline.discover import awesome, bestof, docker_catalog, downloads, github_topics, glama, pulsemcp, registry, smithery
 from pipeline.discover.http import SourceError, SourceHTTP
+from pipeline.progress import Progress
 from tests.support import SOURCE_FIXTURES, glama_item
 
 needs_fixtures = pytest.mark.skipif(not SOURCE_FIXTURES.is_dir(), reason=f"source snapshots not present at {SOURCE_FIXTURES}")
@@ -284,9 +286,16 @@ def test_download_counts_bulk_scoped_and_pypi(replay, http):
                  lambda q, h: as_json({"data": {"last_week": 321}, "package": "mcp-server-time", "type": "recent_downloads"}))
     replay.serve("/pypi/api/packages/broken/recent", lambda q, h: (404, {}, b"no such package"))
     counter = downloads.DownloadCounter(http, f"{replay.url}/npm", f"{replay.url}/pypi")
-    counts, problems = counter.weekly([("npm", "alpha"), ("npm", "beta"), ("npm", "@scope/gamma"), ("pypi", "MCP_Server.Time"), ("pypi", "broken")])
+    stream = io.StringIO()
+    counts, problems = counter.weekly([("npm", "alpha"), ("npm", "beta"), ("npm", "@scope/gamma"), ("pypi", "MCP_Server.Time"), ("pypi", "broken")],
+                                      progress=Progress("discover", 1, stream=stream))
     assert counts == {("npm", "alpha"): 10.0, ("npm", "@scope/gamma"): 7.0, ("pypi", "mcp-server-time"): 321.0}
     assert len(problems) == 1 and problems[0].startswith("pypi broken:")
+    # A line per request (the first, each failure and the last at least), each with its count of the four, rate and time left.
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("[downloads] 1/4 ") and lines[-1].startswith("[downloads] 4/4 ")
+    assert all(re.search(r" \d+\.\d/s ~ *\d+s left  ", line) for line in lines)
+    assert "pypi broken: failed: " in lines[-1] and "npm alpha,beta: 1 counts" in lines[0]
 
 
 def test_oversized_bodies_are_refused(replay, http):

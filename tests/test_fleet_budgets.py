@@ -84,7 +84,7 @@ class CountingInstaller(StaticInstaller):
         super().__init__({})
         self.asked: list[int] = []
 
-    def install(self, specs):
+    def install(self, specs, progress=None):
         self.asked.append(len(specs))
         return super().install(specs)
 

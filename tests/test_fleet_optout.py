@@ -93,7 +93,7 @@ def test_a_local_server_in_the_file_is_never_installed_nor_started(db, settings)
     class Counting(StaticInstaller):
         asked: list = []
 
-        def install(self, specs):
+        def install(self, specs, progress=None):
             self.asked.extend(specs)
             return super().install(specs)
 

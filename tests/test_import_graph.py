@@ -1,6 +1,6 @@
 """The import graph holds the layout: the core imports no stage, a stage imports only the core and itself.
 
-Stages: discover, analyze, probe, judge, score, render. App modules (cli, check, serve) compose stages.
+Stages: discover, analyze, probe, judge, score, render. App modules (cli, check, serve, action) compose stages.
 Everything else under pipeline/ is core (models, config, identity, text, store, …). Imports inside
 functions count as much as those at the top of a module.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pipeline"
 STAGES = {"discover", "analyze", "probe", "judge", "score", "render"}
-APPS = {"cli", "check", "serve"}
+APPS = {"cli", "check", "serve", "action"}
 
 
 def module_name(path: Path) -> str:

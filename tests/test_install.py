@@ -7,22 +7,28 @@ running on the host, and is bounded, cached and refused where a listing's name o
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from pipeline.analyze.fetch import InstalledPackageFetcher
+from pipeline.cli import _install
+from pipeline.config import Settings
 from pipeline.models import LaunchSpec
+from pipeline.progress import Progress
 from pipeline.sandbox import Completed, Job, installenv
 from pipeline.sandbox.bubblewrap import BubblewrapBackend
 from pipeline.sandbox.entrypoints import choose_entry
-from pipeline.sandbox.install import Installer, install_key, install_prefix, installed_prefix
+from pipeline.sandbox.install import Installer, InstallTally, install_key, install_prefix, installed_prefix, packages_of, tally
 from pipeline.sandbox.installenv import PASSED, Registries, installer_environment
 from tests.registries import NpmRegistry, PypiIndex
 
@@ -148,12 +154,58 @@ def test_installs_are_cached_by_package_and_version(npm_registry, index, shared_
     asked = len(npm_registry.requests) + len(index.requests)
     started = time.monotonic()
     again = first.install(specs)  # the same run: the unpinned specs were resolved once
-    assert again == results and len(npm_registry.requests) + len(index.requests) == asked and time.monotonic() - started < 2
+    assert {k: replace(r, cached=False) for k, r in again.items()} == results and all(r.cached for r in again.values())
+    assert len(npm_registry.requests) + len(index.requests) == asked and time.monotonic() - started < 2
     pinned = [npm_spec("cached-server", "2.0.0"), pypi_spec("cached-py", "3.1")]
     later = Installer(shared_cache, 120, registries=registries).install(pinned)  # another run, versions pinned: no registry asked
     assert [r.prefix for r in later.values()] == [r.prefix for r in results.values()]
     assert len(npm_registry.requests) + len(index.requests) == asked
     assert installed_prefix(shared_cache, "pypi", "cached-py") == results[install_key(specs[1])].prefix
+
+
+# A progress line: the stage, the count of the total, the rate, the time left, then the package and what became of it.
+LINE = re.compile(r"^\[install\] +(\d+)/(\d+) +\d+\.\d/s ~ *\d+s left  (npm|pypi):[a-z-]+: (.+)$")
+
+
+def test_what_an_install_says_counts_what_it_installed_apart_from_what_was_already_there(npm_registry, index, shared_cache, capsys):
+    """Real installs through the CLI's install step: a first run installs, a second (another run: resolved again, nothing
+    installed) finds everything already there and says so, and a package no registry has is counted failed. Progress
+    lines are throttled (the first, every failure, the last, else one a second), so not every package need have one."""
+    npm_registry.publish("said-server", "1.0.0", {"server.js": SERVER_JS}, bin="server.js")
+    index.add_wheel("said-py", "2.0", {"said_py/__init__.py": "def main():\n    print('hi')\n"}, scripts={"said-py": "said_py:main"})
+    registries = Registries(npm_registry=npm_registry.url, pypi_index=index.url + "/simple/")
+    settings = Settings(cache_dir=shared_cache)
+    specs = [npm_spec("said-server"), npm_spec("said-server", command="said-server"), pypi_spec("said-py"), npm_spec("no-such-server")]
+    assert len(packages_of(specs)) == 3  # one package launched two ways counts once
+
+    def said(installer: Installer) -> tuple[list[str], str, dict]:
+        results = _install(settings, specs, installer)
+        out, err = capsys.readouterr()
+        return err.splitlines(), out.splitlines()[0], results
+
+    progress, summary, results = said(Installer(settings.cache_dir, 120, registries=registries))
+    assert progress[0].startswith(f"[install] 3 packages of 4 local servers: those in {settings.cache_dir} are kept")
+    lines = [LINE.match(line) for line in progress[1:] if line.startswith("[install] ")]
+    assert all(lines) and lines[0][1] == "1" and lines[-1][1] == "3" and {m[2] for m in lines} == {"3"}
+    assert {m[4].split(" ")[0] for m in lines} <= {"failed:", "installed"} and sum(m[4].startswith("failed: ") for m in lines) == 1
+    assert tally(specs, results) == InstallTally(installed=2, failed=1)
+    assert summary.startswith("install done: 0 already installed, 2 installed, 1 failed; ")
+
+    progress, summary, _ = said(Installer(settings.cache_dir, 120, registries=registries))
+    lines = [LINE.match(line) for line in progress[1:] if line.startswith("[install] ")]
+    assert all(lines) and lines[-1][1] == "3" and sum(m[4].startswith("failed: ") for m in lines) == 1
+    assert {m[4] for m in lines if not m[4].startswith("failed: ")} <= {"already installed 1.0.0", "already installed 2.0"}
+    assert summary.startswith("install done: 2 already installed, 0 installed, 1 failed; ")
+    assert "installing" not in " ".join(progress)
+    assert any(line.startswith("  npm:no-such-server::") for line in progress)  # the failed launch is named with its error
+
+
+def test_progress_of_an_install_is_one_line_a_package_on_the_stream_given(npm_registry, tmp_path):
+    npm_registry.publish("streamed", "1.0.0", {"s.js": SERVER_JS}, bin="s.js")
+    stream = io.StringIO()
+    Installer(tmp_path / "cache", 120, registries=Registries(npm_registry=npm_registry.url)).install(
+        [npm_spec("streamed")], progress=Progress("probe", 5, stream=stream).sub("install", 1))
+    assert LINE.match(stream.getvalue().splitlines()[0])[4] == "installed 1.0.0 (npm)"
 
 
 def test_pip_installs_the_newest_wheel_exactly_and_records_its_sha256(index, shared_cache):

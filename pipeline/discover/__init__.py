@@ -51,7 +51,7 @@ class CallableSource:
 
 
 class Downloads(Protocol):
-    def weekly(self, packages: Sequence[tuple[str, str]]) -> tuple[dict[tuple[str, str], float], list[str]]: ...
+    def weekly(self, packages: Sequence[tuple[str, str]], progress: Progress | None = None) -> tuple[dict[tuple[str, str], float], list[str]]: ...
 
 
 def snapshot_sources(directory: Path, names: Sequence[str] | None = None) -> list[CallableSource]:
@@ -77,8 +77,8 @@ class SnapshotDownloads:
 
     directory: Path
 
-    def weekly(self, packages: Sequence[tuple[str, str]]) -> tuple[dict[tuple[str, str], float], list[str]]:
-        from pipeline.discover.downloads import read_snapshot
+    def weekly(self, packages: Sequence[tuple[str, str]], progress: Progress | None = None) -> tuple[dict[tuple[str, str], float], list[str]]:
+        from pipeline.discover.downloads import read_snapshot  # files on disk, read at once: nothing to report as it goes
 
         return read_snapshot(self.directory)
 
@@ -183,7 +183,7 @@ def _enrich_downloads(db: Database, downloads: Downloads, now: datetime, report:
     due = store.packages_due_for_downloads(db, now - DOWNLOADS_EVERY)
     if not due:
         return
-    counts, problems = downloads.weekly(sorted(due))
+    counts, problems = downloads.weekly(sorted(due), progress=progress)
     store.record_problems(db, "npm-pypi-downloads", problems, now)
     updated = store.save_download_counts(db, due, counts, now)
     report.counts["download_counts"] = updated

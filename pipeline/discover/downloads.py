@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from pipeline.discover.base import number, snapshot_files
 from pipeline.discover.http import SourceError, SourceHTTP
 from pipeline.identity import pypi_name
+from pipeline.progress import Progress
 
 NAME = "npm-pypi-downloads"
 NPM_BULK = 128  # the bulk endpoint takes up to 128 unscoped names; scoped ones go one by one
@@ -65,30 +66,35 @@ class DownloadCounter:
     def __init__(self, http: SourceHTTP, npm_api: str | None, pypi_api: str | None) -> None:
         self.http, self.npm_api, self.pypi_api = http, npm_api, pypi_api
 
-    def weekly(self, packages: Iterable[tuple[str, str]]) -> tuple[dict[tuple[str, str], float], list[str]]:
+    def weekly(self, packages: Iterable[tuple[str, str]], progress: Progress | None = None) -> tuple[dict[tuple[str, str], float], list[str]]:
+        """The counts: one request per npm batch and per PyPI package (thousands a week, PyPI one package at a time), each a
+        line of `progress` when given."""
         counts: dict[tuple[str, str], float] = {}
         problems: list[str] = []
         wanted = sorted(set(packages))
         npm = [name for registry, name in wanted if registry == "npm"]
         pypi = [name for registry, name in wanted if registry == "pypi"]
+        requests: list[tuple[str, str, str, dict[str, str] | None]] = []  # (registry, what, url, params)
         if npm and self.npm_api:
             unscoped = [n for n in npm if not n.startswith("@")]
             batches = [",".join(unscoped[i:i + NPM_BULK]) for i in range(0, len(unscoped), NPM_BULK)] + [n for n in npm if n.startswith("@")]
-            for batch in batches:
-                try:
-                    payload, _ = self.http.get_json(f"{self.npm_api.rstrip('/')}/downloads/point/last-week/{batch}")
-                except SourceError as exc:
-                    problems.append(f"npm {batch[:80]}: {exc}")
-                    continue
-                counts.update({("npm", k): v for k, v in parse_npm(payload).items()})
+            requests += [("npm", batch, f"{self.npm_api.rstrip('/')}/downloads/point/last-week/{batch}", None) for batch in batches]
         if pypi and self.pypi_api:
-            for name in pypi:
-                try:
-                    payload, _ = self.http.get_json(f"{self.pypi_api.rstrip('/')}/api/packages/{pypi_name(name)}/recent", params={"period": "week"})
-                except SourceError as exc:
-                    problems.append(f"pypi {name}: {exc}")
-                    continue
-                counts.update({("pypi", k): v for k, v in parse_pypistats(payload).items()})
+            requests += [("pypi", name, f"{self.pypi_api.rstrip('/')}/api/packages/{pypi_name(name)}/recent", {"period": "week"})
+                         for name in pypi]
+        steps = progress.sub("downloads", len(requests)) if progress is not None else None
+        for registry, what, url, params in requests:
+            try:
+                payload, _ = self.http.get_json(url, params=params)
+            except SourceError as exc:
+                problems.append(f"{registry} {what[:80]}: {exc}")
+                if steps is not None:
+                    steps.step(f"{registry} {what[:80]}", f"failed: {exc}", ok=False)
+                continue
+            found = parse_npm(payload) if registry == "npm" else parse_pypistats(payload)
+            counts.update({(registry, k): v for k, v in found.items()})
+            if steps is not None:
+                steps.step(f"{registry} {what[:80]}", f"{len(found)} counts")
         if (npm and not self.npm_api) or (pypi and not self.pypi_api):
             problems.append("download APIs not configured (SCOREBOARD_NPM_DOWNLOADS_API, SCOREBOARD_PYPI_STATS_API): some counts skipped")
         return counts, problems

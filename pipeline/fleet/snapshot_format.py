@@ -21,6 +21,7 @@ import zstandard
 from pydantic import BaseModel
 from sqlite_utils import Database
 
+from pipeline.progress import Progress
 from pipeline.store.connection import SQLITE_HEADER, applied_migrations
 from pipeline.store.migrations import migrations
 
@@ -84,8 +85,14 @@ class Manifest(BaseModel):
 # ---------------------------------------------------------------------------- packing
 
 
-def pack(database: Path, target: Path, level: int = ZSTD_LEVEL) -> tuple[str, int, str, int]:
-    """Compress `database` into `target`: (sha256 of the file, its size, sha256 of the database, its size)."""
+def chunks(path: Path) -> int:
+    """How many CHUNKs (MiB) `path` is read in: the total of a pack's progress."""
+    return -(-path.stat().st_size // CHUNK)
+
+
+def pack(database: Path, target: Path, level: int = ZSTD_LEVEL, progress: Progress | None = None) -> tuple[str, int, str, int]:
+    """Compress `database` into `target`: (sha256 of the file, its size, sha256 of the database, its size). `progress`
+    (its total: `chunks(database)`) counts MiB read, so its rate is MiB a second."""
     compressor = zstandard.ZstdCompressor(level=level, threads=-1, write_checksum=True)
     raw, packed = hashlib.sha256(), _Hashing(target.open("wb"))
     with database.open("rb") as source, packed:
@@ -93,14 +100,20 @@ def pack(database: Path, target: Path, level: int = ZSTD_LEVEL) -> tuple[str, in
             while chunk := source.read(CHUNK):
                 raw.update(chunk)
                 writer.write(chunk)
+                if progress is not None:
+                    progress.step("MiB read", f"{packed.size / 1e6:.1f} MB compressed so far")
     return packed.hash.hexdigest(), packed.size, raw.hexdigest(), database.stat().st_size
 
 
-def unpack(source: Path, target: Path) -> tuple[str, int]:
-    """Decompress `source` into `target`: (sha256 of the database, its size). zstandard.ZstdError when it is damaged."""
+def unpack(source: Path, target: Path, progress: Progress | None = None) -> tuple[str, int]:
+    """Decompress `source` into `target`: (sha256 of the database, its size). zstandard.ZstdError when it is damaged.
+    `progress` (its total: the database's size in CHUNKs, from the manifest) counts MiB written."""
     out = _Hashing(target.open("wb"))
-    with source.open("rb") as packed, out:
-        zstandard.ZstdDecompressor().copy_stream(packed, out, read_size=CHUNK, write_size=CHUNK)
+    with source.open("rb") as packed, out, zstandard.ZstdDecompressor().stream_reader(packed, read_size=CHUNK) as reader:
+        while chunk := reader.read(CHUNK):
+            out.write(chunk)
+            if progress is not None:
+                progress.step("MiB written", f"{out.size / 1e6:.1f} MB of the database")
     return out.hash.hexdigest(), out.size
 
 

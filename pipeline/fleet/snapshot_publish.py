@@ -33,6 +33,7 @@ from pipeline.fleet.snapshot_format import (
     METADATA_SUFFIX,
     ZSTD_LEVEL,
     Manifest,
+    chunks,
     file_sha256,
     inspect_database,
     pack,
@@ -43,6 +44,7 @@ from pipeline.fleet.snapshot_format import (
 from pipeline.fleet.snapshot_store import SnapshotStore, StoreError
 from pipeline.fleet.snapshots import Listed, Log, SnapshotError, fetch_manifest, lineage, listing, published, record_run, store_names, workdir
 from pipeline.models import StageReport
+from pipeline.progress import Progress
 
 
 class Unsound(SnapshotError):
@@ -94,7 +96,7 @@ def pack_snapshot(db_path: Path, out: Path, *, parent: str | None, baseline: dic
         args = {**(record or {}), "snapshot": name, "parent": parent, "counts": verdict.counts}
         record_run(copy, "publish", args, {"servers": verdict.counts.get("active_servers", 0)}, now, started)
         clock = time.monotonic()
-        sha, size, db_sha, db_size = pack(copy, out / data_name, level)
+        sha, size, db_sha, db_size = pack(copy, out / data_name, level, progress=Progress("publish", chunks(copy)))
         facts = inspect_database(copy, integrity=False)
         log(f"[publish] packed {db_size / 1e6:.1f} MB into {size / 1e6:.1f} MB (zstd level {level}); {time.monotonic() - clock:.1f}s")
         # `zstd -d` makes the file's name …db.zst into …db, which Datasette names by its stem: the snapshot's name.

@@ -27,6 +27,7 @@ from sqlite_utils import Database
 
 from pipeline import store
 from pipeline.fleet.snapshot_format import (
+    CHUNK,
     Manifest,
     file_sha256,
     inspect_database,
@@ -35,6 +36,7 @@ from pipeline.fleet.snapshot_format import (
 )
 from pipeline.fleet.snapshot_store import SnapshotStore, StoreError
 from pipeline.models import StageReport
+from pipeline.progress import Progress
 
 Log = Callable[[str], None]
 
@@ -141,7 +143,7 @@ def restore(store_: SnapshotStore, db_path: Path, *, now: datetime, first_run: b
         clock = time.monotonic()
         restored = work / "restored.db"
         try:
-            db_digest, db_size = unpack(packed, restored)
+            db_digest, db_size = unpack(packed, restored, progress=Progress("restore", max(1, -(-manifest.db_size // CHUNK))))
         except zstandard.ZstdError as exc:
             raise SnapshotError(f"{where} is corrupt: zstd cannot decompress it: {exc}") from exc
         packed.unlink()

@@ -35,7 +35,7 @@ from pipeline.progress import Progress
 from pipeline.sandbox import SandboxUnavailable
 from pipeline.sandbox.choice import choose
 from pipeline.sandbox.failures import StartAttempt, classify, classify_start
-from pipeline.sandbox.install import Installed, Installer, install_key
+from pipeline.sandbox.install import Installed, Installer, install_key, packages_of, tally
 from pipeline.sandbox.mockenv import mocked_launch
 
 ProbeKind = Literal["deep", "fast"]
@@ -143,8 +143,12 @@ def run_probe(
                 break
             specs = [s.launch for s in batch if s.launch is not None]
             if specs:
-                progress.note(f"installing {len({install_key(s) for s in specs})} packages into the cache")
-                installs.update(installer.install(specs))
+                # Said as counted: packages already in the cache are not "installed" again.
+                count = len(packages_of(specs))
+                progress.note(f"{count} packages: those in the cache are kept, the rest installed")
+                done = installer.install(specs, progress=progress.sub("install", count))
+                installs.update(done)
+                progress.note(f"packages: {tally(specs, done).describe()}")
             anyio.run(probe_all, batch)
     except KeyboardInterrupt:
         report.interrupted = True

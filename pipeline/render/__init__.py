@@ -22,6 +22,7 @@ from pipeline.collector import without_cyclic_gc
 from pipeline.fleet.status import status_of
 from pipeline.listing_only import listing_only
 from pipeline.models import RubricInfo, StageReport
+from pipeline.progress import Progress
 from pipeline.render.executors import Executor, ForkPool, Serial
 from pipeline.render.fingerprints import Fingerprints, code_fingerprint
 from pipeline.render.finish import Snapshot, finish, scratch_of, snapshot_name, write_shared
@@ -37,7 +38,7 @@ PARALLEL_BOARD_ROWS = 10_000  # or board rows: at scale the boards are most of a
 def run_build(
     db: Database, *, rubrics: Sequence[RubricInfo], site_dir: Path, now: datetime, site_url: str = "http://localhost:8000/",
     datasette_url: str = "http://localhost:8001/", workers: int | None = None, executor: Executor | None = None,
-    snapshots_url: str | None = None, run_id: int | None = None,
+    snapshots_url: str | None = None, run_id: int | None = None, progress: Progress | None = None,
 ) -> StageReport:
     """Build the site into `site_dir`; pages whose inputs are unchanged since the last build are kept as they are.
 
@@ -46,6 +47,7 @@ def run_build(
     25,000-server site); without it (a local site) the build copies the database into downloads/ as before, its runs row
     `run_id` (this build's) ended in the copy as the report says.
     `executor` renders the pages; by default worker processes (`workers`, one per core) once there are enough pages to pay for them.
+    `progress` gets a line per rendered batch of server or board pages (count, rate, time left).
     """
     started, laps = time.monotonic(), Laps()
     site_url = site_url.rstrip("/") + "/"
@@ -66,13 +68,18 @@ def run_build(
         renderer = Renderer(site_dir, database, rubrics, {server.id: server for server in site.servers}, plan.boards, fingerprints, now, site_url,
                             f"{datasette_url.rstrip('/')}/{Path(database).stem}")
         executor = executor or _default_executor(plan, todo, workers)
-        with closing(executor.map(renderer.run, tasks(todo, plan.boards))) as rendered:
+        batches = tasks(todo, plan.boards)
+        progress = progress or Progress("build", len(batches))
+        progress.note(f"{len(todo)} server pages to render, {len(site.servers) - len(todo)} unchanged and kept; {len(plan.boards)} boards; "
+                      f"{len(batches)} batches")
+        with closing(executor.map(renderer.run, batches)) as rendered:
             write_shared(writer, renderer.environment(), plan, rubrics, status=status, site_url=site_url, now=now,
                          snapshots_url=snapshots_url, transitions=transitions)
             laps("shared files")
-            for claimed, counts, taken in rendered:
+            for claimed, counts, taken in rendered:  # in the order the batches finish
                 writer.adopt(claimed, counts)
                 fingerprints.current.update(taken)
+                progress.step(_batch(claimed), ", ".join(f"{key} {value}" for key, value in counts.items() if value) or "nothing to write")
             snapshot.wait()
         laps("pages and snapshot")
         finish(writer, fingerprints, site_url)
@@ -82,6 +89,12 @@ def run_build(
                              finished_at=now + timedelta(seconds=seconds))
         snapshot.conclude(run_id, report)
     return report
+
+
+def _batch(claimed: set[str]) -> str:
+    """What a rendered batch was, from the files it claimed: server pages, or a board's pages."""
+    servers = sum(1 for path in claimed if path.startswith("servers/") and path.endswith(".html") and path.count("/") == 1)
+    return f"{servers} server pages" if servers else f"{len(claimed)} board pages"
 
 
 def _keep_unchanged(writer: SiteWriter, fingerprints: Fingerprints, pages: Iterable[tuple[str, list[Any]]], listed: set[str]) -> list[str]:

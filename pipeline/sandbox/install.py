@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -28,6 +28,7 @@ from typing import Iterator, Literal, Mapping, Sequence
 from pipeline.config import Settings
 from pipeline.identity import package_folder
 from pipeline.models import LaunchSpec
+from pipeline.progress import Progress
 from pipeline.sandbox import Backend, FailureKind, SandboxUnavailable, npm, pypi
 from pipeline.sandbox.choice import choose
 from pipeline.sandbox.entrypoints import NeedsBuild, NoEntry, npm_entry, pypi_entry
@@ -54,6 +55,7 @@ class Installed:
     method: InstallMethod | None = None
     fallback: str | None = None  # why the first way failed, when a fallback (sandboxed build, no-deps) installed it
     failure: FailureKind | None = None  # "install_failed" | "no_entry_point" when not ok
+    cached: bool = False  # found finished in the cache: nothing was installed for it this time
 
 
 def install_prefix(cache_dir: Path, registry: str, package: str, version: str) -> Path:
@@ -71,6 +73,44 @@ def installed_prefix(cache_dir: Path, registry: str, package: str, version: str 
 
 def install_key(spec: LaunchSpec) -> str:
     return f"{spec.registry}:{spec.requirement}:{spec.command}"
+
+
+Package = tuple[str, str, str | None]  # (registry, package, the version asked for, None for the newest)
+
+
+def packages_of(specs: Sequence[LaunchSpec]) -> list[Package]:
+    """The distinct packages of some launches (a package may be launched several ways), in a stable order."""
+    return sorted({(s.registry, s.package, s.version) for s in specs}, key=str)
+
+
+@dataclass(frozen=True)
+class InstallTally:
+    """What an install did, package by package: how many were already in the cache, installed now, or failed."""
+
+    already: int = 0
+    installed: int = 0
+    failed: int = 0
+
+    @property
+    def packages(self) -> int:
+        return self.already + self.installed + self.failed
+
+    def describe(self) -> str:
+        return f"{self.already} already installed, {self.installed} installed, {self.failed} failed"
+
+
+def tally(specs: Sequence[LaunchSpec], results: Mapping[str, Installed]) -> InstallTally:
+    """Count the packages of `specs` by what their install did (a launch whose package installed but which names no
+    command is the launch's failure, not the package's: its package counts as installed or already there)."""
+    first = {(s.registry, s.package, s.version): results.get(install_key(s)) for s in reversed(specs)}
+    states = [_state(result) for result in first.values()]
+    return InstallTally(already=states.count("already installed"), installed=states.count("installed"), failed=states.count("failed"))
+
+
+def _state(result: Installed | None) -> str:
+    if result is None or not (result.ok or result.failure == "no_entry_point"):
+        return "failed"
+    return "already installed" if result.cached else "installed"
 
 
 class Installer:
@@ -108,11 +148,19 @@ class Installer:
                 self.sandbox = None
             return self.backend
 
-    def install(self, specs: Sequence[LaunchSpec]) -> dict[str, Installed]:
+    def install(self, specs: Sequence[LaunchSpec], progress: Progress | None = None) -> dict[str, Installed]:
+        """Install every distinct package of `specs`; `progress` (its total: `len(packages_of(specs))`) gets a line per
+        package, saying whether it was already in the cache, installed now, or failed."""
         unique = {install_key(s): s for s in specs}
-        packages = sorted({(s.registry, s.package, s.version) for s in unique.values()}, key=str)
+        packages = packages_of(list(unique.values()))
+        done: dict[Package, Installed] = {}
         with ThreadPoolExecutor(max_workers=max(1, self.workers)) as pool:
-            done = dict(zip(packages, pool.map(lambda p: self._package(*p), packages)))
+            futures = {pool.submit(self._package, *package): package for package in packages}
+            for future in as_completed(futures):  # reported here, in one thread, as each package finishes
+                package, result = futures[future], future.result()
+                done[package] = result
+                if progress is not None:
+                    progress.step(_label(package), _status(result), ok=result.ok)
         return {key: _with_entry(spec, done[(spec.registry, spec.package, spec.version)]) for key, spec in unique.items()}
 
     def _package(self, registry: str, package: str, request: str | None) -> Installed:
@@ -145,7 +193,7 @@ class Installer:
         hit = _read_marker(prefix)
         if hit is None or (artifact_hash is not None and hit.artifact_hash != artifact_hash):
             return None
-        return hit
+        return replace(hit, cached=True)
 
     def _remember(self, registry: str, package: str, request: str | None, version: str, artifact_hash: str | None) -> None:
         with self._lock:
@@ -259,6 +307,17 @@ class Installer:
                 pypi.make_venv(venv, env, bounds, venv, with_pip=True)
                 (venv / MARKER).write_text("{}")
         return python
+
+
+def _label(package: Package) -> str:
+    registry, name, version = package
+    return f"{registry}:{name}" + (f"=={version}" if version else "")
+
+
+def _status(result: Installed) -> str:
+    if not result.ok:
+        return f"failed: {(result.error or 'no reason given').splitlines()[0][:160]}"
+    return f"{'already installed' if result.cached else 'installed'} {result.version}" + (f" ({result.method})" if not result.cached else "")
 
 
 def _with_entry(spec: LaunchSpec, installed: Installed) -> Installed:
