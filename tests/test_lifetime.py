@@ -58,7 +58,7 @@ def test_killing_the_probe_stage_kills_its_servers_and_all_they_started(tmp_path
 def test_killing_the_build_kills_its_render_workers_and_snapshot_process(tmp_path):
     process, marker = drive("render", tmp_path)
     workers = lambda: len(leftover_processes(marker)) >= 3  # noqa: E731 - the build and its two forked workers
-    copying = lambda: any("import snapshot" in _cmdline(p) for p in descendants(process.pid))  # noqa: E731 - the snapshot process
+    copying = lambda: any("import backup" in _cmdline(p) for p in descendants(process.pid))  # noqa: E731 - the snapshot process
     assert kill_when_ready(process, lambda: workers() and copying(), marker) == []
 
 
