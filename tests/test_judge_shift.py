@@ -71,7 +71,8 @@ def transition(**changes) -> ModelTransition:
 
 
 def test_the_methodology_page_publishes_accepted_transitions_in_place_of_its_marker():
-    document = f"# Methodology\n\nThe opening, left to the page's introduction.\n\n## Models\n\n### Model transitions\n\n{TRANSITIONS_MARKER}\n\n## Next\n"
+    document = (f"# Methodology\n\nThe opening, left to the page's introduction.\n\n## Models\n\n### Model transitions\n\n"
+                f"{TRANSITIONS_MARKER}\n\n## Next\n")
     empty = methodology_html(document)
     assert "No model transition has occurred yet." in empty and "published:" not in empty
     html = methodology_html(document, [transition(to_judge="openai:a|<b>")])
