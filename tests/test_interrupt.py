@@ -16,8 +16,15 @@ from tests.support import REPO, TEST_SERVERS, leftover_processes
 SCRIPT = TEST_SERVERS / "interruptible_probe.py"
 
 
+def _interruptible() -> None:
+    # A shell starts a background job (`make test &`, `nohup … &`) with SIGINT ignored, its children inherit that, and Python
+    # installs no Ctrl-C handler where SIGINT is ignored at its start: the child is given SIGINT's default, as a terminal's is.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start(db_path: Path, mode: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(SCRIPT), str(db_path), mode], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([sys.executable, str(SCRIPT), str(db_path), mode], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_interruptible)
 
 
 def wait_for_committed_probe(db_path: Path, process: subprocess.Popen, timeout: float = 60) -> None:
