@@ -5,6 +5,7 @@ Stages never hand each other raw dicts from the database or the wire; they hand 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -483,6 +484,12 @@ class RuleOutcome:
     reason: str
     how_to_gain: str | None = None
     evidence: str | None = None  # where the facts came from, e.g. "probe_runs:12"
+
+
+def pending_reason(unmeasured: Iterable[str]) -> str:
+    """Why a dimension with nothing measured is pending: its unmeasured rules' reasons in order. One definition, for the
+    engine that writes it and the server JSON that leaves it out as derivable (deviation 134)."""
+    return "; ".join(unmeasured)[:300]
 
 
 @dataclass

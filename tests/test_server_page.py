@@ -218,15 +218,15 @@ def test_how_to_gain_names_every_cap_first(tmp_path):
 
 
 def test_a_pending_dimensions_reason_is_left_out_of_the_json_only_when_its_rules_say_it():
-    from pipeline.render.pages import dimension_rows, pending_reason
+    from pipeline.models import pending_reason
+    from pipeline.render.pages import dimension_rows
     rules = [{"rule": r, "points": 0.0, "max_points": 10, "measured": False, "reason": why, "how_to_gain": None, "evidence": None}
              for r, why in (("a", "no handshake"), ("b", "no tools"))]
     pending = {"name": "d", "label": "D", "status": "pending", "score": None, "weight": 0, "optional": False, "rules": rules,
-               "reason": pending_reason(rules)}
+               "reason": pending_reason(r["reason"] for r in rules if not r["measured"])}
     assert pending["reason"] == "no handshake; no tools" and len(dimension_rows([pending])[0]) == 7  # derived: left out (deviation 134)
     assert dimension_rows([{**pending, "reason": "needs 2+ judges"}])[0][7] == "needs 2+ judges"
     assert dimension_rows([{**pending, "status": "not_applicable"}])[0][7] == "no handshake; no tools"
-
 
 
 def test_the_score_history_is_columns_from_its_first_day_unless_a_day_is_missing():

@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, PlainSerializer, WithJsonSchema
 from typing_extensions import TypedDict
 
+from pipeline.models import pending_reason
 from pipeline.render.values import Context, Day, Grade, Number, Percent, Score, Transport, Visibility
 
 # ---------------------------------------------------------------- a score card, as pages show it
@@ -79,16 +80,15 @@ def _row(values: list[Any]) -> list[Any]:
     return values
 
 
-def pending_reason(rules: list[Rule]) -> str:
-    """A pending dimension's reason as the engine writes it: its unmeasured rules' reasons, in order, joined by '; ', cut at 300."""
-    return "; ".join(r["reason"] for r in rules if not r["measured"])[:300]
+def _derived(d: Dimension) -> bool:
+    """A pending dimension's reason that is its unmeasured rules' reasons joined: the rows already say it (deviation 134)."""
+    return d["status"] == "pending" and d["reason"] == pending_reason(r["reason"] for r in d["rules"] if not r["measured"])
 
 
 def dimension_rows(dimensions: list[Dimension]) -> list[list[Any]]:
-    # A pending dimension's reason that is its unmeasured rules' reasons joined is left out: the rows already say it (deviation 134)
     return [_row([d["name"], d["label"], d["status"], d["score"], d["weight"], d["optional"],
                   [_row([r["rule"], r["points"], r["max_points"], r["measured"], r["reason"], r["how_to_gain"], r["evidence"]])
-                   for r in d["rules"]], None if d["reason"] == pending_reason(d["rules"]) and d["status"] == "pending" else d["reason"]])
+                   for r in d["rules"]], None if _derived(d) else d["reason"]])
             for d in dimensions]
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from pipeline.models import DimensionScore, FlagOutcome, RubricInfo, RuleOutcome, ScoreCard
+from pipeline.models import DimensionScore, FlagOutcome, RubricInfo, RuleOutcome, ScoreCard, pending_reason
 
 if TYPE_CHECKING:
     from pipeline.score.facts import Facts
@@ -277,7 +277,7 @@ def _fold(rubric: Rubric, facts: Facts, dims: list[Dimension], not_applicable: d
         if why_not:
             folded[dim.name] = DimensionScore(dim.name, dim.label, "not_applicable", None, 0, why_not)
         elif not maximum:
-            folded[dim.name] = DimensionScore(dim.name, dim.label, "pending", None, 0, "; ".join(pending)[:300], dim.optional)
+            folded[dim.name] = DimensionScore(dim.name, dim.label, "pending", None, 0, pending_reason(pending), dim.optional)
         else:
             value = max(0.0, min(100.0, 100 * points / maximum + adjustments))
             folded[dim.name] = DimensionScore(dim.name, dim.label, "scored", value, 0, None, dim.optional)
